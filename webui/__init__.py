@@ -1,0 +1,89 @@
+"""Hermes Logbook: a server-rendered dashboard for Hermes Agent's state.db."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+from htmx_flask import Htmx
+
+from . import formatting
+from .db import OpenedDatabase, check_database, init_db
+from .content import pretty_json
+from .paths import STATIC, TEMPLATES
+from .render import highlight_code
+
+__version__ = "0.1.0"
+
+DEFAULTS: dict[str, Any] = {
+    "LOGBOOK_DB": None,                 # path of the state.db to serve
+    "LOGBOOK_QUERY_TIME_LIMIT": 5.0,    # seconds, for every user-driven query
+    "LOGBOOK_THREADS": 8,               # waitress threads = read connections in the pool
+    "LOGBOOK_HOST": "127.0.0.1",
+    "LOGBOOK_PORT": 9130,
+    "LOGBOOK_REMOTE": False,            # --insecure: a non-loopback bind
+    "LOGBOOK_READ_ONLY": False,
+    "LOGBOOK_TOKEN": None,
+    "LOGBOOK_PRIVATE": False,
+    "SESSION_COOKIE_HTTPONLY": True,
+    "SESSION_COOKIE_SAMESITE": "Strict",
+    "MAX_CONTENT_LENGTH": 1 * 1024 * 1024,
+}
+
+
+def _secret_key(instance: Path) -> str:
+    """A per-install key kept in the instance folder, so cookies survive restarts."""
+    path = instance / "secret_key"
+    try:
+        return path.read_text().strip()
+    except OSError:
+        key = secrets.token_hex(32)
+        try:
+            instance.mkdir(parents=True, exist_ok=True)
+            path.write_text(key)
+            path.chmod(0o600)
+        except OSError:
+            pass  # a read-only instance folder: a per-process key still works
+        return key
+
+
+def create_app(config: dict[str, Any] | None = None,
+               opened: OpenedDatabase | None = None, instance_path: str | None = None) -> Flask:
+    app = Flask(__name__, instance_relative_config=True, template_folder=str(TEMPLATES),
+                static_folder=str(STATIC), instance_path=instance_path)
+    app.config.from_mapping(DEFAULTS)
+    app.config.from_pyfile("config.py", silent=True)
+    if config:
+        app.config.update(config)
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = _secret_key(Path(app.instance_path))
+    if opened is None:
+        if not app.config["LOGBOOK_DB"]:
+            raise RuntimeError("create_app needs LOGBOOK_DB (the state.db to serve)")
+        opened = check_database(os.fspath(app.config["LOGBOOK_DB"]))
+
+    app.json.sort_keys = False  # keep the order we chose (facets by count, columns as stored)
+    Htmx(app)
+    init_db(app, opened)
+    app.jinja_env.filters.update(formatting.FILTERS)
+    app.jinja_env.filters["pretty_json_hl"] = lambda v: highlight_code(pretty_json(v), "json")
+    app.jinja_env.globals["app_version"] = __version__
+
+    @app.context_processor
+    def database_facts():
+        lb = app.extensions["logbook"]
+        return {"db_info": {
+            "path": str(lb.opened.path), "name": lb.opened.path.name,
+            "version": lb.schema.version, "size": lb.size_bytes(),
+            "immutable": lb.opened.immutable, "newer": lb.schema.is_newer_than_known}}
+
+    from . import errors, security
+    from .views import sessions as sessions_views
+
+    security.init_app(app)
+    errors.init_app(app)
+    app.register_blueprint(sessions_views.bp)
+    return app

@@ -1,0 +1,148 @@
+"""The command line: `hermes-logbook` and `python -m webui` (options in the contract)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .db import OpenedDatabase, StartupError, check_database, default_candidates
+from .formatting import nbytes
+
+DEMO_SESSIONS = 300
+DEMO_LONG_SESSION = 2000
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hermes-logbook",
+        description="Browse Hermes Agent's session history (state.db) in a web browser.")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--db", metavar="PATH",
+                     help="the state.db to open (default: $HERMES_HOME/state.db, else "
+                          "~/.hermes/state.db)")
+    src.add_argument("--demo", action="store_true",
+                     help="serve a demo database kept in the instance folder (created on "
+                          "first use)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=9130, help="port (default 9130)")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow a non-loopback --host: remote mode, viewable from other machines")
+    p.add_argument("--token", help="admin token (also $HERMES_LOGBOOK_TOKEN or the instance "
+                                   "config)")
+    p.add_argument("--private", action="store_true",
+                   help="remote mode: the token is needed to view, not only to change")
+    p.add_argument("--read-only", action="store_true",
+                   help="no changes at all: action controls hidden, action routes answer 403")
+    p.add_argument("--threads", type=int, default=8, help="waitress worker threads (default 8)")
+    p.add_argument("--instance", metavar="DIR",
+                   help="instance folder (config.py, demo database); default: Flask's")
+    p.add_argument("--version", action="version", version=f"hermes-logbook {__version__}")
+    return p
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def instance_folder(explicit: str | None) -> Path:
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    from flask import Flask
+    return Path(Flask("webui", instance_relative_config=True).instance_path)
+
+
+def ensure_demo(instance: Path, out=sys.stderr) -> Path:
+    """The demo database, built once (deterministic) and kept in the instance folder."""
+    path = instance / "demo.db"
+    if path.exists():
+        return path
+    from .generator import generate
+    instance.mkdir(parents=True, exist_ok=True)
+    print(f"Building the demo database in {path} (once)…", file=out, flush=True)
+    # Anchor the synthetic year at the start of today, so "last 7 days" has data.
+    today = time.time() // 86400 * 86400
+    generate(path, sessions=DEMO_SESSIONS, now=today, long_session_messages=DEMO_LONG_SESSION)
+    return path
+
+
+def open_database(args: argparse.Namespace, instance: Path) -> OpenedDatabase:
+    if args.demo:
+        return check_database(ensure_demo(instance))
+    if args.db:
+        return check_database(args.db)
+    candidates = default_candidates()
+    tried = [f"{c}" for c in candidates]
+    return check_database(candidates[0], tried=tried)
+
+
+def access_lines(args: argparse.Namespace, token: str | None) -> list[str]:
+    if not args.insecure:
+        return ["local only (loopback); no login; Host header must be a loopback name"]
+    who = "anyone who can reach this port"
+    lines = [f"REMOTE MODE: {who} may view every session"
+             + (" (after logging in with the token)" if args.private else "")]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    err = sys.stderr
+    if not is_loopback(args.host) and not args.insecure:
+        print(f"hermes-logbook: refusing to listen on {args.host} without --insecure: everyone "
+              f"who can reach port {args.port} there could read every conversation in your "
+              "Hermes history. Add --insecure for remote viewing, or keep the default "
+              "--host 127.0.0.1.", file=err)
+        return 2
+    token = args.token or os.environ.get("HERMES_LOGBOOK_TOKEN")
+    if args.private:
+        print("hermes-logbook: --private needs the login form, which this version does not "
+              "have yet; run without --private (or on loopback).", file=err)
+        return 2
+    instance = instance_folder(args.instance)
+    try:
+        opened = open_database(args, instance)
+    except StartupError as exc:
+        print(f"hermes-logbook: {exc}", file=err)
+        return 2
+
+    from waitress import create_server
+
+    from . import create_app
+    app = create_app({
+        "LOGBOOK_DB": str(opened.path), "LOGBOOK_HOST": args.host, "LOGBOOK_PORT": args.port,
+        "LOGBOOK_REMOTE": bool(args.insecure), "LOGBOOK_READ_ONLY": bool(args.read_only),
+        "LOGBOOK_TOKEN": token, "LOGBOOK_PRIVATE": bool(args.private),
+        "LOGBOOK_THREADS": args.threads,
+    }, opened=opened, instance_path=str(instance))
+    try:
+        # ident="" sends no Server header (no version disclosure).
+        server = create_server(app, host=args.host, port=args.port, threads=args.threads,
+                               ident="", connection_limit=200, channel_timeout=60)
+    except OSError as exc:
+        print(f"hermes-logbook: cannot listen on {args.host}:{args.port}: "
+              f"{exc.strerror or exc}. Choose another --port.", file=err)
+        return 2
+    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+    version = opened.schema.version if opened.schema.version is not None else "unknown"
+    print(f"Hermes Logbook {__version__}", flush=True)
+    print(f"  URL:      http://{shown_host}:{args.port}/")
+    print(f"  Database: {opened.path} (schema v{version}, {nbytes(opened.size_bytes)})"
+          + (" [immutable snapshot: the folder is not writable]" if opened.immutable else ""))
+    for line in access_lines(args, token):
+        print(f"  Access:   {line}")
+    print("  Stop with Ctrl+C.", flush=True)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    return 0

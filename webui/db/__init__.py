@@ -1,0 +1,52 @@
+"""The database layer: the only code that knows SQL or touches sqlite3.
+
+Views ask :func:`get_logbook` for the stores and call their named queries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Flask, current_app
+
+from .errors import BadRequest, DatabaseBusy, DatabaseUnavailable, LogbookDBError, QueryTimeout, StartupError
+from .messages import MessageStore
+from .reader import Reader, db, engine_options
+from .schema import OpenedDatabase, Schema, check_database, default_candidates, file_size
+from .sessions import SessionQuery, SessionStore
+
+__all__ = [
+    "BadRequest", "DatabaseBusy", "DatabaseUnavailable", "LogbookDBError", "QueryTimeout",
+    "StartupError", "OpenedDatabase", "Schema", "SessionQuery", "check_database",
+    "default_candidates", "file_size", "init_db", "get_logbook", "Logbook",
+]
+
+
+@dataclass
+class Logbook:
+    opened: OpenedDatabase
+    reader: Reader
+    sessions: SessionStore
+    messages: MessageStore
+
+    @property
+    def schema(self) -> Schema:
+        return self.opened.schema
+
+    def size_bytes(self) -> int:
+        return file_size(self.opened.path)
+
+
+def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
+    app.config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{opened.path}"
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(
+        opened, pool_size=app.config["LOGBOOK_THREADS"])
+    db.init_app(app)
+    reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"])
+    logbook = Logbook(opened, reader, SessionStore(reader), MessageStore(reader))
+    app.extensions["logbook"] = logbook
+    return logbook
+
+
+def get_logbook() -> Logbook:
+    return current_app.extensions["logbook"]

@@ -1,0 +1,137 @@
+"""Read-only access to the live state.db through Flask-SQLAlchemy's engine.
+
+Every page query goes through :meth:`Reader.rows` (or its siblings), which
+* checks a read-only connection out of the pool (``mode=ro`` + ``PRAGMA query_only``),
+* arms SQLite's progress handler with a deadline, so no user-driven query can run away,
+* retries briefly when the gateway's checkpoint or a transient I/O error gets in the way,
+* turns every sqlite error into a LogbookDBError with a message fit for a user.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from flask_sqlalchemy import SQLAlchemy
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.pool import QueuePool
+
+from .errors import DatabaseBusy, DatabaseUnavailable, QueryTimeout
+from .schema import OpenedDatabase, Schema, connect_readonly
+
+db = SQLAlchemy()
+
+TRANSIENT = ("database is locked", "database table is locked", "busy", "disk i/o error")
+# The progress handler is called every this many SQLite VM instructions: often enough to stop
+# within a millisecond or two of the deadline, rarely enough to cost nothing measurable.
+PROGRESS_STEPS = 20_000
+
+
+def engine_options(opened: OpenedDatabase, pool_size: int) -> dict[str, Any]:
+    """Engine options for Flask-SQLAlchemy: we create each DBAPI connection ourselves so
+    that it is read-only from birth and never issues a persistent PRAGMA."""
+
+    def creator() -> sqlite3.Connection:
+        return connect_readonly(opened.path, immutable=opened.immutable)
+
+    return {
+        "creator": creator,
+        "poolclass": QueuePool,
+        "pool_size": pool_size,
+        "max_overflow": pool_size,
+        "pool_timeout": 5,
+        # A replaced or pruned file shows through on the next checkout: connections are cheap.
+        "pool_recycle": 300,
+    }
+
+
+class Reader:
+    def __init__(self, opened: OpenedDatabase, *, time_limit_s: float = 5.0,
+                 retries: int = 4):
+        self.opened = opened
+        self.schema: Schema = opened.schema
+        self.time_limit_s = time_limit_s
+        self.retries = retries
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @contextmanager
+    def _raw(self, time_limit_s: float | None) -> Iterator[sqlite3.Connection]:
+        limit = self.time_limit_s if time_limit_s is None else time_limit_s
+        with db.engine.connect() as conn:
+            raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
+            deadline = time.monotonic() + limit
+            raw.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0,
+                                     PROGRESS_STEPS)
+            try:
+                yield raw
+            finally:
+                raw.set_progress_handler(None, 0)
+
+    def _run(self, fn, time_limit_s: float | None):
+        attempt = 0
+        while True:
+            try:
+                with self._raw(time_limit_s) as raw:
+                    return fn(raw)
+            except (sqlite3.OperationalError, sa_exc.OperationalError) as exc:
+                msg = str(getattr(exc, "orig", exc)).lower()
+                if "interrupted" in msg:
+                    limit = self.time_limit_s if time_limit_s is None else time_limit_s
+                    raise QueryTimeout(
+                        f"This query took longer than {limit:g} s and was stopped so the "
+                        "server stays responsive. Narrow it (a source, a date range, "
+                        "more specific words) and try again.") from None
+                if any(t in msg for t in TRANSIENT) and attempt < self.retries:
+                    attempt += 1
+                    time.sleep(random.uniform(0.02, 0.12) * attempt)
+                    continue
+                if any(t in msg for t in TRANSIENT):
+                    raise DatabaseBusy(
+                        "The Hermes database is busy (locked by the gateway or a "
+                        "checkpoint). Try again in a moment.") from None
+                if "unable to open" in msg or "no such table" in msg:
+                    raise DatabaseUnavailable(
+                        f"The database {self.opened.path} cannot be read right now.") from None
+                raise
+            except (sqlite3.DatabaseError, sa_exc.DatabaseError) as exc:
+                msg = str(getattr(exc, "orig", exc))
+                raise DatabaseUnavailable(
+                    f"The database {self.opened.path} could not be read ({msg}).") from None
+
+    # -- public API -------------------------------------------------------------------------
+
+    def rows(self, sql: str, params: Sequence[Any] = (), *,
+             time_limit_s: float | None = None) -> list[dict[str, Any]]:
+        def fn(raw: sqlite3.Connection):
+            cur = raw.execute(sql, tuple(params))
+            names = [d[0] for d in cur.description or ()]
+            return [dict(zip(names, r)) for r in cur.fetchall()]
+        return self._run(fn, time_limit_s)
+
+    def one(self, sql: str, params: Sequence[Any] = (), **kw) -> dict[str, Any] | None:
+        found = self.rows(sql, params, **kw)
+        return found[0] if found else None
+
+    def scalar(self, sql: str, params: Sequence[Any] = (), **kw) -> Any:
+        def fn(raw: sqlite3.Connection):
+            row = raw.execute(sql, tuple(params)).fetchone()
+            return row[0] if row else None
+        return self._run(fn, kw.get("time_limit_s"))
+
+    def stream(self, sql: str, params: Sequence[Any] = (), *, batch: int = 500,
+               time_limit_s: float | None = None) -> Iterator[dict[str, Any]]:
+        """Rows one batch at a time, for exports: memory stays flat whatever the size."""
+        with self._raw(time_limit_s) as raw:
+            cur = raw.execute(sql, tuple(params))
+            names = [d[0] for d in cur.description or ()]
+            while True:
+                chunk = cur.fetchmany(batch)
+                if not chunk:
+                    return
+                for r in chunk:
+                    yield dict(zip(names, r))

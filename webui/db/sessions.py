@@ -1,0 +1,287 @@
+"""SQL about sessions: the list (filters, facets, keyset pages) and one session's row."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, time as dtime, timedelta
+from typing import Any
+
+from .errors import BadRequest
+from .reader import Reader
+
+PAGE_SIZE = 50
+COUNT_CAP = 10_000
+SORT_KEYS = ("started", "last_active", "messages", "tokens", "cost")
+STATES = ("active", "ended")
+
+
+def like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def parse_day(value: str, *, end: bool = False) -> float:
+    """An ISO date (or date-time) in the server's local time zone, as epoch seconds.
+    ``end`` makes a bare date inclusive: until=2026-03-01 means before March 2nd."""
+    try:
+        if len(value) == 10:
+            d = date.fromisoformat(value)
+            moment = datetime.combine(d + timedelta(days=1) if end else d, dtime())
+        else:
+            moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise BadRequest(f"'{value}' is not a date; use YYYY-MM-DD.") from None
+    return moment.astimezone().timestamp() if moment.tzinfo is None else moment.timestamp()
+
+
+@dataclass
+class SessionQuery:
+    sources: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    state: str | None = None
+    since: str | None = None
+    until: str | None = None
+    q: str = ""
+    sort: str = "-started"
+    after: str | None = None
+    archived: bool = False
+    limit: int = PAGE_SIZE
+
+    @classmethod
+    def from_args(cls, args: Mapping) -> "SessionQuery":
+        getlist = getattr(args, "getlist", lambda k: [args[k]] if k in args else [])
+        sort = (args.get("sort") or "-started").strip()
+        if sort.lstrip("-") not in SORT_KEYS:
+            raise BadRequest(f"Unknown sort '{sort}'. Use one of {', '.join(SORT_KEYS)} "
+                             "(prefix '-' for descending).")
+        state = (args.get("state") or "").strip() or None
+        if state not in (None, *STATES):
+            raise BadRequest("state must be 'active' or 'ended'.")
+        query = cls(
+            sources=[s for s in getlist("source") if s],
+            models=[m for m in getlist("model") if m],
+            state=state,
+            since=(args.get("since") or "").strip() or None,
+            until=(args.get("until") or "").strip() or None,
+            q=(args.get("q") or "").strip(),
+            sort=sort,
+            after=args.get("after") or None,
+            archived=(args.get("archived") or "") in ("1", "true", "yes", "on"),
+        )
+        # Validate dates now so a bad one is a 400 before any SQL runs.
+        for value, end in ((query.since, False), (query.until, True)):
+            if value:
+                parse_day(value, end=end)
+        return query
+
+    @property
+    def sort_key(self) -> str:
+        return self.sort.lstrip("-")
+
+    @property
+    def descending(self) -> bool:
+        return self.sort.startswith("-")
+
+    def url_args(self, **override: Any) -> dict[str, Any]:
+        """The query as URL parameters (all page state lives in the URL)."""
+        args: dict[str, Any] = {
+            "source": self.sources, "model": self.models, "state": self.state,
+            "since": self.since, "until": self.until, "q": self.q or None,
+            "sort": None if self.sort == "-started" else self.sort,
+            "archived": "1" if self.archived else None,
+        }
+        args.update(override)
+        return {k: v for k, v in args.items() if v not in (None, [], "")}
+
+
+def encode_cursor(key: Any, row_id: str | int) -> str:
+    raw = json.dumps([key, row_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[Any, str | int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        key, sid = json.loads(raw)
+        if not isinstance(sid, (str, int)) or not isinstance(key, (int, float, type(None))):
+            raise ValueError
+        return key, sid
+    except (ValueError, TypeError, json.JSONDecodeError):
+        raise BadRequest("The page cursor ('after') is not valid; start from the first page.") \
+            from None
+
+
+class SessionStore:
+    """Named queries over the sessions table, built from the columns that exist."""
+
+    def __init__(self, reader: Reader):
+        self.r = reader
+        self.schema = reader.schema
+
+    def col(self, name: str, alias: str = "s") -> str:
+        return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
+
+    def num(self, name: str) -> str:
+        return f"COALESCE({self.col(name)}, 0)"
+
+    # -- expressions ------------------------------------------------------------------------
+
+    @property
+    def last_active_expr(self) -> str:
+        # Hermes's own definition (export_all / sessions list): the newest message, else start.
+        # MAX over idx_messages_session(session_id, timestamp) is a single index seek.
+        return ("COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id),"
+                " s.started_at)")
+
+    @property
+    def tokens_expr(self) -> str:
+        return " + ".join(self.num(c) for c in
+                          ("input_tokens", "output_tokens", "cache_read_tokens",
+                           "cache_write_tokens"))
+
+    @property
+    def cost_expr(self) -> str:
+        return f"COALESCE({self.col('actual_cost_usd')}, {self.col('estimated_cost_usd')}, 0)"
+
+    def sort_expr(self, key: str) -> str:
+        return {
+            "started": "s.started_at",
+            "last_active": self.last_active_expr,
+            "messages": self.num("message_count"),
+            "tokens": f"({self.tokens_expr})",
+            "cost": self.cost_expr,
+        }[key]
+
+    def preview_expr(self) -> str:
+        # Like `hermes sessions list`: the first user message stands in for a missing title.
+        return ("(SELECT substr(m.content, 1, 300) FROM messages m WHERE m.session_id = s.id "
+                "AND m.role = 'user' ORDER BY m.timestamp, m.id LIMIT 1)")
+
+    # -- filters ------------------------------------------------------------------------------
+
+    def where(self, q: SessionQuery, *, skip_source: bool = False) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if q.sources and not skip_source:
+            clauses.append(f"s.source IN ({','.join('?' * len(q.sources))})")
+            params += q.sources
+        if q.models and self.schema.has("sessions", "model"):
+            clauses.append(f"s.model IN ({','.join('?' * len(q.models))})")
+            params += q.models
+        if q.state == "active":
+            clauses.append(f"{self.col('ended_at')} IS NULL")
+        elif q.state == "ended":
+            clauses.append(f"{self.col('ended_at')} IS NOT NULL")
+        if q.since:
+            clauses.append("s.started_at >= ?")
+            params.append(parse_day(q.since))
+        if q.until:
+            clauses.append("s.started_at < ?")
+            params.append(parse_day(q.until, end=True))
+        if q.q:
+            pattern = like_escape(q.q)
+            title = self.col("title")
+            clauses.append(f"({title} LIKE ? ESCAPE '\\' OR s.id LIKE ? ESCAPE '\\')")
+            params += [f"%{pattern}%", f"{pattern}%"]
+        if self.schema.has("sessions", "archived") and not q.archived:
+            clauses.append("COALESCE(s.archived, 0) = 0")
+        return (" AND ".join(clauses) or "1"), params
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def list_columns(self) -> str:
+        wanted = ("id", "source", "user_id", "model", "title", "started_at", "ended_at",
+                  "end_reason", "message_count", "tool_call_count", "input_tokens",
+                  "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+                  "estimated_cost_usd", "actual_cost_usd", "cost_status", "parent_session_id",
+                  "archived")
+        cols = [f"{self.col(c)} AS {c}" for c in wanted]
+        cols.append(f"{self.last_active_expr} AS last_active")
+        cols.append(f"{self.preview_expr()} AS preview")
+        cols.append("(SELECT COUNT(*) FROM sessions c WHERE c.parent_session_id = s.id) "
+                    "AS child_count")
+        return ", ".join(cols)
+
+    def page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
+        """One keyset page: the rows and the cursor of the next page (or None)."""
+        where, params = self.where(q)
+        key = self.sort_expr(q.sort_key)
+        direction = "DESC" if q.descending else "ASC"
+        op = "<" if q.descending else ">"
+        if q.after:
+            after_key, after_id = decode_cursor(q.after)
+            if after_key is None:
+                after_key = 0
+            # The extra single-column bound lets SQLite range-scan an index on the sort key.
+            where += f" AND {key} {op}= ? AND ({key} {op} ? OR ({key} = ? AND s.id {op} ?))"
+            params += [after_key, after_key, after_key, after_id]
+        # Step 1 orders bare ids (cheap); step 2 computes the display columns for one page only.
+        ids = self.r.rows(
+            f"SELECT s.id AS id, {key} AS k FROM sessions s WHERE {where} "
+            f"ORDER BY k {direction}, s.id {direction} LIMIT ?", [*params, q.limit + 1])
+        more = len(ids) > q.limit
+        ids = ids[: q.limit]
+        if not ids:
+            return [], None
+        details = self.r.rows(
+            f"SELECT {self.list_columns()} FROM sessions s "
+            f"WHERE s.id IN ({','.join('?' * len(ids))})", [r["id"] for r in ids])
+        by_id = {d["id"]: d for d in details}
+        rows = [by_id[r["id"]] for r in ids if r["id"] in by_id]
+        cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
+        return rows, cursor
+
+    def count(self, q: SessionQuery) -> tuple[int, bool]:
+        """The number of matching sessions, capped: (n, capped?)."""
+        where, params = self.where(q)
+        n = self.r.scalar(f"SELECT COUNT(*) FROM (SELECT 1 FROM sessions s WHERE {where} "
+                          f"LIMIT {COUNT_CAP + 1})", params)
+        return min(n, COUNT_CAP), n > COUNT_CAP
+
+    def source_facets(self, q: SessionQuery) -> dict[str, int]:
+        """Sessions per source under every other filter (the source filter itself ignored,
+        so the counts say what ticking another source would add). Every known source is
+        listed, zero counts included, so the filter form keeps a stable shape."""
+        where, params = self.where(q, skip_source=True)
+        counts = {r["source"]: r["n"] for r in self.r.rows(
+            f"SELECT s.source AS source, COUNT(*) AS n FROM sessions s WHERE {where} "
+            "GROUP BY s.source", params)}
+        for src in self.all_sources():
+            counts.setdefault(src, 0)
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def all_sources(self) -> list[str]:
+        return [r["source"] for r in self.r.rows(
+            "SELECT DISTINCT source FROM sessions ORDER BY source")]
+
+    def models(self) -> list[dict[str, Any]]:
+        if not self.schema.has("sessions", "model"):
+            return []
+        return self.r.rows("SELECT model, COUNT(*) AS n FROM sessions WHERE model IS NOT NULL "
+                           "GROUP BY model ORDER BY n DESC, model")
+
+    def get(self, session_id: str) -> dict[str, Any] | None:
+        return self.r.one("SELECT * FROM sessions WHERE id = ?", [session_id])
+
+    def resolve_prefix(self, prefix: str, limit: int = 20) -> list[dict[str, Any]]:
+        """Sessions whose id starts with ``prefix`` (LIKE wildcards escaped, as Hermes's
+        resolve_session_id does), at most ``limit`` + 1 of them."""
+        return self.r.rows(
+            f"SELECT s.id AS id, {self.col('title')} AS title, s.source AS source, "
+            "s.started_at AS started_at FROM sessions s WHERE s.id LIKE ? ESCAPE '\\' "
+            "ORDER BY s.started_at DESC LIMIT ?", [like_escape(prefix) + "%", limit + 1])
+
+    def children(self, session_id: str, limit: int = 200) -> list[dict[str, Any]]:
+        return self.r.rows(
+            f"SELECT s.id AS id, {self.col('title')} AS title, s.source AS source, "
+            f"s.started_at AS started_at, {self.col('end_reason')} AS end_reason "
+            "FROM sessions s WHERE s.parent_session_id = ? ORDER BY s.started_at, s.id LIMIT ?",
+            [session_id, limit])
+
+    def brief(self, session_id: str) -> dict[str, Any] | None:
+        return self.r.one(
+            f"SELECT s.id AS id, {self.col('title')} AS title, s.source AS source, "
+            f"s.started_at AS started_at, {self.col('end_reason')} AS end_reason "
+            "FROM sessions s WHERE s.id = ?", [session_id])

@@ -1,0 +1,142 @@
+"""The sessions list and the conversation viewer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
+
+from ..content import plain_text
+from ..db import BadRequest, SessionQuery, get_logbook
+from ..present import message_view, session_json, session_label
+from . import render_page, wants_json
+
+bp = Blueprint("sessions", __name__)
+
+
+@bp.get("/")
+def index():
+    return redirect(url_for("sessions.list_sessions", **request.args.to_dict(flat=False)))
+
+
+@bp.get("/sessions")
+def list_sessions():
+    lb = get_logbook()
+    q = SessionQuery.from_args(request.args)
+    rows, cursor = lb.sessions.page(q)
+    facets = lb.sessions.source_facets(q)
+    next_url = url_for("sessions.list_sessions", **q.url_args(after=cursor)) if cursor else None
+    if wants_json():
+        json_next = url_for("sessions.list_sessions", **q.url_args(after=cursor, format="json")) \
+            if cursor else None
+        return jsonify({"sessions": [session_json(r) for r in rows],
+                        "facets": {"source": facets}, "next": json_next})
+    total, capped = lb.sessions.count(q)
+    for r in rows:
+        r["label"] = session_label(r)
+    return render_page(
+        "sessions.html", {"results": "results", "more-row": "rows_page"},
+        q=q, rows=rows, facets=facets, models=lb.sessions.models(), total=total, capped=capped,
+        next_url=next_url, has_archived=lb.schema.has("sessions", "archived"),
+        sort_options=SORT_LABELS, first_page_url=url_for("sessions.list_sessions",
+                                                         **q.url_args()))
+
+
+SORT_LABELS = {
+    "-started": "Newest first", "started": "Oldest first",
+    "-last_active": "Recently active", "last_active": "Least recently active",
+    "-messages": "Most messages", "messages": "Fewest messages",
+    "-tokens": "Most tokens", "tokens": "Fewest tokens",
+    "-cost": "Most expensive", "cost": "Cheapest",
+}
+
+
+def _int_arg(name: str) -> int | None:
+    value = request.args.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise BadRequest(f"'{name}' must be a message id (a number).") from None
+
+
+@bp.get("/sessions/<session_id>")
+def view_session(session_id: str):
+    lb = get_logbook()
+    session = lb.sessions.get(session_id)
+    if session is None:
+        return _resolve_prefix(session_id)
+    include_rewound = request.args.get("rewound") in ("1", "true", "on")
+    # The JSON twin carries every message (rewound ones flagged by their `active` column)
+    # unless ?rewound=0 asks for the page's default view.
+    if wants_json() and request.args.get("rewound") != "0":
+        include_rewound = True
+    page = lb.messages.page(session_id, after=request.args.get("after"),
+                            before=request.args.get("before"), at=_int_arg("at"),
+                            include_rewound=include_rewound)
+    base_args: dict[str, Any] = {"rewound": "1"} if include_rewound and not wants_json() else {}
+    if wants_json():
+        if request.args.get("rewound") == "0":
+            base_args["rewound"] = "0"
+        nxt = url_for("sessions.view_session", session_id=session_id, after=page.next_cursor,
+                      format="json", **base_args) if page.next_cursor else None
+        return jsonify({"session": session, "messages": page.messages, "next": nxt})
+
+    links = lb.messages.tool_links(session_id, page.messages)
+    on_page = {m["id"] for m in page.messages}
+
+    def href(message_id: int) -> str:
+        if message_id in on_page:
+            return f"#m-{message_id}"
+        return url_for("sessions.view_session", session_id=session_id, at=message_id,
+                       _anchor=f"m-{message_id}", **base_args)
+
+    messages = [message_view(m, links, href) for m in page.messages]
+    # An htmx fragment extends the page in one direction only; the page it lands in already
+    # has the pager for the other direction.
+    target = request.headers.get("HX-Target") if request.headers.get("HX-Request") else None
+    counts = lb.messages.counts(session_id)
+    parent = lb.sessions.brief(session["parent_session_id"]) \
+        if session.get("parent_session_id") else None
+    context = dict(
+        session=session, label=session.get("title") or _first_user_text(page.messages) or
+        session["id"], messages=messages, counts=counts,
+        next_url=url_for("sessions.view_session", session_id=session_id,
+                         after=page.next_cursor, **base_args)
+        if page.next_cursor and target != "earlier-messages" else None,
+        prev_url=url_for("sessions.view_session", session_id=session_id,
+                         before=page.prev_cursor, **base_args)
+        if page.prev_cursor and target != "more-messages" else None,
+        include_rewound=include_rewound,
+        parent=parent, parent_missing=bool(session.get("parent_session_id")) and parent is None,
+        children=lb.sessions.children(session_id),
+        extra_columns=[(c, session.get(c)) for c in lb.schema.extra_session_columns],
+        schema=lb.schema,
+    )
+    return render_page("session.html", {"more-messages": "messages_page",
+                                        "earlier-messages": "messages_page"}, **context)
+
+
+def _first_user_text(messages: list[dict]) -> str | None:
+    for m in messages:
+        if m.get("role") == "user" and m.get("content"):
+            return plain_text(m["content"], 80)
+    return None
+
+
+def _resolve_prefix(prefix: str):
+    lb = get_logbook()
+    matches = lb.sessions.resolve_prefix(prefix)
+    if len(matches) == 1:
+        args = request.args.to_dict(flat=False)
+        return redirect(url_for("sessions.view_session", session_id=matches[0]["id"], **args))
+    if not matches:
+        abort(404, description=f"No session has the id or id prefix “{prefix}”.")
+    if wants_json():
+        return jsonify({"error": "ambiguous", "message": f"“{prefix}” matches several sessions.",
+                        "candidates": [m["id"] for m in matches]}), 300
+    for m in matches:
+        m["label"] = m.get("title") or m["id"]
+    return render_template("ambiguous.html", prefix=prefix, matches=matches[:20],
+                           more=len(matches) > 20), 300
