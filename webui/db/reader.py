@@ -26,9 +26,9 @@ from .schema import OpenedDatabase, Schema, connect_readonly
 db = SQLAlchemy()
 
 TRANSIENT = ("database is locked", "database table is locked", "busy", "disk i/o error")
-# The progress handler is called every this many SQLite VM instructions: often enough to stop
+# The progress handler runs every this many SQLite VM instructions: often enough to stop
 # within a millisecond or two of the deadline, rarely enough to cost nothing measurable.
-PROGRESS_STEPS = 20_000
+PROGRESS_STEPS = 1_000
 
 
 def engine_options(opened: OpenedDatabase, pool_size: int) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from flask import Blueprint, abort, jsonify, redirect, render_template, request,
 
 from ..content import plain_text
 from ..db import BadRequest, SessionQuery, get_logbook
+from ..db.schema import KNOWN_SESSION_COLUMNS
 from ..present import message_view, session_json, session_label
 from . import render_page, wants_json
 
@@ -99,8 +100,10 @@ def view_session(session_id: str):
     counts = lb.messages.counts(session_id)
     parent = lb.sessions.brief(session["parent_session_id"]) \
         if session.get("parent_session_id") else None
+    # Columns an older schema lacks are shown as absent (—), never as an error.
+    shown = {**dict.fromkeys(KNOWN_SESSION_COLUMNS), **session}
     context = dict(
-        session=session, label=session.get("title") or _first_user_text(page.messages) or
+        session=shown, label=session.get("title") or _first_user_text(page.messages) or
         session["id"], messages=messages, counts=counts,
         next_url=url_for("sessions.view_session", session_id=session_id,
                          after=page.next_cursor, **base_args)

@@ -1,0 +1,86 @@
+"""Real-browser tests: what a person does, in Chromium."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from browser import LiveServer, chromium, page, screenshot  # noqa: F401 - fixtures
+from conftest import sql
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def live(gen_app):
+    srv = LiveServer(gen_app)
+    yield srv
+    srv.close()
+
+
+def test_filter_by_source_open_session_expand_tool_call(live, page, generated_db):
+    db, _ = generated_db
+    source, count = sql(db, "SELECT source, COUNT(*) FROM sessions GROUP BY source "
+                            "ORDER BY 2 DESC LIMIT 1 OFFSET 1")[0]
+    page.goto(f"{live.url}/sessions")
+    screenshot(page, "sessions.png")
+    page.evaluate("window.__notReloaded = true")
+    page.locator(f".facet:has(input[value='{source}'])").click()
+    page.wait_for_url(re.compile(rf"source={source}"))
+    page.wait_for_function("document.querySelector('#results .summary').textContent"
+                           f".includes('{count} session')")
+    # htmx swapped the table in place: no page load happened
+    assert page.evaluate("window.__notReloaded") is True
+    badges = page.locator("table.sessions tbody td[data-label='Source'] .badge").all_inner_texts()
+    assert badges and set(badges) == {source}
+
+    # open a session of that source that has tool calls
+    sid = sql(db, "SELECT s.id FROM sessions s WHERE s.source = ? AND EXISTS (SELECT 1 FROM "
+                  "messages m WHERE m.session_id = s.id AND m.tool_calls IS NOT NULL) "
+                  "ORDER BY s.started_at DESC LIMIT 1", (source,))[0][0]
+    page.goto(f"{live.url}/sessions/{sid}")
+    call = page.locator("details.tool-call").first
+    assert call.get_attribute("open") is None
+    call.locator("summary").click()
+    assert call.get_attribute("open") is not None
+    assert call.locator("pre").is_visible()
+    screenshot(page, "viewer.png")
+    # the call links to its result, and following it lands on the result message
+    link = call.locator("summary a")
+    if link.count():
+        href = link.get_attribute("href")
+        link.click()
+        mid = href.split("#m-")[1]
+        page.wait_for_function(f"location.hash === '#m-{mid}'")
+        assert page.locator(f"#m-{mid}").is_visible()
+
+
+def test_long_session_loads_more_as_you_scroll(live, page, generated_db):
+    db, long_id = generated_db
+    total = sql(db, "SELECT COUNT(*) FROM messages WHERE session_id = ?", (long_id,))[0][0]
+    page.goto(f"{live.url}/sessions/{long_id}")
+    assert page.locator("article.msg").count() == 100
+    for _ in range(10):
+        page.locator("#more-messages").scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        if page.locator("article.msg").count() >= 300:
+            break
+    assert page.locator("article.msg").count() >= 300
+    ids = [int(x.split("-")[1]) for x in page.locator("article.msg").evaluate_all(
+        "els => els.map(e => e.id)")]
+    expected = [r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
+                                      "timestamp, id", (long_id,))][: len(ids)]
+    assert ids == expected and total > len(ids)
+
+
+def test_anchor_to_a_deep_message_loads_its_page(live, page, generated_db):
+    db, long_id = generated_db
+    mid = sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id "
+                  "LIMIT 1 OFFSET 520", (long_id,))[0][0]
+    page.goto(f"{live.url}/sessions/{long_id}#m-{mid}")
+    page.wait_for_url(re.compile(rf"at={mid}"))
+    target = page.locator(f"#m-{mid}")
+    target.wait_for()
+    assert target.is_visible()
+    assert page.locator("#earlier-messages").count() == 1

@@ -1,0 +1,159 @@
+"""The command line, as a user runs it: real processes, real sockets."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURE_NAMES, copy_fixture, sql
+
+
+def run_cli(*args, env=None, timeout=60):
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "webui", *args], capture_output=True,
+                          text=True, timeout=timeout, env=full_env)
+
+
+def assert_one_clear_line(proc, *needles):
+    assert proc.returncode == 2, proc
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+def test_missing_database_exits_2_naming_the_path(tmp_path):
+    missing = tmp_path / "nope" / "state.db"
+    assert_one_clear_line(run_cli("--db", str(missing)), str(missing), "--demo", "--db")
+
+
+def test_default_path_follows_hermes_home(tmp_path):
+    proc = run_cli(env={"HERMES_HOME": str(tmp_path)})
+    assert_one_clear_line(proc, str(tmp_path / "state.db"), "--demo")
+
+
+def test_not_sqlite_file(tmp_path):
+    f = tmp_path / "state.db"
+    f.write_text("hello, I am a text file\n" * 100)
+    assert_one_clear_line(run_cli("--db", str(f)), "not an SQLite database")
+
+
+def test_corrupt_database(tmp_path):
+    f = copy_fixture("hermes-v11.db", tmp_path)
+    data = bytearray(f.read_bytes())
+    data[100:4096 * 4] = os.urandom(4096 * 4 - 100)  # header kept, schema pages destroyed
+    f.write_bytes(bytes(data))
+    assert_one_clear_line(run_cli("--db", str(f)), str(f))
+
+
+def test_sqlite_but_not_hermes(tmp_path):
+    f = tmp_path / "other.db"
+    with sqlite3.connect(f) as conn:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    assert_one_clear_line(run_cli("--db", str(f)), "not a Hermes state.db")
+
+
+def test_directory_instead_of_file(tmp_path):
+    assert_one_clear_line(run_cli("--db", str(tmp_path)), "not a file")
+
+
+def test_non_loopback_host_needs_insecure(tmp_path):
+    f = copy_fixture("hermes-v11.db", tmp_path)
+    assert_one_clear_line(run_cli("--db", str(f), "--host", "0.0.0.0"), "--insecure")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, *args):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "webui", "--port", str(self.port), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.banner: list[str] = []
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError("server exited: " + "".join(self.banner))
+            self.banner.append(line)
+            if "Stop with" in line:
+                return
+        raise AssertionError("no banner")
+
+    def get(self, path: str):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30) as r:
+            return r.status, dict(r.headers), r.read()
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_serves_fixture_over_http(tmp_path, name):
+    db = copy_fixture(name, tmp_path)
+    srv = Server("--db", str(db), "--instance", str(tmp_path / "inst"))
+    try:
+        banner = "".join(srv.banner)
+        version = sql(db, "SELECT version FROM schema_version")[0][0]
+        assert f"http://127.0.0.1:{srv.port}/" in banner
+        assert str(db) in banner and f"schema v{version}" in banner and "MB" in banner
+        ids, url = [], "/sessions?format=json&archived=1"
+        while url:
+            status, headers, body = srv.get(url)
+            assert status == 200
+            assert "Server" not in headers
+            page = json.loads(body)
+            ids += [s["id"] for s in page["sessions"]]
+            url = page["next"]
+        assert sorted(ids) == sorted(r[0] for r in sql(db, "SELECT id FROM sessions"))
+        status, _, body = srv.get(f"/sessions/{ids[0]}")
+        assert status == 200 and b"<article" in body or b"no messages" in body
+    finally:
+        srv.close()
+
+
+def test_demo_is_built_once_and_served(tmp_path):
+    inst = tmp_path / "inst"
+    srv = Server("--demo", "--instance", str(inst))
+    try:
+        assert (inst / "demo.db").exists()
+        status, _, body = srv.get("/sessions?format=json")
+        assert status == 200 and len(json.loads(body)["sessions"]) == 50
+        assert "schema v11" in "".join(srv.banner)
+    finally:
+        srv.close()
+    mtime = (inst / "demo.db").stat().st_mtime
+    srv = Server("--demo", "--instance", str(inst))
+    srv.close()
+    assert (inst / "demo.db").stat().st_mtime == mtime
+
+
+def test_installed_wheel_carries_templates_and_static(tmp_path):
+    """A normal (non-editable) install must find its templates and static files."""
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                           str(tmp_path), str(root)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import zipfile
+    (wheel,) = tmp_path.glob("hermes_logbook-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("webui/templates/base.html", "webui/templates/sessions.html",
+                   "webui/static/app.css", "webui/static/vendor/htmx-2.0.11.min.js",
+                   "webui/cli.py"):
+        assert needed in names, needed

@@ -1,0 +1,96 @@
+"""Everything shown from the database is untrusted text: it must come out inert."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import sql
+from htmlcheck import assert_inert
+from webui.render import markdown
+
+PAYLOADS = [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    '"><svg onload=alert(1)>',
+    "<iframe src=javascript:alert(1)></iframe>",
+    '<a href="javascript:alert(1)">x</a>',
+    "[click](javascript:alert(1))",
+    "[data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    "![img](http://example.invalid/x.png)",
+    "<style>body{display:none}</style>",
+    '<div style="position:fixed">x</div>',
+    "<meta http-equiv=refresh content='0;url=http://evil.invalid'>",
+    "```html\n<script>alert(1)</script>\n```",
+    "[x](JaVaScRiPt:alert(1))",
+    "<details open ontoggle=alert(1)>",
+]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_markdown_output_is_inert(payload):
+    assert_inert(str(markdown(payload)))
+
+
+def test_markdown_keeps_safe_links_with_rel():
+    html = str(markdown("[docs](https://example.org/x) and <https://example.org/y>"))
+    assert 'href="https://example.org/x"' in html
+    assert 'rel="noopener noreferrer nofollow"' in html
+
+
+def test_markdown_images_become_links_not_loads():
+    html = str(markdown("![diagram](https://example.org/d.png)"))
+    assert "<img" not in html
+    assert 'href="https://example.org/d.png"' in html
+
+
+def test_raw_html_in_markdown_is_shown_as_text():
+    html = str(markdown("before <b>bold</b> after"))
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html
+
+
+def test_code_is_highlighted_and_escaped():
+    html = str(markdown("```python\nprint('<script>')\n```"))
+    assert "&lt;script&gt;" in html and 'class="' in html
+
+
+def test_every_fixture_page_is_inert(fixture_client, fixture_db):
+    """The fixtures carry HTML/script payloads inside messages (see fixtures/README.md)."""
+    assert sql(fixture_db, "SELECT COUNT(*) FROM messages WHERE content LIKE '%<script%'")[0][0] > 0
+    assert_inert(fixture_client.get("/sessions").get_data(as_text=True))
+    ids = [r[0] for r in sql(fixture_db, "SELECT DISTINCT session_id FROM messages WHERE "
+                                         "content LIKE '%<%' OR tool_calls LIKE '%<%'")]
+    assert ids
+    for sid in ids:
+        html = fixture_client.get(f"/sessions/{sid}?rewound=1").get_data(as_text=True)
+        assert_inert(html)
+
+
+def test_generated_xss_corpus_is_inert_everywhere(client, generated_db):
+    db, _ = generated_db
+    ids = [r[0] for r in sql(db, "SELECT DISTINCT session_id FROM messages WHERE content LIKE "
+                                 "'%<script%' OR content LIKE '%onerror%' OR content LIKE "
+                                 "'%javascript:%' OR tool_calls LIKE '%<%' OR reasoning LIKE '%<%'")]
+    ids += [r[0] for r in sql(db, "SELECT id FROM sessions WHERE title LIKE '%<%' OR "
+                                  "system_prompt LIKE '%<%' OR model_config LIKE '%<%'")]
+    assert ids, "the generator should plant an XSS corpus"
+    for sid in set(ids):
+        html = client.get(f"/sessions/{sid}").get_data(as_text=True)
+        assert_inert(html)
+    for q in ("?sort=-messages", "?q=%3Cscript", "?sort=cost"):
+        assert_inert(client.get(f"/sessions{q}").get_data(as_text=True))
+
+
+def test_security_headers(client):
+    r = client.get("/sessions")
+    csp = r.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert "unsafe-inline" not in csp
+    assert r.headers["X-Content-Type-Options"] == "nosniff"
+    assert "HX-Request" in r.headers.get("Vary", "")
+    assert "Server" not in r.headers or "waitress" not in r.headers["Server"].lower()
+
+
+def test_foreign_host_header_is_refused(client):
+    r = client.get("/sessions", headers={"Host": "evil.example:9130"})
+    assert r.status_code == 400
+    assert client.get("/sessions", headers={"Host": "127.0.0.1:9130"}).status_code == 200

@@ -1,0 +1,165 @@
+"""The conversation viewer: ids and prefixes, paging, anchors, tool links, rewound messages."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import copy_fixture, make_app, sql
+from helpers import follow
+
+
+@pytest.fixture(scope="module")
+def v11(tmp_path_factory):
+    d = tmp_path_factory.mktemp("v11")
+    db = copy_fixture("hermes-v11.db", d)
+    return db, make_app(db, d / "inst").test_client()
+
+
+@pytest.fixture(scope="module")
+def v22(tmp_path_factory):
+    d = tmp_path_factory.mktemp("v22")
+    db = copy_fixture("hermes-v22.db", d)
+    return db, make_app(db, d / "inst").test_client()
+
+
+def test_unique_prefix_redirects_to_full_id(v11):
+    db, client = v11
+    for (sid,) in sql(db, "SELECT id FROM sessions LIMIT 30"):
+        for n in range(6, len(sid)):
+            prefix = sid[:n]
+            if sql(db, "SELECT COUNT(*) FROM sessions WHERE id LIKE ? || '%'", (prefix,))[0][0] == 1:
+                r = client.get(f"/sessions/{prefix}?rewound=1")
+                assert r.status_code == 302
+                assert r.headers["Location"] == f"/sessions/{sid}?rewound=1"
+                break
+
+
+def test_ambiguous_prefix_lists_candidates(v11):
+    db, client = v11
+    prefix = "2026"
+    expected = {r[0] for r in sql(db, "SELECT id FROM sessions WHERE id LIKE '2026%'")}
+    assert len(expected) > 1
+    r = client.get(f"/sessions/{prefix}")
+    assert r.status_code == 300
+    html = r.get_data(as_text=True)
+    shown = set(re.findall(r'href="/sessions/([^"?]+)"', html))
+    assert shown <= expected and len(shown) == min(len(expected), 20)
+    j = client.get(f"/sessions/{prefix}?format=json").get_json()
+    assert set(j["candidates"]) <= expected
+
+
+def test_unknown_id_is_a_404_page(v11):
+    _, client = v11
+    r = client.get("/sessions/definitely-not-a-session")
+    assert r.status_code == 404
+    assert "No session has the id" in r.get_data(as_text=True)
+    assert client.get("/sessions/nope%25_?format=json").status_code == 404
+
+
+def test_like_wildcards_in_prefix_are_literal(v11):
+    _, client = v11
+    assert client.get("/sessions/%25").status_code == 404
+    assert client.get("/sessions/_").status_code == 404
+
+
+def test_tool_calls_and_results_link_both_ways(v11):
+    db, client = v11
+    rows = sql(db, "SELECT r.session_id, r.id, a.id FROM messages r JOIN messages a ON "
+                   "a.session_id = r.session_id AND a.tool_calls LIKE '%' || r.tool_call_id || '%' "
+                   "WHERE r.tool_call_id IS NOT NULL LIMIT 25")
+    assert rows
+    for sid, result_id, call_id in rows:
+        html = client.get(f"/sessions/{sid}?at={result_id}").get_data(as_text=True)
+        assert re.search(rf'href="[^"]*#m-{result_id}">result', html), (sid, result_id)
+        assert re.search(rf'href="[^"]*#m-{call_id}">↑ the call', html), (sid, call_id)
+
+
+def test_at_parameter_opens_the_page_holding_the_message(client, generated_db):
+    db, long_id = generated_db
+    ids = [r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
+                                 "timestamp, id", (long_id,))]
+    target = ids[450]
+    html = client.get(f"/sessions/{long_id}?at={target}").get_data(as_text=True)
+    assert f'id="m-{target}"' in html
+    assert f'id="m-{ids[0]}"' not in html
+    assert "Load earlier messages" in html
+    r = client.get(f"/sessions/{long_id}?at=notanumber")
+    assert r.status_code == 400
+    other = sql(db, "SELECT id FROM messages WHERE session_id != ? LIMIT 1", (long_id,))[0][0]
+    assert client.get(f"/sessions/{long_id}?at={other}").status_code == 400
+
+
+def test_paging_backwards_and_forwards_covers_the_session(client, generated_db):
+    db, long_id = generated_db
+    expected = [r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
+                                      "timestamp, id", (long_id,))]
+    assert [m["id"] for m in follow(client, f"/sessions/{long_id}?format=json", "messages")] \
+        == expected
+    # from the middle, walk back to the start through the "earlier" links (htmx fragments)
+    html = client.get(f"/sessions/{long_id}?at={expected[-1]}").get_data(as_text=True)
+    seen = [int(x) for x in re.findall(r'<article class="msg[^"]*" id="m-(\d+)"', html)]
+    while True:
+        m = re.search(r'<div id="earlier-messages".*?href="([^"]+)"', html, re.S)
+        if not m:
+            break
+        html = client.get(m.group(1).replace("&amp;", "&"),
+                          headers={"HX-Request": "true", "HX-Target": "earlier-messages"}
+                          ).get_data(as_text=True)
+        assert "<html" not in html  # a fragment, not a page
+        assert 'id="more-messages"' not in html
+        seen = [int(x) for x in re.findall(r'<article class="msg[^"]*" id="m-(\d+)"', html)] + seen
+    assert seen == expected
+
+
+def test_bad_cursor_is_a_clear_400(client, generated_db):
+    _, long_id = generated_db
+    for url in (f"/sessions/{long_id}?after=garbage", "/sessions?after=!!!",
+                "/sessions?sort=bogus", "/sessions?since=yesterday", "/sessions?state=zombie"):
+        r = client.get(url)
+        assert r.status_code == 400, url
+        assert "Traceback" not in r.get_data(as_text=True)
+
+
+def test_rewound_messages_hidden_behind_a_toggle(v22):
+    db, client = v22
+    sid, n = sql(db, "SELECT session_id, COUNT(*) FROM messages WHERE active = 0 "
+                     "GROUP BY session_id ORDER BY 2 DESC LIMIT 1")[0]
+    rewound = [r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? AND active = 0",
+                                 (sid,))]
+    html = client.get(f"/sessions/{sid}").get_data(as_text=True)
+    assert not any(f'id="m-{i}"' in html for i in rewound)
+    assert "undone by /rewind are hidden" in html
+    html = client.get(f"/sessions/{sid}?rewound=1").get_data(as_text=True)
+    assert all(f'id="m-{i}"' in html for i in rewound)
+    # the JSON twin carries them all, flagged by `active`
+    msgs = follow(client, f"/sessions/{sid}?format=json", "messages")
+    assert sorted(m["id"] for m in msgs if m["active"] == 0) == sorted(rewound)
+
+
+def test_multimodal_content_shows_text_and_placeholder(client, generated_db):
+    db, _ = generated_db
+    rows = sql(db, "SELECT session_id, id FROM messages WHERE substr(content, 1, 6) = "
+                   "char(0) || 'json:' LIMIT 3")
+    assert rows
+    for sid, mid in rows:
+        html = client.get(f"/sessions/{sid}?at={mid}").get_data(as_text=True)
+        block = html[html.index(f'id="m-{mid}"'):]
+        block = block[: block.index("</article>")]
+        assert "json:" not in block
+        assert 'class="placeholder"' in block
+
+
+def test_viewer_header_shows_tokens_costs_and_lineage(v11):
+    db, client = v11
+    sid, parent = sql(db, "SELECT id, parent_session_id FROM sessions WHERE parent_session_id "
+                          "IS NOT NULL AND parent_session_id IN (SELECT id FROM sessions) LIMIT 1")[0]
+    (row,) = sql(db, "SELECT input_tokens, output_tokens, cache_read_tokens FROM sessions "
+                     "WHERE id = ?", (sid,))
+    html = client.get(f"/sessions/{sid}").get_data(as_text=True)
+    for value in row:
+        assert f"{value:,}" in html
+    assert f'href="/sessions/{parent}"' in html and "Continued from" in html
+    html = client.get(f"/sessions/{parent}").get_data(as_text=True)
+    assert f'href="/sessions/{sid}"' in html
