@@ -140,8 +140,9 @@ def test_rewound_messages_hidden_behind_a_toggle(v22):
 
 def test_multimodal_content_shows_text_and_placeholder(client, generated_db):
     db, _ = generated_db
-    rows = sql(db, "SELECT session_id, id FROM messages WHERE substr(content, 1, 6) = "
-                   "char(0) || 'json:' LIMIT 3")
+    # (LIKE, not substr: SQLite's text functions stop at the NUL of Hermes's prefix)
+    rows = sql(db, "SELECT session_id, id FROM messages WHERE content LIKE char(0) || 'json:%' "
+                   "LIMIT 3")
     assert rows
     for sid, mid in rows:
         html = client.get(f"/sessions/{sid}?at={mid}").get_data(as_text=True)

@@ -685,6 +685,9 @@ def _sample_count(rng: random.Random, mean: float, cap: int, lo: int = 2) -> int
 # Planner: decides every session row except the counters
 # --------------------------------------------------------------------------------------------
 
+_HOUR_WEIGHTS = tuple((h, (1 if h < 6 else 4 if h < 8 else 7 if h < 18 else 6 if h < 23 else 3)) for h in range(24))
+
+
 class _Planner:
     def __init__(self, rng: random.Random, sessions: int, now: float, mean: float, long_n: int):
         self.rng = rng
@@ -694,9 +697,9 @@ class _Planner:
         self.cap = max(40, int(mean * 8))
         self.long_n = long_n
         self.used_ids: set[str] = set()
-        self.used_titles: set[str] = set()
-        self.branch_count = 0
-        self.specs: list[_Spec] = []
+        self.used_titles: set[str] = set()      # lower-cased: SQLite LIKE in Hermes' lineage lookup ignores case
+        self.lineage: dict[str, int] = {}        # lower-cased base title -> highest " #N" handed out
+        self.n_specs = 0
         r = rng
         self.users = {
             "telegram": [str(r.randint(100_000_000, 7_999_999_999)) for _ in range(7)],
@@ -708,22 +711,36 @@ class _Planner:
                       for _ in range(5)],
             "email": ["ops@example.com", "alex@example.com", "billing@example.org"],
         }
-        self.cron_jobs = [(_hex(r, 12), r.randrange(len(_CRON_PROMPTS)), r.randint(0, 23)) for _ in range(6)]
+        # cron jobs: (job id, prompt index, hour of day)
+        self.cron_jobs = [(_hex(r, 12), i % len(_CRON_PROMPTS), r.randint(0, 23)) for i in range(6)]
         self.batch_runs = [[_hex(r, 6), 0] for _ in range(4)]
 
     # ---- small helpers -------------------------------------------------------------------
-    def _fill(self, tmpl: str, rng: random.Random, topic) -> str:
+    def _fill(self, tmpl: str, topic) -> str:
+        r = self.rng
         words = topic[2]
-        return tmpl.format(project=rng.choice(_PROJECTS), host=rng.choice(_HOSTS), city=rng.choice(_CITIES),
-                           lib=rng.choice(_LIBS), word=rng.choice(words), w=rng.choice(words),
-                           w2=rng.choice(words), file=rng.choice(_FILES), error=rng.choice(_ERRORS))
+        return tmpl.format(project=r.choice(_PROJECTS), host=r.choice(_HOSTS), city=r.choice(_CITIES),
+                           lib=r.choice(_LIBS), word=r.choice(words), w=r.choice(words),
+                           w2=r.choice(words), file=r.choice(_FILES), error=r.choice(_ERRORS))
 
-    def _claim_title(self, t: str) -> bool:
+    def _claim(self, t: str) -> bool:
         k = t.lower()
         if k in self.used_titles or len(t) > 100:
             return False
         self.used_titles.add(k)
         return True
+
+    def _unique(self, cand: str, when: float) -> str:
+        """cand, else cand + " (YYYYmmdd)", else cand + " (YYYYmmdd-k)"."""
+        if self._claim(cand):
+            return cand
+        day = _utc(when).strftime("%Y%m%d")
+        alt = f"{cand} ({day})"
+        k = 2
+        while not self._claim(alt):
+            alt = f"{cand} ({day}-{k})"
+            k += 1
+        return alt
 
     def _title(self, topic, when: float) -> str:
         r = self.rng
@@ -734,37 +751,41 @@ class _Planner:
             base = r.choice(_EMOJI_TITLES)
         else:
             base = r.choice(topic[0])
-        for attempt in range(6):
-            decor = r.choice(_TITLE_DECOR) if attempt or r.random() < 0.6 else ""
-            if decor.endswith(": "):
-                cand = self._fill(decor, r, topic) + base
-            else:
-                cand = base + self._fill(decor, r, topic)
-            if self._claim_title(cand):
+        for attempt in range(5):
+            decor = r.choice(_TITLE_DECOR) if (attempt or r.random() < 0.6) else ""
+            cand = (self._fill(decor, topic) + base) if decor.endswith(": ") else (base + self._fill(decor, topic))
+            if self._claim(cand):
                 return cand
-        day = _utc(when).strftime("%Y%m%d")
-        cand = f"{base} ({day})"
-        k = 2
-        while not self._claim_title(cand):
-            cand = f"{base} ({day}-{k})"
-            k += 1
-        return cand
+        return self._unique(base, when)
 
-    def _unique_title(self, cand: str) -> str:
-        base, k = cand, 2
-        while not self._claim_title(cand):
-            cand = f"{base} ({k})"
-            k += 1
-        return cand
+    def _lineage_next(self, title: str | None) -> str:
+        """Hermes' get_next_title_in_lineage() over the titles handed out so far."""
+        base = title if title is not None else "branch"
+        head, sep, num = base.rpartition(" #")
+        if sep and num.isdigit():
+            base = head
+        low = base.lower()
+        best = self.lineage.get(low, 0)
+        if low in self.used_titles:
+            best = max(best, 1)
+        if best == 0:
+            if self._claim(base):
+                return base
+            best = 1
+        nxt = best + 1
+        while not self._claim(f"{base} #{nxt}"):
+            nxt += 1
+        self.lineage[low] = nxt
+        return f"{base} #{nxt}"
 
-    def _model_and_billing(self, source: str):
+    def _model_and_billing(self):
         r = self.rng
         model = r.choices(_MODEL_NAMES, _MODEL_WEIGHTS)[0]
         if model is None:
             return None, None, "null"
         vendor = model.split("/")[0]
         x = r.random()
-        if vendor in ("anthropic", "openai", "google"):
+        if vendor in _DIRECT:
             share = {"anthropic": 0.6, "openai": 0.5, "google": 0.7}[vendor]
             if x < share:
                 return model, _DIRECT[vendor], "estimated"
@@ -805,7 +826,8 @@ class _Planner:
             return _wchoice(self.rng, _GATEWAY_END)
         return _wchoice(self.rng, _END_REASONS[source])
 
-    def _profile(self, source: str) -> str:
+    @staticmethod
+    def _profile(source: str) -> str:
         if source == "email":
             return "email"
         if source in _GATEWAYS:
@@ -822,118 +844,113 @@ class _Planner:
         if model_from is not None:
             model, billing, cost_mode = model_from.model, model_from.billing, model_from.cost_mode
         else:
-            model, billing, cost_mode = self._model_and_billing(source)
-        sp = _Spec(idx=len(self.specs), source=source, seed=r.getrandbits(62), n_own=n, copy_n=0, first=first,
+            model, billing, cost_mode = self._model_and_billing()
+        sp = _Spec(idx=self.n_specs, source=source, seed=r.getrandbits(62), n_own=n, copy_n=0, first=first,
                    kind=kind, topic=topic, model=model, billing=billing, cost_mode=cost_mode, scale=1.0,
-                   lead_gap=lead_gap, force_tools=force_tools, must=frozenset(), gap_profile=self._profile(source))
-        if n > 0:
-            sp.model_config = self._model_config()
-            sp.system_prompt = self._system_prompt(source)
-            sp.reasoning_on = '"enabled": true' in sp.model_config
-        else:
-            sp.reasoning_on = False
+                   lead_gap=lead_gap, force_tools=force_tools, must=frozenset(), gap_profile=self._profile(source),
+                   user_id=self._user_id(source), start=0.0, reasoning_on=False)
+        self.n_specs += 1
+        sp.model_config = self._model_config()
+        sp.system_prompt = self._system_prompt(source)
+        sp.reasoning_on = '"enabled": true' in sp.model_config
         sp.end_gap = r.uniform(3, 600)
-        self.specs.append(sp)
         return sp
-
-    def _own_span(self, sp: _Spec) -> float:
-        steps = _skeleton(sp.seed, sp.n_own, sp.first, sp.gap_profile, sp.lead_gap, sp.force_tools)
-        return _span(steps, sp.scale)
 
     def _duration(self, sp: _Spec) -> float:
         """Seconds from started_at to the last message (0 for empty sessions)."""
-        d = (sp.copy_n or 0) * 0.0015
+        d = (sp.copy_n - 1) * 0.0015 if sp.copy_n else 0.0
         if sp.n_own:
-            d += self._own_span(sp)
+            steps = _skeleton(sp.seed, sp.n_own, sp.first, sp.gap_profile, sp.lead_gap, sp.force_tools)
+            d += _span(steps, sp.scale)
         sp.duration = d
         return d
 
     def _fit(self, sp: _Spec, limit: float) -> float:
-        """Scale a session's gaps so its span is at most ``limit`` seconds."""
+        """Scale a session's gaps so that its span is at most ``limit`` seconds."""
         d = self._duration(sp)
-        if d > limit > 0 and sp.n_own:
-            own = d - (sp.copy_n or 0) * 0.0015
-            sp.scale = max(1e-4, sp.scale * (limit - (d - own)) / own * 0.98)
+        fixed = (sp.copy_n - 1) * 0.0015 if sp.copy_n else 0.0
+        if d > limit > fixed and sp.n_own:
+            own = d - fixed
+            sp.scale = max(1e-5, sp.scale * (limit - fixed) / own * 0.97)
             d = self._duration(sp)
         return d
 
     def _count(self, factor: float = 1.0) -> int:
         return _sample_count(self.rng, self.mean * factor, self.cap)
 
-    # ---- groups: each returns (members, relative layout applied later) ---------------------
-    def _single(self, source=None, n=None, must=frozenset(), title=True, active=False):
+    # ---- groups: sessions whose times depend on each other, laid out relative to 0 ------------
+    def _single(self, source=None, n=None, must=frozenset(), title=True, active=False) -> list[_Spec]:
         r = self.rng
-        source = source or r.choices(_SOURCE_NAMES, _SOURCE_WEIGHTS)[0]
-        if source == "cron":
-            return self._cron()
+        if source is None:
+            source = r.choices(_SOURCE_NAMES, _SOURCE_WEIGHTS)[0]
+            if source == "cron" and not active:
+                return self._cron()
+            if source == "cron":
+                source = "cli"
         if n is None:
             n = self._count()
-        first = None
-        if n >= 3 and r.random() < 0.03:
-            first = "note"
+        first = "note" if n >= 3 and r.random() < 0.03 else None
         sp = self._new(source, n=n, first=first, force_tools=bool(must))
         sp.must = must
-        sp.start = 0.0
         self._duration(sp)
-        sp.title = title  # resolved when the start time is known
+        sp.title = title  # resolved once the start time is known
         sp.end_reason = None if active else self._end_reason(source)
         return [sp]
 
-    def _cron(self):
+    def _cron(self) -> list[_Spec]:
         r = self.rng
         job = r.choice(self.cron_jobs)
-        sp = self._new("cron", n=max(2, min(self.cap, int(r.uniform(0.2, 0.8) * self.mean) + 2)), first="cron",
-                       topic=r.randrange(len(_TOPICS)))
+        sp = self._new("cron", n=max(2, min(self.cap, int(r.uniform(0.2, 0.8) * self.mean) + 2)), first="cron")
+        sp.user_id = None
         sp.cron_prompt = job[1]
-        sp.goal = job  # job id, prompt index, hour
-        sp.start = 0.0
+        sp.goal = job
         self._duration(sp)
         sp.title = "cron"
         sp.end_reason = "cron_complete"
         return [sp]
 
-    def _chain(self, length: int):
+    def _chain(self, length: int) -> list[_Spec]:
+        """Compression lineage: each parent ends with 'compression', the child starts right after."""
         r = self.rng
         source = r.choices(_SOURCE_NAMES[:12], _SOURCE_WEIGHTS[:12])[0]
         if source == "cron":
             source = "cli"
         topic = r.randrange(len(_TOPICS))
-        members = []
+        members: list[_Spec] = []
         t = 0.0
-        user_id = self._user_id(source)
         for i in range(length):
-            n = self._count(1.4) if i < length - 1 else self._count()
+            last = i == length - 1
+            n = self._count() if last else max(self._count(1.4), 6)
             first = None if i == 0 else ("compaction" if r.random() < 0.7 else None)
-            sp = self._new(source, n=max(n, 4), first=first, topic=topic,
-                           kind="normal" if i == 0 else "compress_child",
+            sp = self._new(source, n=n, first=first, topic=topic, kind="normal" if i == 0 else "compress_child",
                            model_from=members[0] if members and r.random() < 0.93 else None)
             if members:
                 sp.parent = members[-1]
-                sp.user_id = user_id
+                sp.user_id = members[0].user_id
                 sp.system_prompt = members[-1].system_prompt
-            sp.user_id = user_id
             sp.start = t
             d = self._duration(sp)
-            sp.end_gap = r.uniform(0.5, 3.0) if i < length - 1 else r.uniform(3, 600)
-            sp.end_reason = "compression" if i < length - 1 else self._end_reason(source)
+            sp.end_gap = r.uniform(3, 600) if last else r.uniform(0.5, 3.0)
+            sp.end_reason = self._end_reason(source) if last else "compression"
+            sp.title = "chain" if i == 0 else "lineage"
             t = sp.start + d + sp.end_gap + r.uniform(0.01, 0.05)
             members.append(sp)
-        members[0].title = "chain"
         return members
 
-    def _branch(self, parents=None):
-        """A session ended with /branch ('branched', or 'session_switch' on gateways) and 1-2 children
-        that copy its history."""
+    def _branch(self, parents: list[_Spec] | None = None, max_children: int = 2) -> list[_Spec]:
+        """/branch: the parent ends ('branched', or 'session_switch' on gateways) and 1-2 children copy its
+        history; the child title follows get_next_title_in_lineage(parent title or "branch") unless named."""
         r = self.rng
         if parents is None:
-            parents = self._single(source=r.choice(("cli", "cli", "tui", "acp", "telegram", "discord")))
+            parents = self._single(source=r.choice(("cli", "cli", "tui", "acp", "telegram", "discord")),
+                                   n=max(self._count(), 4))
         parent = parents[-1]
-        gateway = parent.source in _GATEWAYS
-        parent.end_reason = "session_switch" if gateway else "branched"
+        parent.end_reason = "session_switch" if parent.source in _GATEWAYS else "branched"
         parent.end_gap = r.uniform(5, 120)
         members = list(parents)
         end = parent.start + parent.duration + parent.end_gap
-        for j in range(1 if r.random() < 0.75 else 2):
+        k = 1 if (max_children < 2 or r.random() < 0.75) else 2
+        for j in range(k):
             child = self._new(parent.source, n=self._count(0.8), topic=parent.topic, kind="branch_child",
                               lead_gap=True, model_from=parent)
             child.parent = parent
@@ -943,28 +960,26 @@ class _Planner:
             child.start = end + r.uniform(0.01, 0.05) + (0 if j == 0 else r.uniform(60, 1800))
             self._duration(child)
             child.end_reason = self._end_reason(child.source)
-            child.title = "branch_name" if r.random() < 0.25 else "branch_lineage"
+            child.title = "branch_name" if r.random() < 0.25 else "lineage"
             members.append(child)
         return members
 
-    def _subagents(self, k: int, parent_n=None):
+    def _subagents(self, k: int, parent_n=None) -> list[_Spec]:
+        """delegate_task children: same source, started while the parent runs, untitled, no user id."""
         r = self.rng
         source = r.choice(("cli", "cli", "acp", "tui", "telegram", "discord", "api-server", "signal", "whatsapp"))
         parent = self._single(source=source, n=parent_n or max(self._count(1.3), 8))[0]
         members = [parent]
         pd = parent.duration
-        fracs = sorted(r.uniform(0.05, 0.85) for _ in range(k))
-        for f in fracs:
+        for f in sorted(r.uniform(0.05, 0.85) for _ in range(k)):
             child = self._new(source, n=r.randint(3, 15), kind="subagent", model_from=parent)
             child.parent = parent
             child.user_id = None
             child.title = None
-            child.goal = r.randrange(1 << 30)
             child.start = parent.start + f * pd + r.uniform(0.5, 3)
-            limit = max(5.0, (parent.start + pd) - child.start - 1.0)
-            self._fit(child, limit)
+            self._fit(child, max(5.0, (parent.start + pd) - child.start - 1.0))
             child.end_gap = r.uniform(0.3, 2.0)
-            child.end_reason = None
+            child.end_reason = None  # Hermes never records a reason for subagent sessions
             members.append(child)
         return members
 
@@ -973,86 +988,83 @@ class _Planner:
         r = self.rng
         n = self.n
         groups: list[list[_Spec]] = []
+        active: list[_Spec] = []
         remaining = n
-        n_active = 0 if n < 4 else min(12, max(2, n // 50))
-        n_empty = 0 if n < 10 else max(2, n // 60)
 
         def take(g):
             nonlocal remaining
             groups.append(g)
             remaining -= len(g)
 
-        # guaranteed structures first (only when there is room)
-        show_models = ("anthropic/claude-sonnet-4.6", "openai/gpt-5", "deepseek/deepseek-chat")
-        for i in range(min(3, max(0, n - 1) // 3 if n < 12 else 3)):
-            g = self._single(source=("cli", "telegram", "discord")[i], n=max(40, min(self.cap, int(self.mean * 3))),
-                             must=_MUST_ALL)
-            sp = g[0]
-            sp.model = show_models[i]
-            vendor = sp.model.split("/")[0]
+        # showcase sessions: every special content kind is forced into them, so that even tiny
+        # databases contain the XSS corpus, multimodal content, CJK, emoji, REPL prompts, ...
+        show = (("cli", "anthropic/claude-sonnet-4.6", "xss"), ("telegram", "openai/gpt-5", "cjk"),
+                ("discord", "deepseek/deepseek-chat", "emoji"))
+        n_show = 0 if n < 4 else 1 if n < 8 else 2 if n < 12 else 3
+        for source, model, title in show[:n_show]:
+            sp = self._single(source=source, n=max(40, min(self.cap, int(self.mean * 3))), must=_MUST_ALL)[0]
+            vendor = model.split("/")[0]
+            sp.model = model
             sp.billing, sp.cost_mode = (_DIRECT[vendor], "estimated") if vendor in _DIRECT else (_OPENROUTER, "actual")
-            sp.model_config = json.dumps({"max_iterations": 90,
-                                          "reasoning_config": {"enabled": True, "effort": "medium"}})
-            sp.reasoning_on = True
-            sp.title = ("xss", "cjk", "emoji")[i]
-            if i == 0:
+            cfg = {"max_iterations": 90, "reasoning_config": {"enabled": True, "effort": "medium"}}
+            if title == "xss":
+                cfg["personality"] = '<script>alert(1)</script>"><svg onload=alert(1)>'
                 sp.system_prompt = sp.system_prompt.replace(
-                    "## Platform", "- Note from user: <img src=x onerror=alert(1)> <script>alert(1)</script>\n\n## Platform")
-                sp.model_config = json.dumps({"max_iterations": 90, "reasoning_config": {"enabled": True, "effort": "medium"},
-                                              "personality": "<script>alert(1)</script>\"><svg onload=alert(1)>"})
-            take(g)
-        if n >= 200 and remaining >= 9:
+                    "\n\n## Platform",
+                    "\n- Note from user: <img src=x onerror=alert(1)> <script>alert(1)</script>\n\n## Platform")
+            sp.model_config = json.dumps(cfg)
+            sp.reasoning_on = True
+            sp.title = title
+            take([sp])
+        if n >= 200:
             take(self._chain(9))
-        if n >= 200 and remaining >= 15:
-            take(self._subagents(14, parent_n=max(60, int(self.mean * 4))))
+            take(self._subagents(14, parent_n=max(60, min(self.cap, int(self.mean * 4)))))
         if remaining >= 3:
             take(self._chain(3))
         if remaining >= 2:
-            take(self._branch())
+            take(self._branch(max_children=min(2, remaining - 1)))
         if remaining >= 2:
             take(self._subagents(1))
-        actives = []
-        for _ in range(min(n_active, max(0, remaining))):
+        n_active = 0 if n < 4 else min(12, max(2, n // 50))
+        for _ in range(min(n_active, remaining)):
             g = self._single(active=True)
-            if g[0].source == "cron":
-                g = self._single(source="cli", active=True)
-            actives.append(g[0])
+            active.append(g[0])
             take(g)
-        for _ in range(min(n_empty, max(0, remaining))):
+        n_empty = 0 if n < 10 else max(2, n // 60)
+        for _ in range(min(n_empty, remaining)):
             take(self._single(n=0, title=r.random() < 0.5))
         while remaining > 0:
             x = r.random()
             if x < 0.075 and remaining >= 2:
                 length = min(remaining, _wchoice(r, ((2, 40), (3, 30), (4, 15), (5, 9), (6, 6))))
                 g = self._chain(length)
-                if length >= 2 and r.random() < 0.1:
-                    g = self._branch(parents=g) if remaining >= length + 2 else g
+                if remaining - length >= 1 and r.random() < 0.1:
+                    g = self._branch(parents=g, max_children=min(2, remaining - length))
                 take(g)
             elif x < 0.105 and remaining >= 2:
-                take(self._branch())
+                take(self._branch(max_children=min(2, remaining - 1)))
             elif x < 0.17 and remaining >= 2:
                 take(self._subagents(min(remaining - 1, _wchoice(r, ((1, 60), (2, 25), (3, 15))))))
             else:
                 take(self._single())
-        # trim if a multi-session group overshot (never happens with the guards above)
-        self._place(groups, set(id(a) for a in actives))
-        long_spec = self._long() if self.long_n > 0 else None
+        assert remaining == 0
+        self._place(groups, {id(s) for s in active})
         specs = [s for g in groups for s in g]
+        long_spec = self._long() if self.long_n > 0 else None
         if long_spec is not None:
             specs.append(long_spec)
-        for sp in specs:
-            self._finish(sp)
         specs.sort(key=lambda s: (s.start, s.idx))
+        for sp in specs:  # in time order, so lineage numbers grow with time
+            self._finish(sp)
         return specs, long_spec
 
     def _start_time(self) -> float:
         r = self.rng
         age_days = 365.0 * (r.random() ** 1.35)
         day0 = math.floor((self.now - age_days * 86400) / 86400) * 86400
-        hour = _wchoice(r, ((h, (1 if h < 6 else 4 if h < 8 else 7 if h < 18 else 6 if h < 23 else 3)) for h in range(24)))
-        return day0 + hour * 3600 + r.uniform(0, 3600)
+        return day0 + _wchoice(r, _HOUR_WEIGHTS) * 3600 + r.uniform(0, 3600)
 
-    def _place(self, groups, active_ids):
+    def _place(self, groups, active_ids) -> None:
         r = self.rng
         now = self.now
         for g in groups:
@@ -1064,43 +1076,35 @@ class _Planner:
                 head.end = None
                 head.end_reason = None
                 continue
-            if head.source == "cron" and len(g) == 1:
+            if head.kind == "normal" and head.source == "cron":
                 job_hex, _, hour = head.goal
-                t = self._start_time()
-                start = math.floor(t / 86400) * 86400 + hour * 3600 + r.uniform(0, 4.99)
-                for _ in range(400):
-                    if start + head.duration + head.end_gap < now - 60:
-                        cid = f"cron_{job_hex}_{_utc(start).strftime('%Y%m%d_%H%M%S')}"
-                        if cid not in self.used_ids:
-                            break
+                start = math.floor(self._start_time() / 86400) * 86400 + hour * 3600 + r.uniform(0, 4.99)
+                while True:
+                    cid = f"cron_{job_hex}_{_utc(start).strftime('%Y%m%d_%H%M%S')}"
+                    if start + head.duration + head.end_gap < now - 60 and cid not in self.used_ids:
+                        break
                     start -= 86400
+                self.used_ids.add(cid)
+                head.id = cid
                 head.start = start
             else:
                 base = self._start_time()
-                last = max(s.start + s.duration + (s.end_gap or 0) for s in g)
+                last = max(s.start + s.duration + (s.end_gap or 0.0) for s in g)
                 if base + last > now - 120:
                     base = now - 120 - last
-                    if base < now - 400 * 86400:  # absurdly long group: squeeze it
-                        base = now - 400 * 86400
                 for s in g:
                     s.start = base + s.start
             for s in g:
-                s.end = s.start + s.duration + s.end_gap if s.end_reason is not None or s.kind == "subagent" else None
-            # subagent children: keep ended (brief), end_reason stays NULL like Hermes never sets one
-        return groups
+                s.end = s.start + s.duration + s.end_gap
 
     def _long(self) -> _Spec:
         r = self.rng
         sp = self._new("cli", n=self.long_n, topic=0, force_tools=True)
         sp.model = "anthropic/claude-sonnet-4.6"
         sp.billing, sp.cost_mode = _DIRECT["anthropic"], "estimated"
-        sp.reasoning_on = True
         sp.kind = "long"
-        d = self._duration(sp)
-        limit = 200 * 86400.0
-        if d > limit:
-            self._fit(sp, limit)
-            d = sp.duration
+        sp.user_id = None
+        d = self._fit(sp, 200 * 86400.0)
         sp.start = self.now - 3 * 86400 - d
         sp.end_gap = r.uniform(30, 300)
         sp.end = sp.start + d + sp.end_gap
@@ -1113,16 +1117,14 @@ class _Planner:
         stamp = _utc(sp.start).strftime("%Y%m%d_%H%M%S")
         while True:
             if sp.source == "cron":
-                cid = f"cron_{sp.goal[0]}_{stamp}"
-                if cid in self.used_ids:
-                    cid = f"cron_{_hex(r, 12)}_{stamp}"
+                cid = f"cron_{_hex(r, 12)}_{stamp}"
             elif sp.source in ("cli", "tui"):
                 cid = f"{stamp}_{_hex(r, 6)}"
             elif sp.source == "acp":
                 h = _hex(r, 32)
                 cid = f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:32]}"
             elif sp.source == "batch":
-                run = r.choice(self.batch_runs)
+                run = self.batch_runs[r.randrange(len(self.batch_runs))]
                 cid = f"batch_{run[0]}_{run[1]:04d}"
                 run[1] += 1
             else:
@@ -1133,76 +1135,33 @@ class _Planner:
 
     def _finish(self, sp: _Spec) -> None:
         r = self.rng
-        sp.id = self._new_id(sp)
-        if sp.kind not in ("subagent",) and sp.user_id is None and sp.parent is None:
-            sp.user_id = self._user_id(sp.source)
+        if sp.id is None:
+            sp.id = self._new_id(sp)
         topic = _TOPICS[sp.topic]
         t = sp.title
-        if t is True:
-            sp.title = self._title(topic, sp.start) if r.random() < 0.78 else None
+        if t is True or t == "chain":
+            sp.title = self._title(topic, sp.start) if r.random() < 0.8 else None
         elif t is False or t is None:
             sp.title = None
         elif t == "cron":
-            name = _CRON_PROMPTS[sp.cron_prompt][0]
-            sp.title = self._title((("",), (), topic[2], None, True), sp.start).replace("", "", 0)
-            sp.title = None
-            cand = name + self._fill(r.choice(("", " for {project}", " on {host}", " ({lib})")), r, topic)
-            sp.title = self._unique_title(cand) if r.random() < 0.85 else None
-            if sp.title and sp.title != cand:
-                self.used_titles.discard(sp.title.lower())
-                self.used_titles.discard(cand.lower())
-                day = _utc(sp.start).strftime("%Y%m%d")
-                sp.title = self._unique_title(f"{cand} ({day})")
-        elif t == "chain":
-            sp.title = self._title(topic, sp.start) if r.random() < 0.8 else None
-        elif t == "xss":
-            sp.title = self._unique_title("<script>alert(1)</script> title test")
-        elif t == "cjk":
-            sp.title = self._unique_title("项目复盘：大别山项目")
-        elif t == "emoji":
-            sp.title = self._unique_title("🚀 Launch checklist ✅")
-        elif t == "long":
-            sp.title = self._unique_title("Marathon refactor of the hermes-dashboard viewer")
+            cand = _CRON_PROMPTS[sp.cron_prompt][0] + self._fill(
+                r.choice(("", " for {project}", " on {host}", " ({lib})")), topic)
+            sp.title = self._unique(cand, sp.start) if r.random() < 0.85 else None
+        elif t == "lineage":  # compression child: only when the parent had a title; /branch: always
+            if sp.kind == "compress_child":
+                sp.title = self._lineage_next(sp.parent.title) if sp.parent.title else None
+            else:
+                sp.title = self._lineage_next(sp.parent.title)
         elif t == "branch_name":
-            sp.title = self._unique_title(r.choice(_BRANCH_NAMES))
-        elif t == "branch_lineage":
-            sp.title = self._lineage_next(sp.parent.title)
-        if sp.kind == "compress_child":
-            sp.title = self._lineage_next(sp.parent.title) if sp.parent.title else None
-        if sp.n_own == 0 and not sp.copy_n:
+            sp.title = self._unique(r.choice(_BRANCH_NAMES), sp.start)
+        else:
+            sp.title = self._unique({"xss": "<script>alert(1)</script> title test",
+                                     "cjk": "项目复盘：大别山项目",
+                                     "emoji": "🚀 Launch checklist ✅",
+                                     "long": "Marathon refactor of the hermes-dashboard viewer"}[t], sp.start)
+        if sp.n_total == 0:  # Hermes fills these on the first API call
             sp.model_config = None
             sp.system_prompt = None
-
-    def _lineage_next(self, base_title):
-        """Hermes' get_next_title_in_lineage over the titles planned so far."""
-        if base_title is None:
-            base_title = "branch"
-        base = base_title
-        head, sep, num = base_title.rpartition(" #")
-        if sep and num.isdigit():
-            base = head
-        best = 0
-        low = base.lower()
-        if low in self.used_titles:
-            best = 1
-        prefix = low + " #"
-        for t in self.lineage_index.get(low, ()):
-            best = max(best, t)
-        if best == 0 and not self.lineage_index.get(low):
-            if low not in self.used_titles:
-                self._claim_title(base)
-                self.lineage_index.setdefault(low, []).append(1)
-                return base
-        nxt = max(best, 1) + 1
-        cand = f"{base} #{nxt}"
-        while not self._claim_title(cand):
-            nxt += 1
-            cand = f"{base} #{nxt}"
-        self.lineage_index.setdefault(low, []).append(nxt)
-        del prefix
-        return cand
-
-    lineage_index: dict
 
 
 # --------------------------------------------------------------------------------------------
@@ -1566,20 +1525,22 @@ class _Stream:
         self.sp = sp
         self.msgs = self.tools = self.inp = self.out = self.cr = self.cw = self.rsn = self.calls = 0
 
-    def rows(self, copying: bool = False) -> Iterator[tuple]:
+    def rows(self) -> Iterator[tuple]:
         sp = self.sp
         sid = sp.id
         ts = sp.start
-        if sp.copy_from is not None and not copying:
+        if sp.copy_from is not None:
+            # /branch copies the parent's whole history within a few milliseconds (same tool call ids)
             k = 0
-            for _, row in _Stream(sp.copy_from).rows(copying=True):
-                t = round(sp.start + k * 0.0015, 6)
+            copied_ctx = 0
+            for _, row in _Stream(sp.copy_from).rows():
+                copied_ctx += _tok(row[2]) + _tok(row[4])
+                ts = round(sp.start + k * 0.0015, 6)
                 k += 1
                 self.msgs += 1
                 if row[4]:
-                    self.tools += row[4].count('"type": "function"')
-                yield t, (sid,) + row[1:6] + (t,) + row[7:]
-            ts = sp.start + (k - 1) * 0.0015 if k else sp.start
+                    self.tools += len(json.loads(row[4]))
+                yield ts, (sid,) + row[1:6] + (ts,) + row[7:]
         if sp.n_own <= 0:
             return
         text = _Text(sp)
@@ -1590,7 +1551,7 @@ class _Stream:
         caching = sp.billing is not None and prices[2] > 0
         writes_cache = sp.billing is not None and sp.billing[0] == "anthropic"
         base_prompt = 1900 + _tok(sp.system_prompt)
-        ctx = 0
+        ctx = copied_ctx if sp.copy_from is not None else 0
         prev_prompt = 0
         pending: list[tuple[str, str, dict]] = []
         first_user = True
@@ -1739,7 +1700,6 @@ def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now
 
     rng = random.Random(seed)
     planner = _Planner(rng, int(sessions), anchor, float(messages_per_session), int(long_session_messages))
-    planner.lineage_index = {}
     specs, long_spec = planner.plan()
     total_msgs = sum(s.n_total for s in specs)
 
