@@ -21,7 +21,55 @@
     window.location.replace(url.toString());
   }
 
+  // Arriving from a search hit (?hl=term…#m-<id>): mark the terms inside that message.
+  function highlightTerms() {
+    var params = new URLSearchParams(window.location.search);
+    var terms = params.getAll("hl").filter(function (t) { return t.trim().length > 0; });
+    var m = /^#m-(\d+)$/.exec(window.location.hash);
+    if (!terms.length || !m) return;
+    var root = document.getElementById("m-" + m[1]);
+    if (!root) return;
+    var lowered = terms.map(function (t) { return t.toLowerCase(); });
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    var nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    nodes.forEach(function (node) {
+      var text = node.nodeValue, low = text.toLowerCase(), pos = 0, frag = null;
+      for (;;) {
+        var best = -1, len = 0;
+        lowered.forEach(function (t) {
+          var i = low.indexOf(t, pos);
+          if (i >= 0 && (best < 0 || i < best)) { best = i; len = t.length; }
+        });
+        if (best < 0) break;
+        frag = frag || document.createDocumentFragment();
+        frag.appendChild(document.createTextNode(text.slice(pos, best)));
+        var mark = document.createElement("mark");
+        mark.textContent = text.slice(best, best + len);
+        frag.appendChild(mark);
+        pos = best + len;
+      }
+      if (frag) {
+        frag.appendChild(document.createTextNode(text.slice(pos)));
+        node.parentNode.replaceChild(frag, node);
+      }
+    });
+    root.querySelectorAll("details").forEach(function (d) {
+      if (d.querySelector("mark")) d.open = true;
+    });
+  }
+
+  // "/" focuses the search box (the header's, or the search page's own).
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
+    var t = e.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+    var box = document.getElementById("s-q") || document.getElementById("header-q");
+    if (box) { e.preventDefault(); box.focus(); box.select(); }
+  });
+
   document.addEventListener("DOMContentLoaded", openMessageAnchor);
+  document.addEventListener("DOMContentLoaded", highlightTerms);
   window.addEventListener("hashchange", openMessageAnchor);
 
   // Keep the filter form's aria-busy in step with htmx requests, for screen readers.

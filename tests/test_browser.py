@@ -84,3 +84,32 @@ def test_anchor_to_a_deep_message_loads_its_page(live, page, generated_db):
     target.wait_for()
     assert target.is_visible()
     assert page.locator("#earlier-messages").count() == 1
+
+
+def test_search_as_you_type_and_click_through_to_the_highlighted_message(live, page,
+                                                                          generated_db):
+    db, long_id = generated_db
+    page.goto(f"{live.url}/search")
+    page.evaluate("window.__notReloaded = true")
+    page.locator("#s-q").press_sequentially("docker", delay=40)
+    page.wait_for_url(re.compile(r"q=docker"))
+    first = page.locator("ol.hits li.hit").first
+    first.wait_for()
+    assert page.evaluate("window.__notReloaded") is True
+    assert "docker" in first.locator("mark").first.inner_text().lower()
+    screenshot(page, "search.png")
+
+    # a hit deep inside the long session opens the page that holds it, highlighted
+    first_page = {r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
+                                        "timestamp, id LIMIT 100", (long_id,))}
+    page.goto(f"{live.url}/search?q=docker&session={long_id}")
+    hrefs = page.locator("a.snippet").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    deep = [h for h in hrefs if int(h.split("#m-")[1]) not in first_page]
+    assert deep, "the long session should mention docker beyond its first page"
+    mid = int(deep[0].split("#m-")[1])
+    page.locator(f"a.snippet[href$='#m-{mid}']").click()
+    page.wait_for_url(re.compile(rf"at={mid}"))
+    target = page.locator(f"#m-{mid}")
+    target.wait_for()
+    assert target.is_visible()
+    assert "docker" in target.locator("mark").first.inner_text().lower()

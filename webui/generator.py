@@ -30,9 +30,11 @@ import heapq
 import json
 import math
 import os
+import queue
 import random
 import sqlite3
 import sys
+import threading
 import time
 from typing import Callable, Iterator
 
@@ -487,6 +489,52 @@ _LOG_LINES = (
     "{ts} docker | Container {project}-web-1  Started",
 )
 
+_MORE_SENTENCES = (
+    "The {w} on {host} was configured for the old layout, which is why it only fails after a restart.",
+    "I kept the diff minimal: one change in {file} and a note in the README.",
+    "Running it twice is safe, because the script checks whether the {w} already exists.",
+    "If you prefer {lib}, the same idea works, but you need to pin the version in CI as well.",
+    "The container exits with code 137 when the memory limit is hit, so raise it in docker-compose.yml.",
+    "Most of the time goes into the {w2} step; caching it cuts the run from minutes to seconds.",
+    "Nothing in the logs points at the network, so the {w} itself is the likely culprit.",
+    "This matches what the upstream docs recommend for {project}-style deployments.",
+    "Keep the old {w} around for a week so you can roll back without a migration.",
+    "The warning about `{error}` is harmless here, it comes from a dependency.",
+    "You can verify the result with `docker compose ps` and the health endpoint.",
+    "For {project}, the simplest path is to move the {w} behind a feature flag first.",
+)
+_STEP_TITLES = ("Check the current state", "Apply the fix", "Verify", "Clean up", "Roll out", "Back up first",
+                "Update the config", "Restart the service", "Write a test", "Document it")
+_TERMINAL_OUTPUTS = (
+    "NAME                IMAGE                       STATUS                    PORTS\n{project}-web-1     ghcr.io/acme/web:latest     Up 3 hours (healthy)      0.0.0.0:8080->8080/tcp\n{project}-db-1      postgres:16                 Up 3 hours (healthy)      5432/tcp\n{project}-worker-1  ghcr.io/acme/worker:latest  Restarting (137) 5 seconds ago",
+    "============================= test session starts ==============================\nplatform linux -- Python 3.11.7, pytest-8.3.2\ncollected 142 items\n\ntests/test_api.py ........................F.....                           [ 21%]\ntests/test_db.py ..........................................................  [ 62%]\ntests/test_views.py .....................................................   [100%]\n\n=================================== FAILURES ===================================\n___________________________ test_session_search ___________________________\nE       {error}\n=========================== 1 failed, 141 passed in 12.31s ===========================",
+    "NAME                         READY   STATUS             RESTARTS   AGE\nweb-6d9f7c8b5-2xkqp          1/1     Running            0          3h\nweb-6d9f7c8b5-8zr4t          0/1     CrashLoopBackOff   7          14m\nworker-5b7c9d6f4-lm2vn       1/1     Running            1          3h",
+    "Filesystem      Size  Used Avail Use% Mounted on\n/dev/sda1       468G  401G   44G  91% /\ntmpfs            16G  1.2M   16G   1% /run\n/dev/sdb1       3.6T  2.1T  1.4T  61% /volume1",
+    " M src/main.py\n M docker-compose.yml\n?? notes.md\n?? scripts/backup.sh",
+    "Sending build context to Docker daemon  48.1MB\nStep 1/9 : FROM python:3.11-slim\n ---> 2b5a8f1c3d4e\nStep 2/9 : WORKDIR /app\n ---> Using cache\nStep 3/9 : COPY requirements.txt .\n ---> Using cache\nStep 4/9 : RUN pip install -r requirements.txt\n ---> Running in 7c1e2d3f4a5b\nSuccessfully built 9f8e7d6c5b4a\nSuccessfully tagged {project}:latest",
+)
+
+
+def _make_pools():
+    """Pre-formatted lines (fixed seed: the pools are the same for every database)."""
+    r = random.Random(20261101)
+    words = sorted({w for t in _TOPICS for w in t[2]})
+
+    def fill(t):
+        return t.format(project=r.choice(_PROJECTS), host=r.choice(_HOSTS), city=r.choice(_CITIES),
+                        lib=r.choice(_LIBS), w=r.choice(words), w2=r.choice(words), word=r.choice(words),
+                        file=r.choice(_FILES), error=r.choice(_ERRORS))
+
+    logs = []
+    for _ in range(3000):
+        ts = (f"2026-{r.randint(1, 10):02d}-{r.randint(1, 28):02d}T{r.randint(0, 23):02d}:"
+              f"{r.randint(0, 59):02d}:{r.randint(0, 59):02d}.{r.randint(0, 999):03d}Z")
+        logs.append(r.choice(_LOG_LINES).format(ts=ts, ms=r.randint(3, 4000), error=r.choice(_ERRORS),
+                                                project=r.choice(_PROJECTS)))
+    sentences = [fill(r.choice(_SENTENCES + _MORE_SENTENCES)) for _ in range(3000)]
+    return tuple(logs), tuple(sentences)
+
+
 # --------------------------------------------------------------------------------------------
 # Models, prices, billing
 # --------------------------------------------------------------------------------------------
@@ -551,13 +599,14 @@ _MUST_ALL = frozenset(("xss_user", "xss_assistant", "xss_args", "xss_result", "x
                        "code_python", "code_bash", "code_yaml", "code_json", "code_rust"))
 
 # message-shape knobs (sizes tuned for ~1 KB per message on average, see the module's report)
-_P_LONG_TOOL = 0.05      # tool results of 5-20 KB
+_P_LONG_TOOL = 0.2       # eligible tool results (terminal, read_file, ...) of 5-20 KB
 _P_CJK = 0.06
 _P_EMOJI = 0.06
 _P_XSS = 0.008
 _P_MULTIMODAL = 0.006    # share of user messages
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_LOG_POOL, _SENTENCE_POOL = _make_pools()
 
 
 def _utc(ts: float) -> _dt.datetime:
@@ -883,7 +932,7 @@ class _Planner:
         r = self.rng
         if source is None:
             source = r.choices(_SOURCE_NAMES, _SOURCE_WEIGHTS)[0]
-            if source == "cron" and not active:
+            if source == "cron" and not active and n is None and not must:
                 return self._cron()
             if source == "cron":
                 source = "cli"
@@ -1168,6 +1217,19 @@ class _Planner:
 # Text: one generator object per session, all randomness from the session's own RNG
 # --------------------------------------------------------------------------------------------
 
+class _Filler(dict):
+    """str.format_map mapping that draws only the placeholders a template uses."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        super().__init__()
+        self.text = text
+
+    def __missing__(self, key):
+        return self.text._value(key)
+
+
 class _Text:
     def __init__(self, sp: _Spec):
         self.r = random.Random(sp.seed * 2)
@@ -1182,6 +1244,7 @@ class _Text:
         model = sp.model
         self.family = _MODELS[model][2] if model in _MODELS else "none"
         self.p_reason = (0.6 if sp.reasoning_on else 0.25) if self.family != "none" else 0.0
+        self.filler = _Filler(self)
 
     def has(self, tag: str) -> bool:
         if tag in self.must:
@@ -1190,12 +1253,30 @@ class _Text:
         return False
 
     def fill(self, tmpl: str) -> str:
+        return tmpl.format_map(self.filler)
+
+    def _value(self, key: str) -> str:
         r = self.r
-        w = self.words
-        return tmpl.format(project=self.project if r.random() < 0.8 else r.choice(_PROJECTS),
-                           host=self.host if r.random() < 0.7 else r.choice(_HOSTS), city=r.choice(_CITIES),
-                           lib=r.choice(_LIBS), w=r.choice(w), w2=r.choice(w), word=r.choice(w),
-                           file=r.choice(_FILES), error=r.choice(_ERRORS))
+        if key == "project":
+            return self.project if r.random() < 0.8 else r.choice(_PROJECTS)
+        if key == "host":
+            return self.host if r.random() < 0.7 else r.choice(_HOSTS)
+        if key in ("w", "w2", "word"):
+            return r.choice(self.words)
+        if key == "file":
+            return r.choice(_FILES)
+        if key == "error":
+            return r.choice(_ERRORS)
+        if key == "lib":
+            return r.choice(_LIBS)
+        if key == "city":
+            return r.choice(_CITIES)
+        raise KeyError(key)
+
+    def para(self, k: int) -> str:
+        """A paragraph: one topic sentence plus k-1 pooled ones."""
+        r = self.r
+        return " ".join([self.fill(r.choice(_SENTENCES))] + r.choices(_SENTENCE_POOL, k=k - 1))
 
     def _extras(self, parts: list, *, allow_xss=True, xss_tag="") -> None:
         r = self.r
@@ -1246,12 +1327,16 @@ class _Text:
             parts = [self.fill(_CRON_PROMPTS[sp.cron_prompt][1])]
         elif first:
             parts = [self.fill(r.choice(self.topic[1]))]
+            if r.random() < 0.35:
+                parts.append(self.para(r.randint(1, 3)))
             if r.random() < 0.25:
                 parts.append(self.paste())
         else:
             if r.random() < 0.06:
                 return r.choice(_CJK_SENTENCES)
             parts = [self.fill(r.choice(_FOLLOWUPS))]
+            if r.random() < 0.12:
+                parts.append(self.para(r.randint(1, 2)))
             if r.random() < 0.08:
                 parts.append(self.paste())
         if self.has("hyphen") or r.random() < 0.03:
@@ -1264,44 +1349,50 @@ class _Text:
     def paste(self) -> str:
         r = self.r
         x = r.random()
-        if x < 0.45:
+        if x < 0.4:
             return ("```\nTraceback (most recent call last):\n  File \"" + r.choice(_FILES) + "\", line "
                     + str(r.randint(2, 400)) + ", in <module>\n" + r.choice(_ERRORS) + "\n```")
         if x < 0.75:
-            return "```\n" + "\n".join(self.log_line() for _ in range(r.randint(4, 14))) + "\n```"
+            return "```\n" + "\n".join(r.choices(_LOG_POOL, k=r.randint(4, 20))) + "\n```"
         return self.code_block()
-
-    def log_line(self) -> str:
-        r = self.r
-        return r.choice(_LOG_LINES).format(
-            ts=f"2026-{r.randint(1, 10):02d}-{r.randint(1, 28):02d}T{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d}Z",
-            ms=r.randint(3, 4000), error=r.choice(_ERRORS), project=self.project)
 
     def assistant_final(self) -> str:
         r = self.r
-        parts = [self.fill(r.choice(_INTROS))]
-        x = r.random()
+        fill = self.fill
+        parts = [fill(r.choice(_INTROS))]
         forced = bool(self.must)
-        if x >= 0.2 or forced:
-            if r.random() < 0.35 or forced:
-                parts.append("## " + self.fill(r.choice(("Plan", "What changed", "Steps", "Fix for the {w}",
-                                                           "Why the {w} broke", "Next steps"))))
-            if r.random() < 0.6 or forced:
-                k = r.randint(3, 6)
-                numbered = r.random() < 0.4
-                parts.append("\n".join((f"{i + 1}. " if numbered else "- ") + self.fill(r.choice(_LIST_ITEMS))
-                                       for i in range(k)))
-            if (self.lang and r.random() < 0.55) or r.random() < 0.15 or forced:
-                parts.append(self.code_block())
-            if self.has("table") or r.random() < 0.18:
-                w = self.words
-                rows = "\n".join(f"| {r.choice(w)} | {r.choice(('fast', 'safe', 'cheap', 'simple'))} | "
-                                 f"{r.choice(('risky', 'slower', 'more setup', 'costly'))} |" for _ in range(r.randint(2, 4)))
-                parts.append("| option | pros | cons |\n|---|---|---|\n" + rows)
-            if r.random() < 0.35:
-                parts.append(" ".join(self.fill(r.choice(_SENTENCES)) for _ in range(r.randint(2, 4))))
-            if r.random() < 0.15:
-                parts.append("### Notes\n> " + self.fill(r.choice(_SENTENCES)))
+        x = 0.5 if forced else r.random()
+        if x < 0.18:  # short answer
+            if r.random() < 0.6:
+                parts.append(self.para(r.randint(1, 3)))
+        elif x < 0.55:  # step by step
+            parts.append(self.para(r.randint(2, 5)))
+            parts.append("## " + fill(r.choice(("Plan", "What changed", "Steps", "Fix for the {w}",
+                                                 "Why the {w} broke", "Next steps"))))
+            for i, title in enumerate(r.sample(_STEP_TITLES, r.randint(2, 4))):
+                parts.append(f"### {i + 1}. {title}\n\n" + self.para(r.randint(1, 3)))
+                if r.random() < 0.5 or forced:
+                    parts.append(self.code_block())
+            parts.append("\n".join("- " + fill(r.choice(_LIST_ITEMS)) for _ in range(r.randint(2, 5))))
+        elif x < 0.75:  # comparison
+            parts.append(self.para(r.randint(1, 3)))
+            w = self.words
+            rows = "\n".join(f"| {r.choice(w)} | {r.choice(('fast', 'safe', 'cheap', 'simple', 'well documented'))} | "
+                             f"{r.choice(('risky', 'slower', 'more setup', 'costly', 'needs docker'))} |"
+                             for _ in range(r.randint(3, 6)))
+            parts.append("| option | pros | cons |\n|---|---|---|\n" + rows)
+            parts.append("**Recommendation:** " + self.para(r.randint(2, 4)))
+            parts.append("\n".join(f"{i + 1}. " + fill(r.choice(_LIST_ITEMS)) for i in range(r.randint(2, 5))))
+        else:  # explanation with code
+            parts.append(self.para(r.randint(3, 6)))
+            parts.append(self.code_block())
+            if r.random() < 0.5:
+                parts.append("\n".join("- " + fill(r.choice(_LIST_ITEMS)) for _ in range(r.randint(3, 6))))
+            parts.append(self.para(r.randint(1, 3)))
+            if r.random() < 0.3:
+                parts.append("> **Note:** " + self.para(1))
+        if self.has("table"):
+            parts.append("| step | status |\n|---|---|\n| build | ok |\n| deploy | pending |")
         if self.has("repl") or r.random() < 0.03:
             parts.append(r.choice(_REPL_BLOCKS))
         if self.has("heredoc") or r.random() < 0.02:
@@ -1387,21 +1478,18 @@ class _Text:
     def long_lines(self, kind: str) -> str:
         r = self.r
         target = r.randint(5000, 20000)
-        out, size = [], 0
         if kind == "read_file":
             src = r.choice(_CODE[self.lang or "python"]).split("\n")
-            i = 0
+            out, size, i = [], 0, 0
             while size < target:
-                ln = f"{i + 1:4d}|{src[i % len(src)]}"
+                ln = f"{i + 1:6d}|{src[i % len(src)]}"
                 out.append(ln)
                 size += len(ln) + 1
                 i += 1
-        else:
-            while size < target:
-                ln = self.log_line()
-                out.append(ln)
-                size += len(ln) + 1
-        return "\n".join(out)
+            return "\n".join(out)
+        if kind == "prose":
+            return " ".join(r.choices(_SENTENCE_POOL, k=target // 90))
+        return "\n".join(r.choices(_LOG_POOL, k=target // 75))
 
     def tool_result(self, name: str, args: dict) -> str:
         r = self.r
@@ -1411,8 +1499,10 @@ class _Text:
         if name == "terminal":
             if long_:
                 out = self.long_lines("log")
+            elif r.random() < 0.45:
+                out = self.fill(r.choice(_TERMINAL_OUTPUTS))
             else:
-                out = "\n".join(self.log_line() for _ in range(r.randint(1, 12)))
+                out = "\n".join(r.choices(_LOG_POOL, k=r.randint(2, 30)))
             if xss:
                 out += "\n" + "\n".join(XSS_CORPUS)
             return json.dumps({"output": out, "exit_code": 0 if r.random() < 0.85 else 1, "error": None})
@@ -1420,8 +1510,8 @@ class _Text:
             if long_:
                 content = self.long_lines("read_file")
             else:
-                src = r.choice(_CODE[self.lang or "python"]).split("\n")
-                content = "\n".join(f"{i + 1:4d}|{ln}" for i, ln in enumerate(src))
+                src = "\n".join(r.sample(_CODE[self.lang or "python"], min(2, len(_CODE[self.lang or "python"]))))
+                content = "\n".join(f"{i + 1:6d}|{ln}" for i, ln in enumerate(src.split("\n")))
             if xss:
                 content += "\n<!-- " + XSS_CORPUS[0] + " -->"
             return json.dumps({"content": content, "total_lines": content.count("\n") + 1, "path": args.get("path")})
@@ -1430,12 +1520,13 @@ class _Text:
         if name == "patch":
             return json.dumps({"success": True, "diff": f"--- a/{args.get('path')}\n+++ b/{args.get('path')}\n@@\n-timeout=1.0\n+timeout=30.0\n"})
         if name == "search_files":
-            k = r.randint(60, 200) if long_ else r.randint(1, 5)
+            k = r.randint(60, 200) if long_ else r.randint(1, 12)
             return json.dumps({"total_count": k, "matches": [
                 {"path": r.choice(_FILES), "line": r.randint(1, 500), "content": self.fill("# TODO: {w} (chat-send)")}
                 for _ in range(k)]})
         if name == "execute_code":
-            out = self.long_lines("log") if long_ else f"{r.randint(1, 99999)}\n"
+            out = (self.long_lines("log") if long_ else
+                   "\n".join(r.choices(_LOG_POOL, k=r.randint(1, 12))) if r.random() < 0.5 else f"{r.randint(1, 99999)}\n")
             return json.dumps({"status": "success", "output": out, "duration_seconds": round(r.uniform(0.2, 9), 2)})
         if name == "web_search":
             res = [{"title": f"{r.choice(self.words)} guide", "url": f"https://blog.example.com/{r.randint(1, 999)}",
@@ -1445,8 +1536,7 @@ class _Text:
                 res[0]["description"] = XSS_CORPUS[r.randrange(len(XSS_CORPUS))]
             return json.dumps({"success": True, "data": {"web": res}})
         if name == "web_extract":
-            body = (" ".join(self.fill(r.choice(_SENTENCES)) for _ in range(r.randint(60, 200))) if long_
-                    else " ".join(self.fill(r.choice(_SENTENCES)) for _ in range(r.randint(2, 8))))
+            body = self.long_lines("prose") if long_ else " ".join(r.choices(_SENTENCE_POOL, k=r.randint(4, 24)))
             if xss:
                 body += " " + " ".join(XSS_CORPUS)
             return json.dumps({"results": [{"url": f"https://docs.example.com/{w.replace(' ', '-')}",
@@ -1741,61 +1831,92 @@ def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now
                          seconds=round(time.perf_counter() - t0, 3))
 
 
-def _write_all(conn: sqlite3.Connection, specs: list[_Spec], total: int,
-               progress: Callable[[int, int], None] | None) -> int:
-    """Sweep over all sessions in time order and insert messages globally ordered by timestamp."""
+def _batches(specs: list[_Spec]) -> Iterator[tuple[list, list]]:
+    """Sweep over all sessions in time order; yield (session_rows, message_rows) batches with the
+    messages of concurrent sessions interleaved in global timestamp order, like a live Hermes."""
     heap: list = []
-    msg_batch: list = []
-    sess_batch: list = []
-    done = 0
-    since_commit = 0
+    msgs: list = []
+    sess: list = []
     i = 0
     n = len(specs)
     inf = float("inf")
-    conn.execute("BEGIN")
-
-    def flush():
-        nonlocal since_commit
-        if sess_batch:
-            conn.executemany(_INSERT_SESSION, sess_batch)
-            sess_batch.clear()
-        if msg_batch:
-            conn.executemany(_INSERT_MESSAGE, msg_batch)
-            since_commit += len(msg_batch)
-            msg_batch.clear()
-        if since_commit >= _COMMIT_EVERY:
-            conn.execute("COMMIT")
-            conn.execute("BEGIN")
-            since_commit = 0
-        if progress is not None:
-            progress(done, total)
-
     while i < n or heap:
         next_start = specs[i].start if i < n else inf
         if heap and heap[0][0] <= next_start:
             _, seq, st, it, row = heap[0]
-            msg_batch.append(row)
-            done += 1
+            msgs.append(row)
             nxt = next(it, None)
             if nxt is None:
                 heapq.heappop(heap)
-                sess_batch.append(st.session_row())
+                sess.append(st.session_row())
             else:
                 heapq.heapreplace(heap, (nxt[0], seq, st, it, nxt[1]))
-            if len(msg_batch) >= _BATCH:
-                flush()
+            if len(msgs) >= _BATCH:
+                yield sess, msgs
+                sess, msgs = [], []
         else:
-            sp = specs[i]
-            st = _Stream(sp)
+            st = _Stream(specs[i])
             it = st.rows()
             first = next(it, None)
             if first is None:
-                sess_batch.append(st.session_row())
+                sess.append(st.session_row())
             else:
                 heapq.heappush(heap, (first[0], i, st, it, first[1]))
             i += 1
-    flush()
-    conn.execute("COMMIT")
+    if sess or msgs:
+        yield sess, msgs
+
+
+def _write_all(conn: sqlite3.Connection, specs: list[_Spec], total: int,
+               progress: Callable[[int, int], None] | None) -> int:
+    """Insert everything.  Text is generated in a producer thread while SQLite (which releases the
+    GIL while it works, mostly on the two FTS indexes) inserts the previous batch."""
+    q: queue.Queue = queue.Queue(maxsize=6)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in _batches(specs):
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(None)
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            q.put(exc)
+
+    worker = threading.Thread(target=produce, name="hermes-generator", daemon=True)
+    worker.start()
+    done = since_commit = 0
+    try:
+        conn.execute("BEGIN")
+        while True:
+            item = q.get()
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            sess, msgs = item
+            if sess:
+                conn.executemany(_INSERT_SESSION, sess)
+            if msgs:
+                conn.executemany(_INSERT_MESSAGE, msgs)
+                done += len(msgs)
+                since_commit += len(msgs)
+            if since_commit >= _COMMIT_EVERY:
+                conn.execute("COMMIT")
+                conn.execute("BEGIN")
+                since_commit = 0
+            if progress is not None and done < total:
+                progress(done, total)
+        conn.execute("COMMIT")
+    finally:
+        stop.set()
+        worker.join()
     if progress is not None:
         progress(done, total)
     return done

@@ -8,6 +8,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .content import content_parts, looks_like_json, parse_tool_calls, plain_text, pretty_json
+from markupsafe import Markup, escape
+
+from .db.search import MARK_END, MARK_START
 from .render import highlight_code, markdown
 
 MARKDOWN_ROLES = {"user", "assistant"}
@@ -67,3 +70,42 @@ def message_view(m: dict[str, Any], links: dict[str, dict],
 
 def _maybe(href: Callable[[int], str], message_id: int | None) -> str | None:
     return href(message_id) if message_id is not None else None
+
+
+def snippet_html(snippet: str) -> Markup:
+    """Escape first, then turn the private match markers into <mark>: HTML inside messages
+    stays text, and literal ">>>"/"<<<" in them are never taken for markers."""
+    text = str(escape(snippet))
+    return Markup(text.replace(MARK_START, "<mark>").replace(MARK_END, "</mark>"))
+
+
+def snippet_json(snippet: str) -> str:
+    return snippet.replace(MARK_START, ">>>").replace(MARK_END, "<<<")
+
+
+def readable_snippet(snippet: str) -> str:
+    """Tool-call JSON in snippets (Hermes indexes the raw JSON) made readable: string escapes
+    undone, runs of whitespace collapsed."""
+    text = snippet.replace('\\"', '"').replace("\\n", " ").replace("\\t", " ")
+    return " ".join(text.split(" ")) if text else text
+
+
+def search_hit_view(row: dict[str, Any]) -> dict[str, Any]:
+    calls = parse_tool_calls(row.get("tool_calls"))
+    snippet = readable_snippet(row["snippet"]) if calls or row.get("tool_name") else row["snippet"]
+    return {
+        **row,
+        "snippet_html": snippet_html(snippet),
+        "tools": [c["name"] for c in calls] or ([row["tool_name"]] if row.get("tool_name") else []),
+        "session_label": row.get("session_title") or row["session_id"],
+    }
+
+
+def search_hit_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "message_id": row["message_id"], "session_id": row["session_id"], "role": row["role"],
+        "snippet": snippet_json(row["snippet"]), "timestamp": row["timestamp"],
+        "source": row["source"], "model": row["model"], "tool_name": row.get("tool_name"),
+        "session_title": row.get("session_title"), "session_started": row["session_started"],
+        "context": row.get("context", []),
+    }

@@ -11,6 +11,7 @@ from flask import Flask, current_app
 
 from .errors import BadRequest, DatabaseBusy, DatabaseUnavailable, LogbookDBError, QueryTimeout, StartupError
 from .messages import MessageStore
+from .search import SearchFilters, SearchStore
 from .reader import Reader, db, engine_options
 from .schema import OpenedDatabase, Schema, check_database, default_candidates, file_size
 from .sessions import SessionQuery, SessionStore
@@ -18,7 +19,7 @@ from .sessions import SessionQuery, SessionStore
 __all__ = [
     "BadRequest", "DatabaseBusy", "DatabaseUnavailable", "LogbookDBError", "QueryTimeout",
     "StartupError", "OpenedDatabase", "Schema", "SessionQuery", "check_database",
-    "default_candidates", "file_size", "init_db", "get_logbook", "Logbook",
+    "default_candidates", "file_size", "init_db", "get_logbook", "Logbook", "SearchFilters",
 ]
 
 
@@ -28,6 +29,7 @@ class Logbook:
     reader: Reader
     sessions: SessionStore
     messages: MessageStore
+    search: SearchStore
 
     @property
     def schema(self) -> Schema:
@@ -43,7 +45,8 @@ def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
         opened, pool_size=app.config["LOGBOOK_THREADS"])
     db.init_app(app)
     reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"])
-    logbook = Logbook(opened, reader, SessionStore(reader), MessageStore(reader))
+    logbook = Logbook(opened, reader, SessionStore(reader), MessageStore(reader),
+                      SearchStore(reader))
     app.extensions["logbook"] = logbook
     return logbook
 

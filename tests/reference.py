@@ -1,0 +1,66 @@
+"""Tables from ../shared/reference/hermes-state-behaviour.md, read as test data so the tests
+check every case the reference lists (and notice if it grows)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from conftest import FIXTURES
+
+DOC = FIXTURES.parent / "reference" / "hermes-state-behaviour.md"
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _literal(cell: str):
+    cell = cell.strip()
+    if cell.startswith("`") and cell.endswith("`"):
+        cell = cell[1:-1]
+    return ast.literal_eval(cell)
+
+
+def _section(title_prefix: str) -> list[str]:
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index(title_prefix)
+    nxt = text.find("\n## ", start + 1)
+    return text[start: nxt if nxt > 0 else None].splitlines()
+
+
+def sanitizer_cases() -> list[tuple[int, str, str, str]]:
+    """(row, input, v11 output, v8 output)."""
+    cases = []
+    for line in _section("## 2."):
+        cells = _cells(line)
+        if len(cells) >= 7 and cells[0].isdigit():
+            inp, v11 = _literal(cells[1]), _literal(cells[2])
+            v8 = v11 if cells[3] == "=" else _literal(cells[3])
+            cases.append((int(cells[0]), inp, v11, v8))
+    return cases
+
+
+def title_cases() -> list[tuple[int, str | None, object]]:
+    """(row, input, result or ValueError message)."""
+    cases = []
+    for line in _section("## 4."):
+        cells = _cells(line)
+        if len(cells) == 3 and cells[0].isdigit():
+            inp = _expand(cells[1])
+            out = cells[2]
+            if out.startswith("raises"):
+                expected: object = ValueError(re.sub(r"^raises `ValueError: (.*)`$", r"\1", out))
+            else:
+                expected = _expand(out)
+            cases.append((int(cells[0]), inp, expected))
+    return cases
+
+
+def _expand(cell: str):
+    """`'AAAA…'…(len 100)` in the doc stands for a string of that length."""
+    m = re.fullmatch(r"`(.+?)`…\(len (\d+)\)", cell)
+    if m:
+        head = _literal(m.group(1))
+        return head + head[-1] * (int(m.group(2)) - len(head))
+    return _literal(cell)

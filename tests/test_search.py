@@ -1,0 +1,273 @@
+"""Search: Hermes's syntax, its routes, and Logbook doing better where Hermes fails quietly."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+
+from conftest import copy_fixture, make_app, sql
+from helpers import follow
+from htmlcheck import assert_inert
+from reference import sanitizer_cases
+from webui.searchsyntax import contains_cjk, plan, sanitize_fts5_query
+
+CASES = sanitizer_cases()
+
+
+def test_reference_table_is_complete():
+    assert [c[0] for c in CASES] == list(range(1, 58))
+
+
+@pytest.mark.parametrize("row,query,v11,v8", CASES, ids=[f"row{c[0]}" for c in CASES])
+def test_sanitizer_matches_hermes(row, query, v11, v8):
+    assert sanitize_fts5_query(query) == v11
+    assert sanitize_fts5_query(query, quote_underscores=False) == v8
+
+
+# --- on every fixture ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module", params=["hermes-v8.db", "hermes-v11.db", "hermes-v22.db"])
+def fx(request, tmp_path_factory):
+    d = tmp_path_factory.mktemp("s")
+    db = copy_fixture(request.param, d)
+    return db, make_app(db, d / "inst").test_client()
+
+
+def hermes_fts(db, match: str, where: str = "", params=()) -> list[int]:
+    """Hermes's own FTS route (reference §3.2) over the same file."""
+    active = ""
+    cols = {r[1] for r in sql(db, "PRAGMA table_info(messages)")}
+    if "active" in cols:
+        active = " AND COALESCE(m.active, 1) != 0"
+    return [r[0] for r in sql(db, "SELECT m.id FROM messages_fts JOIN messages m ON m.id = "
+                                  "messages_fts.rowid JOIN sessions s ON s.id = m.session_id "
+                                  f"WHERE messages_fts MATCH ?{where}{active} ORDER BY rank, m.id",
+                              (match, *params))]
+
+
+def common_words(db, n=8):
+    rows = sql(db, "SELECT content FROM messages WHERE content IS NOT NULL LIMIT 3000")
+    counts: dict[str, int] = {}
+    for (text,) in rows:
+        for w in set(re.findall(r"[a-z]{5,}", text.lower())):
+            counts[w] = counts.get(w, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    return [w for w, _ in ranked[:n]] + [w for w, c in ranked if 3 <= c <= 10][:n]
+
+
+QUERIES = ["docker", "hello world", "deploy*", "chat-send", "docker OR kubernetes",
+           "python NOT java", '"exact phrase"', "content:docker", "session_search", "pytest",
+           "gpt-5", "e-mail", "café"]
+
+
+def test_results_equal_hermes_fts_in_rank_order(fx):
+    db, client = fx
+    for q in QUERIES + common_words(db):
+        expected = hermes_fts(db, sanitize_fts5_query(q))
+        got = follow(client, f"/search?format=json&q={q}", "results")
+        assert [r["message_id"] for r in got] == expected[:1000], q
+
+
+def test_filters_restrict_like_hermes(fx):
+    db, client = fx
+    source = sql(db, "SELECT source FROM sessions GROUP BY source ORDER BY COUNT(*) DESC")[0][0]
+    q = "docker"
+    got = follow(client, f"/search?format=json&q={q}&source={source}", "results")
+    assert [r["message_id"] for r in got] == hermes_fts(db, q, " AND s.source IN (?)", (source,))
+    assert {r["source"] for r in got} <= {source}
+    got = follow(client, f"/search?format=json&q={q}&exclude_source={source}", "results")
+    assert [r["message_id"] for r in got] == hermes_fts(db, q, " AND s.source NOT IN (?)",
+                                                        (source,))
+    got = follow(client, f"/search?format=json&q={q}&role=user", "results")
+    assert [r["message_id"] for r in got] == hermes_fts(db, q, " AND m.role IN (?)", ("user",))
+    sid = sql(db, "SELECT session_id FROM messages GROUP BY session_id ORDER BY COUNT(*) DESC")[0][0]
+    got = follow(client, f"/search?format=json&q=the&session={sid}", "results")
+    assert {r["session_id"] for r in got} <= {sid}
+    assert [r["message_id"] for r in got] == hermes_fts(db, "the", " AND m.session_id = ?", (sid,))
+
+
+@pytest.mark.parametrize("q", ["it's", "100%", "foo.", "-foo", "x:y", "a AND OR b",
+                               "<script>alert(1)</script>", "title:hello", "'single quoted'"])
+def test_invalid_fts_is_searched_literally_with_a_notice(fx, q):
+    db, client = fx
+    r = client.get("/search", query_string={"q": q, "format": "json"})
+    assert r.status_code == 200
+    body = r.get_json()
+    assert body["notice"] and "literally" in body["notice"]
+    html = client.get("/search", query_string={"q": q}).get_data(as_text=True)
+    assert "literally" in html
+    assert_inert(html)
+
+
+def test_literal_search_finds_what_is_there(fx):
+    db, client = fx
+    rows = sql(db, "SELECT id FROM messages WHERE content LIKE '%<script>%'")
+    body = client.get("/search", query_string={"q": "<script>", "format": "json"}).get_json()
+    assert rows and {r["message_id"] for r in body["results"]} >= {r[0] for r in rows[:50]} \
+        or len(body["results"]) == 50
+
+
+def test_leading_not_is_said(fx):
+    _, client = fx
+    body = client.get("/search?q=NOT+docker&format=json").get_json()
+    assert "NOT" in body["notice"] and body["query"] == "docker"
+    assert client.get("/search?q=docker&format=json").get_json()["notice"] is None
+
+
+def test_empty_queries_explain_themselves(fx):
+    _, client = fx
+    for q in ("", "   ", "***", "AND"):
+        r = client.get("/search", query_string={"q": q})
+        assert r.status_code == 200
+        body = client.get("/search", query_string={"q": q, "format": "json"}).get_json()
+        assert body["results"] == []
+    assert "Nothing is left" in client.get("/search?q=***&format=json").get_json()["notice"]
+
+
+def test_snippets_mark_matches_and_escape_html(fx):
+    db, client = fx
+    body = client.get("/search?q=script&format=json").get_json()
+    assert body["results"]
+    for r in body["results"]:
+        assert ">>>" in r["snippet"] and "<<<" in r["snippet"]
+    html = client.get("/search?q=script").get_data(as_text=True)
+    assert "<mark>script</mark>" in html.lower() or "<mark>Script</mark>" in html
+    assert_inert(html)
+
+
+def test_context_is_the_neighbours_in_the_same_session(fx):
+    db, client = fx
+    body = client.get("/search?q=docker&format=json").get_json()
+    for r in body["results"][:10]:
+        ids = [x[0] for x in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
+                                     "timestamp, id", (r["session_id"],))]
+        i = ids.index(r["message_id"])
+        assert len(r["context"]) == len(ids[max(0, i - 1): i + 2])
+
+
+def test_cjk_routes(fx):
+    db, client = fx
+    has_trigram = bool(sql(db, "SELECT 1 FROM sqlite_master WHERE name = 'messages_fts_trigram'"))
+    for term in ("项目", "大别山项目", "検索", "안녕"):
+        expected = {r[0] for r in sql(db, "SELECT m.id FROM messages m WHERE m.content LIKE ? OR "
+                                          "m.tool_calls LIKE ?", (f"%{term}%", f"%{term}%"))}
+        cols = {r[1] for r in sql(db, "PRAGMA table_info(messages)")}
+        if "active" in cols:
+            expected -= {r[0] for r in sql(db, "SELECT id FROM messages WHERE active = 0")}
+        got = {r["message_id"] for r in follow(client, f"/search?format=json&q={term}",
+                                               "results")}
+        assert got == expected, term
+    if not has_trigram:
+        assert "trigram" in client.get("/search?q=大别山项目&format=json").get_json()["notice"]
+
+
+def test_search_pages_render_with_filters_and_grouping(fx):
+    _, client = fx
+    for qs in ("q=docker&group=session", "q=docker&role=assistant&page=2", "q=fix&since=2026-01-01",
+               "q=docker&session=nope", "q=test&exclude_source=cli"):
+        r = client.get(f"/search?{qs}")
+        assert r.status_code == 200, qs
+        assert_inert(r.get_data(as_text=True))
+    assert client.get("/search?q=x&page=0").status_code == 400
+    assert client.get("/search?q=x&role=wizard").status_code == 400
+
+
+# --- generated database: short CJK words and space-separated ones -----------------------
+
+def test_short_and_spaced_cjk_words_are_found(client, generated_db):
+    db, _ = generated_db
+    joined = {r[0] for r in sql(db, "SELECT id FROM messages WHERE content LIKE '%记忆%' AND "
+                                    "content LIKE '%断裂%'")}
+    assert joined, "the generator plants 记忆断裂"
+    got = {r["message_id"] for r in follow(client, "/search?format=json&q=记忆 断裂", "results")}
+    assert got == joined
+    body = client.get("/search?format=json&q=记忆 断裂").get_json()
+    assert "substring" in body["notice"]
+    two = {r[0] for r in sql(db, "SELECT id FROM messages WHERE content LIKE '%通信%' OR "
+                                 "tool_calls LIKE '%通信%' OR tool_name LIKE '%通信%'")}
+    assert {r["message_id"] for r in follow(client, "/search?format=json&q=通信", "results")} == two
+    for r in client.get("/search?format=json&q=通信").get_json()["results"]:
+        assert ">>>通信<<<" in r["snippet"]
+
+
+def test_text_with_literal_markers_is_not_mistaken(tmp_path):
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    conn = sqlite3.connect(db)
+    sid = conn.execute("SELECT id FROM sessions LIMIT 1").fetchone()[0]
+    conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+                 "(?, 'user', '>>> print(zebrafish) <<< cat <<<EOF <b>bold</b>', 1.0)", (sid,))
+    conn.commit()
+    conn.close()
+    client = make_app(db, tmp_path / "inst").test_client()
+    html = client.get("/search?q=zebrafish").get_data(as_text=True)
+    assert "&gt;&gt;&gt; print(<mark>zebrafish</mark>) &lt;&lt;&lt; cat &lt;&lt;&lt;EOF " \
+           "&lt;b&gt;bold&lt;/b&gt;" in html
+    body = client.get("/search?q=zebrafish&format=json").get_json()
+    assert body["results"][0]["snippet"].startswith(">>> print(>>>zebrafish<<<) <<<")
+
+
+def test_no_fts_table_still_searches(tmp_path):
+    db = tmp_path / "state.db"
+    conn = sqlite3.connect(db)
+    conn.executescript("""
+        CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, started_at REAL NOT NULL);
+        CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL,
+                               content TEXT, timestamp REAL NOT NULL);
+        INSERT INTO sessions VALUES ('s1', 'cli', 1);
+        INSERT INTO messages VALUES (1, 's1', 'user', 'Docker compose is down', 2),
+                                    (2, 's1', 'assistant', 'restart docker', 3),
+                                    (3, 's1', 'user', 'thanks', 4);
+    """)
+    conn.close()
+    client = make_app(db, tmp_path / "inst").test_client()
+    body = client.get("/search?q=docker&format=json").get_json()
+    assert [r["message_id"] for r in body["results"]] == [2, 1]
+    assert "no full-text index" in body["notice"]
+    assert ">>>Docker<<<" in body["results"][1]["snippet"]
+
+
+def test_plan_routes():
+    assert plan("docker", has_fts=True, has_trigram=True).route == "fts"
+    assert plan("大别山项目", has_fts=True, has_trigram=True).route == "trigram"
+    assert plan("通信", has_fts=True, has_trigram=True).route == "like"
+    assert plan("大别山项目", has_fts=True, has_trigram=False).route == "like"
+    assert plan("docker", has_fts=False, has_trigram=False).route == "like"
+    assert contains_cjk("Agent通信") and not contains_cjk("docker")
+
+
+# --- against Hermes itself ---------------------------------------------------------------
+
+def _truth():
+    import json
+    from pathlib import Path
+    return json.loads((Path(__file__).parent / "data" / "hermes_search_truth.json")
+                      .read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.fixture(scope="module")
+def truth_clients(tmp_path_factory):
+    clients = {}
+    for name in ("hermes-v11.db", "hermes-v22.db"):
+        d = tmp_path_factory.mktemp("t")
+        clients[name] = make_app(copy_fixture(name, d), d / "inst").test_client()
+    return clients
+
+
+@pytest.mark.parametrize("case", _truth(), ids=lambda c: f"{c['fixture']}:{c['query']}:"
+                         f"{','.join(c['kwargs'])}")
+def test_same_messages_as_hermes_search(truth_clients, case):
+    """Recorded from hermes-agent's own SessionDB.search_messages on copies of the fixtures
+    (0.13.0 for schema 11, 0.19.0 for schema 22)."""
+    from urllib.parse import urlencode
+    qs = {"q": case["query"], "format": "json"}
+    if case["kwargs"].get("source_filter"):
+        qs["source"] = case["kwargs"]["source_filter"]
+    if case["kwargs"].get("role_filter"):
+        qs["role"] = case["kwargs"]["role_filter"]
+    got = [r["message_id"] for r in follow(truth_clients[case["fixture"]],
+                                           "/search?" + urlencode(qs, doseq=True), "results")]
+    assert sorted(got) == sorted(case["ids"])
+    if case["route"] == "like":
+        assert got == case["ids"]  # newest first, as Hermes

@@ -1,0 +1,254 @@
+"""SQL for full-text search over messages.
+
+Routes follow Hermes's own ``search_messages`` (reference §3): FTS5 ``messages_fts`` ranked
+by bm25, the trigram table for CJK, substrings (LIKE) where no index can answer. Two things
+differ on purpose:
+
+* Big match sets. Ranking every match of a very common word means scoring hundreds of
+  thousands of rows. Logbook first counts matches (up to RANK_CAP); above it, results come
+  newest first (FTS5 walks its doclists in rowid order and stops after a page) and a notice
+  says so. Below it they are ranked by bm25 exactly as Hermes ranks them.
+* Two phases. Page ids are chosen first (no snippets); ``snippet()`` then runs for the 50 rows
+  on the page only, instead of for every row the sorter sees.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..content import plain_text
+from ..searchsyntax import Plan
+from .errors import BadRequest
+from .reader import Reader
+from .sessions import like_escape, parse_day
+
+PAGE_SIZE = 50
+MAX_RESULTS = 1000          # deepest result reachable by paging
+RANK_CAP = 20_000           # above this many matches, newest first instead of bm25
+# Private-use characters mark matches inside snippets; literal ">>>"/"<<<" in messages (Python
+# prompts, heredocs) are then never mistaken for markers.
+MARK_START, MARK_END = "\ue000", "\ue001"
+SNIPPET_TOKENS = 40
+
+
+@dataclass
+class SearchFilters:
+    sources: list[str] = field(default_factory=list)
+    exclude_sources: list[str] = field(default_factory=list)
+    roles: list[str] = field(default_factory=list)
+    session: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+
+@dataclass
+class SearchResult:
+    rows: list[dict[str, Any]]
+    total: int
+    capped: bool
+    ranked: bool
+    has_more: bool
+    notices: list[str]
+
+
+class SearchStore:
+    def __init__(self, reader: Reader):
+        self.r = reader
+        self.schema = reader.schema
+
+    # -- filters -------------------------------------------------------------------------
+
+    def _filters(self, f: SearchFilters) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if f.sources:
+            clauses.append(f"s.source IN ({','.join('?' * len(f.sources))})")
+            params += f.sources
+        if f.exclude_sources:
+            clauses.append(f"s.source NOT IN ({','.join('?' * len(f.exclude_sources))})")
+            params += f.exclude_sources
+        if f.roles:
+            clauses.append(f"m.role IN ({','.join('?' * len(f.roles))})")
+            params += f.roles
+        if f.session:
+            clauses.append("m.session_id = ?")
+            params.append(f.session)
+        if f.since:
+            clauses.append("m.timestamp >= ?")
+            params.append(parse_day(f.since))
+        if f.until:
+            clauses.append("m.timestamp < ?")
+            params.append(parse_day(f.until, end=True))
+        if self.schema.has("messages", "active"):
+            # Messages undone by /rewind are not part of the conversation any more; Hermes
+            # 0.19 keeps compacted ones searchable (active = 1 OR compacted = 1).
+            keep = "COALESCE(m.active, 1) != 0"
+            if self.schema.has("messages", "compacted"):
+                keep = f"({keep} OR m.compacted = 1)"
+            clauses.append(keep)
+        return "".join(f" AND {c}" for c in clauses), params
+
+    # -- FTS routes ------------------------------------------------------------------------
+
+    def valid_match(self, table: str, expression: str) -> str | None:
+        """None when FTS5 accepts the expression, else SQLite's reason."""
+        try:
+            self.r.rows(f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT 1", [expression])
+            return None
+        except sqlite3.OperationalError as exc:
+            return str(exc)
+
+    def fts(self, table: str, expression: str, f: SearchFilters, page: int) -> SearchResult:
+        where, params = self._filters(f)
+        base = (f"FROM {table} JOIN messages m ON m.id = {table}.rowid "
+                f"JOIN sessions s ON s.id = m.session_id WHERE {table} MATCH ?{where}")
+        n = self.r.scalar(f"SELECT COUNT(*) FROM (SELECT 1 {base} LIMIT {RANK_CAP + 1})",
+                          [expression, *params])
+        ranked = n <= RANK_CAP
+        order = f"{table}.rank, m.id" if ranked else f"{table}.rowid DESC"
+        offset = (page - 1) * PAGE_SIZE
+        ids = [r["id"] for r in self.r.rows(
+            f"SELECT m.id AS id {base} ORDER BY {order} LIMIT ? OFFSET ?",
+            [expression, *params, PAGE_SIZE + 1, offset])]
+        has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
+        ids = ids[:PAGE_SIZE]
+        snippets = {}
+        if ids:
+            snippets = {r["id"]: r["snippet"] for r in self.r.rows(
+                f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) AS snippet "
+                f"FROM {table} WHERE {table} MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
+                [MARK_START, MARK_END, expression, *ids])}
+        rows = self._hydrate(ids)
+        for row in rows:
+            row["snippet"] = snippets.get(row["message_id"], "")
+        notices = [] if ranked else [
+            f"More than {RANK_CAP:,} messages match, so they are shown newest first instead of "
+            "ranked by relevance. Add words or filters to rank them."]
+        return SearchResult(rows, min(n, RANK_CAP), n > RANK_CAP, ranked, has_more, notices)
+
+    # -- substring route -----------------------------------------------------------------
+
+    def like(self, terms: list[str], f: SearchFilters, page: int) -> SearchResult:
+        if not terms:
+            return SearchResult([], 0, False, False, False, [])
+        where, params = self._filters(f)
+        columns = ["m.content"]
+        if self.schema.has("messages", "tool_name"):
+            columns.append("m.tool_name")
+        if self.schema.has("messages", "tool_calls"):
+            columns.append("m.tool_calls")
+        clauses: list[str] = []
+        like_params: list[Any] = []
+        for term in terms:
+            pattern = f"%{like_escape(term)}%"
+            clauses.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")")
+            like_params += [pattern] * len(columns)
+        base = (f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE "
+                f"{' AND '.join(clauses)}{where}")
+        offset = (page - 1) * PAGE_SIZE
+        # Newest first by id: the scan walks the table backwards and stops after one page.
+        ids = [r["id"] for r in self.r.rows(
+            f"SELECT m.id AS id {base} ORDER BY m.id DESC LIMIT ? OFFSET ?",
+            [*like_params, *params, PAGE_SIZE + 1, offset])]
+        has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
+        ids = ids[:PAGE_SIZE]
+        rows = self._hydrate(ids)
+        for row in rows:
+            row["snippet"] = make_snippet(row["_text"], terms)
+        total = offset + len(rows) + (1 if has_more else 0)
+        return SearchResult(rows, total, has_more, False, has_more, [])
+
+    # -- shared --------------------------------------------------------------------------
+
+    def _hydrate(self, ids: list[int]) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        title = "s.title" if self.schema.has("sessions", "title") else "NULL"
+        model = "s.model" if self.schema.has("sessions", "model") else "NULL"
+        tool_calls = "m.tool_calls" if self.schema.has("messages", "tool_calls") else "NULL"
+        tool_name = "m.tool_name" if self.schema.has("messages", "tool_name") else "NULL"
+        rows = self.r.rows(
+            f"SELECT m.id AS message_id, m.session_id AS session_id, m.role AS role, "
+            f"m.timestamp AS timestamp, {tool_name} AS tool_name, {tool_calls} AS tool_calls, "
+            f"m.content AS _text, s.source AS source, {model} AS model, {title} AS session_title, "
+            f"s.started_at AS session_started FROM messages m JOIN sessions s ON "
+            f"s.id = m.session_id WHERE m.id IN ({','.join('?' * len(ids))})", ids)
+        by_id = {r["message_id"]: r for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def context(self, row: dict[str, Any]) -> list[dict[str, str]]:
+        """The message before and after a hit in its session, as Hermes returns them."""
+        def brief(m):
+            return {"role": m["role"], "content": plain_text(m["content"], 200) if m["content"]
+                    else ""}
+        key = [row["session_id"], row["timestamp"], row["message_id"]]
+        before = self.r.one("SELECT role, content FROM messages WHERE session_id = ? AND "
+                            "(timestamp, id) < (?, ?) ORDER BY timestamp DESC, id DESC LIMIT 1",
+                            key)
+        after = self.r.one("SELECT role, content FROM messages WHERE session_id = ? AND "
+                           "(timestamp, id) > (?, ?) ORDER BY timestamp, id LIMIT 1", key)
+        current = {"role": row["role"], "content": plain_text(row.get("_text") or "", 200)}
+        return [brief(m) for m in (before,) if m] + [current] + [brief(m) for m in (after,) if m]
+
+
+def make_snippet(text: str | None, terms: list[str], width: int = 160) -> str:
+    """A snippet with private markers around every term, for routes without snippet()."""
+    text = plain_text(text or "") if text else ""
+    low = text.lower()
+    first = min((i for i in (low.find(t.lower()) for t in terms) if i >= 0), default=0)
+    start = max(0, first - width // 3)
+    piece = text[start:start + width]
+    out = piece
+    for t in sorted(set(terms), key=len, reverse=True):
+        out = _mark_all(out, t)
+    return ("..." if start else "") + out + ("..." if start + width < len(text) else "")
+
+
+def _mark_all(text: str, term: str) -> str:
+    if not term:
+        return text
+    low, t = text.lower(), term.lower()
+    out, i = [], 0
+    while True:
+        j = low.find(t, i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:j] + MARK_START + text[j:j + len(term)] + MARK_END)
+        i = j + len(term)
+
+
+def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[SearchResult, str]:
+    """Answer a plan; returns the result and what was really searched."""
+    if page < 1 or (page - 1) * PAGE_SIZE >= MAX_RESULTS:
+        raise BadRequest(f"page must be between 1 and {MAX_RESULTS // PAGE_SIZE}.")
+    notices = list(plan.notices)
+    searched = plan.searched
+    if plan.route == "none":
+        return SearchResult([], 0, False, False, False, notices), searched
+    if plan.route in ("fts", "trigram"):
+        table = "messages_fts" if plan.route == "fts" else "messages_fts_trigram"
+        expression = plan.match
+        problem = store.valid_match(table, expression)
+        if problem:
+            if not plan.fallback:
+                notices.append(f"FTS5 could not parse the query ({problem}).")
+                return SearchResult([], 0, False, False, False, notices), searched
+            notices.append(f"“{plan.searched}” is not valid FTS5 syntax ({problem}); Hermes "
+                           f"finds nothing here. Searched for the words literally instead: "
+                           f"{plan.fallback}.")
+            expression = searched = plan.fallback
+        elif plan.sanitize_note:
+            notices.append(plan.sanitize_note)
+        result = store.fts(table, expression, f, page)
+    else:
+        if plan.sanitize_note:
+            notices.append(plan.sanitize_note)
+        result = store.like(plan.terms, f, page)
+    result.notices = [n for n in notices + result.notices if n]
+    for row in result.rows:
+        row["context"] = store.context(row)
+        row.pop("_text", None)
+    return result, searched

@@ -1,0 +1,77 @@
+"""Full-text search over every message (or one session's)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, jsonify, request, url_for
+
+from ..db import BadRequest, SearchFilters, get_logbook
+from ..db.search import run
+from ..present import search_hit_json, search_hit_view
+from ..searchsyntax import plan
+from . import render_page, wants_json
+
+bp = Blueprint("search", __name__)
+
+ROLES = ("user", "assistant", "tool", "system")
+
+
+def _filters() -> SearchFilters:
+    a = request.args
+    f = SearchFilters(
+        sources=[s for s in a.getlist("source") if s],
+        exclude_sources=[s for s in a.getlist("exclude_source") if s],
+        roles=[r for r in a.getlist("role") if r],
+        session=a.get("session") or None,
+        since=a.get("since") or None, until=a.get("until") or None)
+    for role in f.roles:
+        if role not in ROLES:
+            raise BadRequest(f"role must be one of {', '.join(ROLES)}.")
+    return f
+
+
+def _page() -> int:
+    try:
+        return int(request.args.get("page") or 1)
+    except ValueError:
+        raise BadRequest("page must be a number.") from None
+
+
+@bp.get("/search")
+def search():
+    lb = get_logbook()
+    query = request.args.get("q", "")
+    f = _filters()
+    page = _page()
+    group = request.args.get("group") == "session"
+    p = plan(query, has_fts=lb.schema.has_fts, has_trigram=lb.schema.has_trigram)
+    result, searched = run(lb.search, p, f, page)
+    args = {k: request.args.getlist(k) for k in request.args if k not in ("page", "format")}
+    notice = " ".join(result.notices) or None
+    if wants_json():
+        nxt = url_for("search.search", **args, page=page + 1, format="json") \
+            if result.has_more else None
+        return jsonify({"results": [search_hit_json(r) for r in result.rows], "query": searched,
+                        "notice": notice, "next": nxt, "total": result.total,
+                        "total_capped": result.capped, "ranked": result.ranked})
+    hits = [search_hit_view(r) for r in result.rows]
+    groups: list[dict] = []
+    if group:
+        index: dict[str, dict] = {}
+        for h in hits:
+            g = index.get(h["session_id"])
+            if g is None:
+                g = index[h["session_id"]] = {"session_id": h["session_id"], "hits": [],
+                                              "label": h["session_label"], "source": h["source"],
+                                              "model": h["model"],
+                                              "started": h["session_started"]}
+                groups.append(g)
+            g["hits"].append(h)
+    session = lb.sessions.brief(f.session) if f.session else None
+    return render_page(
+        "search.html", {"search-results": "results", "more-hits": "hits_page"},
+        q=query, searched=searched, notice=notice, hits=hits, groups=groups, group=group,
+        result=result, filters=f, page=page, session=session, roles=ROLES,
+        sources=lb.sessions.all_sources(), terms=p.terms,
+        next_url=url_for("search.search", **args, page=page + 1) if result.has_more else None,
+        prev_url=url_for("search.search", **args, page=page - 1) if page > 1 else None,
+        json_url=url_for("search.search", **args, format="json"))
