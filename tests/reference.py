@@ -64,3 +64,26 @@ def _expand(cell: str):
         head = _literal(m.group(1))
         return head + head[-1] * (int(m.group(2)) - len(head))
     return _literal(cell)
+
+
+def resolve_title_cases() -> tuple[list[tuple[str, str]], list[tuple[str, str | None]]]:
+    """The probe sessions (id, title) in started_at order, and resolve_session_by_title's
+    results (title → session id or None), from §4."""
+    lines = _section("## 4.")
+    probe, results = [], []
+    mode = None
+    for line in lines:
+        if line.startswith("| session id"):
+            mode = "probe"
+            continue
+        if line.startswith("| `resolve_session_by_title"):
+            mode = "resolve"
+            continue
+        if line.startswith("| `get_next_title"):
+            mode = None
+            continue
+        cells = _cells(line)
+        if mode and len(cells) == 2 and cells[0].startswith("`"):
+            a, b = _literal(cells[0]), _literal(cells[1])
+            (probe if mode == "probe" else results).append((a, b))
+    return probe, results

@@ -113,3 +113,24 @@ def test_search_as_you_type_and_click_through_to_the_highlighted_message(live, p
     target.wait_for()
     assert target.is_visible()
     assert "docker" in target.locator("mark").first.inner_text().lower()
+
+
+def test_lineage_graph_and_follow_a_node(live, page, generated_db):
+    db, _ = generated_db
+    sid, n = sql(db, "WITH RECURSIVE d(id, root) AS (SELECT id, id FROM sessions WHERE "
+                     "parent_session_id IS NULL UNION SELECT s.id, d.root FROM sessions s JOIN d "
+                     "ON s.parent_session_id = d.id) SELECT root, COUNT(*) FROM d GROUP BY root "
+                     "ORDER BY 2 DESC LIMIT 1")[0]
+    assert n >= 4
+    page.goto(f"{live.url}/sessions/{sid}/lineage")
+    svg = page.locator("svg.lineage")
+    assert svg.is_visible()
+    assert page.locator("svg.lineage a.node").count() >= min(n, 13)
+    assert page.locator("svg.lineage a.node.current").count() == 1
+    screenshot(page, "lineage.png")
+    node = page.locator("svg.lineage a.node:not(.current):not(.more)").first
+    href = node.get_attribute("href")
+    node.click()
+    page.wait_for_url(re.compile(re.escape(href) + "$"))
+    assert page.locator("h1").is_visible()
+    assert page.locator("a", has_text="lineage graph").count() == 1

@@ -81,6 +81,7 @@ def create_app(config: dict[str, Any] | None = None,
             "immutable": lb.opened.immutable, "newer": lb.schema.is_newer_than_known}}
 
     from . import errors, security
+    from .views import lineage as lineage_views
     from .views import search as search_views
     from .views import sessions as sessions_views
 
@@ -88,4 +89,5 @@ def create_app(config: dict[str, Any] | None = None,
     errors.init_app(app)
     app.register_blueprint(sessions_views.bp)
     app.register_blueprint(search_views.bp)
+    app.register_blueprint(lineage_views.bp)
     return app

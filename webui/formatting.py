@@ -72,6 +72,11 @@ def exact(ts: Any) -> str:
     return d.strftime("%Y-%m-%d %H:%M:%S %Z") if d else "—"
 
 
+def exact_short(ts: Any) -> str:
+    d = _dt(ts)
+    return d.strftime("%Y-%m-%d %H:%M") if d else "—"
+
+
 def short_time(ts: Any) -> str:
     d = _dt(ts)
     return d.strftime("%H:%M:%S") if d else ""
@@ -107,5 +112,5 @@ def duration(seconds: Any) -> str:
 
 FILTERS = {
     "num": num, "compact": compact, "money": money, "nbytes": nbytes, "iso": iso,
-    "exact": exact, "relative": relative, "duration": duration, "short_time": short_time,
+    "exact": exact, "exact_short": exact_short, "relative": relative, "duration": duration, "short_time": short_time,
 }

@@ -1751,6 +1751,15 @@ _INSERT_SESSION = "INSERT INTO sessions VALUES (" + ",".join("?" * 27) + ")"
 _INSERT_MESSAGE = ("INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, "
                    "token_count, finish_reason, reasoning, reasoning_content, reasoning_details, "
                    "codex_reasoning_items, codex_message_items) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+# Batches go in as one JSON array per statement: SQLite then runs the whole batch (and both FTS
+# indexes) in a single step with the GIL released, so text generation overlaps with it.  SQLite's
+# JSON functions cut strings at a NUL, so multimodal rows ("\x00json:...") are bound directly.
+_MESSAGE_COLS = ("session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
+                 "token_count", "finish_reason", "reasoning", "reasoning_content", "reasoning_details",
+                 "codex_reasoning_items", "codex_message_items")
+_INSERT_MESSAGES_JSON = ("INSERT INTO messages (" + ", ".join(_MESSAGE_COLS) + ") SELECT "
+                         + ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(_MESSAGE_COLS)))
+                         + " FROM json_each(?)")
 _BATCH = 2000
 _COMMIT_EVERY = 50_000
 
@@ -1867,6 +1876,18 @@ def _batches(specs: list[_Spec]) -> Iterator[tuple[list, list]]:
         yield sess, msgs
 
 
+def _insert_messages(conn: sqlite3.Connection, rows: list) -> None:
+    start = 0
+    for i, row in enumerate(rows):
+        if row[2] is not None and "\x00" in row[2]:
+            if i > start:
+                conn.execute(_INSERT_MESSAGES_JSON, (json.dumps(rows[start:i], ensure_ascii=False),))
+            conn.execute(_INSERT_MESSAGE, row)
+            start = i + 1
+    if start < len(rows):
+        conn.execute(_INSERT_MESSAGES_JSON, (json.dumps(rows[start:], ensure_ascii=False),))
+
+
 def _write_all(conn: sqlite3.Connection, specs: list[_Spec], total: int,
                progress: Callable[[int, int], None] | None) -> int:
     """Insert everything.  Text is generated in a producer thread while SQLite (which releases the
@@ -1874,20 +1895,23 @@ def _write_all(conn: sqlite3.Connection, specs: list[_Spec], total: int,
     q: queue.Queue = queue.Queue(maxsize=6)
     stop = threading.Event()
 
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def produce() -> None:
         try:
             for item in _batches(specs):
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.2)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put(item):
                     return
-            q.put(None)
+            put(None)
         except BaseException as exc:  # handed to the consumer, which re-raises it
-            q.put(exc)
+            put(exc)
 
     worker = threading.Thread(target=produce, name="hermes-generator", daemon=True)
     worker.start()
@@ -1904,7 +1928,7 @@ def _write_all(conn: sqlite3.Connection, specs: list[_Spec], total: int,
             if sess:
                 conn.executemany(_INSERT_SESSION, sess)
             if msgs:
-                conn.executemany(_INSERT_MESSAGE, msgs)
+                _insert_messages(conn, msgs)
                 done += len(msgs)
                 since_commit += len(msgs)
             if since_commit >= _COMMIT_EVERY:

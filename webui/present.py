@@ -35,6 +35,8 @@ def session_json(row: dict[str, Any]) -> dict[str, Any]:
     out["preview"] = plain_text(row.get("preview"), 120) if row.get("preview") else None
     if row.get("archived") is not None:
         out["archived"] = bool(row["archived"])
+    if "chain" in row:
+        out["conversation"] = row["chain"]
     return out
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from flask import Flask, current_app
 
 from .errors import BadRequest, DatabaseBusy, DatabaseUnavailable, LogbookDBError, QueryTimeout, StartupError
+from .lineage import LineageStore
 from .messages import MessageStore
 from .search import SearchFilters, SearchStore
 from .reader import Reader, db, engine_options
@@ -30,6 +31,7 @@ class Logbook:
     sessions: SessionStore
     messages: MessageStore
     search: SearchStore
+    lineage: LineageStore
 
     @property
     def schema(self) -> Schema:
@@ -46,7 +48,7 @@ def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
     db.init_app(app)
     reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"])
     logbook = Logbook(opened, reader, SessionStore(reader), MessageStore(reader),
-                      SearchStore(reader))
+                      SearchStore(reader), LineageStore(reader))
     app.extensions["logbook"] = logbook
     return logbook
 

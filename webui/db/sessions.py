@@ -47,6 +47,7 @@ class SessionQuery:
     sort: str = "-started"
     after: str | None = None
     archived: bool = False
+    conversations: bool = False     # one row per lineage: its newest segment, chain totals
     limit: int = PAGE_SIZE
 
     @classmethod
@@ -69,7 +70,10 @@ class SessionQuery:
             sort=sort,
             after=args.get("after") or None,
             archived=(args.get("archived") or "") in ("1", "true", "yes", "on"),
+            conversations=args.get("view") == "conversations",
         )
+        if query.conversations and query.sort_key not in ("started", "last_active"):
+            raise BadRequest("One row per conversation sorts by start or last activity only.")
         # Validate dates now so a bad one is a 400 before any SQL runs.
         for value, end in ((query.since, False), (query.until, True)):
             if value:
@@ -91,6 +95,7 @@ class SessionQuery:
             "since": self.since, "until": self.until, "q": self.q or None,
             "sort": None if self.sort == "-started" else self.sort,
             "archived": "1" if self.archived else None,
+            "view": "conversations" if self.conversations else None,
         }
         args.update(override)
         return {k: v for k, v in args.items() if v not in (None, [], "")}
@@ -232,6 +237,62 @@ class SessionStore:
         rows = [by_id[r["id"]] for r in ids if r["id"] in by_id]
         cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
         return rows, cursor
+
+    FAMILY_CTE = (
+        "WITH RECURSIVE fam(id, root) AS ("
+        " SELECT id, id FROM sessions WHERE parent_session_id IS NULL"
+        "  OR parent_session_id NOT IN (SELECT id FROM sessions)"
+        " UNION"
+        " SELECT s.id, fam.root FROM sessions s JOIN fam ON s.parent_session_id = fam.id)")
+
+    def conversation_page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
+        """One row per logical conversation (a lineage): its newest segment, with the whole
+        chain's totals. Filters apply to that newest segment. Sessions caught in a parent
+        cycle, which have no root, stand alone."""
+        where, params = self.where(q)
+        key = "c.newest_started" if q.sort_key == "started" else "c.newest_active"
+        direction = "DESC" if q.descending else "ASC"
+        op = "<" if q.descending else ">"
+        keyset = ""
+        if q.after:
+            after_key, after_id = decode_cursor(q.after)
+            keyset = f" AND ({key} {op} ? OR ({key} = ? AND c.newest_id {op} ?))"
+            params = [*params, after_key, after_key, after_id]
+        cost = f"COALESCE({self.col('actual_cost_usd', 'x')}, {self.col('estimated_cost_usd', 'x')}, 0)"
+        summed = ("message_count", "input_tokens", "output_tokens", "cache_read_tokens",
+                  "cache_write_tokens")
+        member_cols = ", ".join(f"COALESCE({self.col(c, 'x')}, 0) AS {c}" for c in summed)
+        windows = ", ".join(f"SUM({c}) OVER fam_w AS chain_{c}" for c in summed)
+        # Window functions pick each family's newest segment and sum the family in one pass.
+        rows = self.r.rows(
+            f"{self.FAMILY_CTE}, members AS (SELECT x.id AS id, COALESCE(fam.root, x.id) AS root, "
+            f"x.started_at AS started_at, COALESCE(x.ended_at, x.started_at) AS active_at, "
+            f"{cost} AS cost, {member_cols} FROM sessions x LEFT JOIN fam ON fam.id = x.id), "
+            f"c AS (SELECT * FROM (SELECT id AS newest_id, root, started_at AS newest_started, "
+            f"ROW_NUMBER() OVER (PARTITION BY root ORDER BY started_at DESC, id DESC) AS rn, "
+            f"COUNT(*) OVER fam_w AS segments, MAX(active_at) OVER fam_w AS newest_active, "
+            f"SUM(cost) OVER fam_w AS chain_cost, {windows} "
+            f"FROM members WINDOW fam_w AS (PARTITION BY root)) WHERE rn = 1) "
+            f"SELECT c.*, {key} AS k FROM c JOIN sessions s ON s.id = c.newest_id "
+            f"WHERE {where}{keyset} ORDER BY {key} {direction}, c.newest_id {direction} LIMIT ?",
+            [*params, q.limit + 1])
+        more = len(rows) > q.limit
+        rows = rows[: q.limit]
+        if not rows:
+            return [], None
+        details = {d["id"]: d for d in self.r.rows(
+            f"SELECT {self.list_columns()} FROM sessions s "
+            f"WHERE s.id IN ({','.join('?' * len(rows))})", [r["newest_id"] for r in rows])}
+        out = []
+        for r in rows:
+            d = details.get(r["newest_id"])
+            if d:
+                d["chain"] = {k[6:]: v for k, v in r.items() if k.startswith("chain_")}
+                d["chain"]["segments"] = r["segments"]
+                d["chain"]["root"] = r["root"]
+                out.append(d)
+        cursor = encode_cursor(rows[-1]["k"], rows[-1]["newest_id"]) if more else None
+        return out, cursor
 
     def count(self, q: SessionQuery) -> tuple[int, bool]:
         """The number of matching sessions, capped: (n, capped?)."""

@@ -24,7 +24,7 @@ def index():
 def list_sessions():
     lb = get_logbook()
     q = SessionQuery.from_args(request.args)
-    rows, cursor = lb.sessions.page(q)
+    rows, cursor = lb.sessions.conversation_page(q) if q.conversations else lb.sessions.page(q)
     facets = lb.sessions.source_facets(q)
     next_url = url_for("sessions.list_sessions", **q.url_args(after=cursor)) if cursor else None
     if wants_json():
@@ -100,6 +100,7 @@ def view_session(session_id: str):
     counts = lb.messages.counts(session_id)
     parent = lb.sessions.brief(session["parent_session_id"]) \
         if session.get("parent_session_id") else None
+    family = lineage_context(session) if target is None else {}
     # Columns an older schema lacks are shown as absent (—), never as an error.
     shown = {**dict.fromkeys(KNOWN_SESSION_COLUMNS), **session}
     context = dict(
@@ -115,7 +116,7 @@ def view_session(session_id: str):
         parent=parent, parent_missing=bool(session.get("parent_session_id")) and parent is None,
         children=lb.sessions.children(session_id),
         extra_columns=[(c, session.get(c)) for c in lb.schema.extra_session_columns],
-        schema=lb.schema,
+        schema=lb.schema, **family,
     )
     return render_page("session.html", {"more-messages": "messages_page",
                                         "earlier-messages": "messages_page"}, **context)
@@ -143,3 +144,29 @@ def _resolve_prefix(prefix: str):
         m["label"] = m.get("title") or m["id"]
     return render_template("ambiguous.html", prefix=prefix, matches=matches[:20],
                            more=len(matches) > 20), 300
+
+
+def lineage_context(session: dict[str, Any]) -> dict[str, Any]:
+    """Breadcrumbs of ancestors, the whole conversation's totals, and the compression
+    neighbours ("continued from" / "continued in"), from one lineage query."""
+    lb = get_logbook()
+    if not lb.lineage.has_family(session):
+        return {"lineage": None, "ancestors": [], "continued_in": None, "continued_from": None}
+    tree = lb.lineage.tree(session["id"])
+    by_id = tree.by_id
+    chain, seen = [], {session["id"]}
+    cur = by_id.get(session.get("parent_session_id") or "")
+    while cur and cur["id"] not in seen:
+        chain.append(cur)
+        seen.add(cur["id"])
+        cur = by_id.get(cur.get("parent_session_id") or "")
+    chain.reverse()
+    for n in tree.nodes:
+        n["label"] = session_label(n)
+    me = by_id.get(session["id"], {})
+    continued_in = next((n for n in tree.nodes if n.get("parent_session_id") == session["id"]
+                         and n.get("edge") == "compression"), None)
+    continued_from = by_id.get(session.get("parent_session_id") or "") \
+        if me.get("edge") == "compression" else None
+    return {"lineage": tree, "ancestors": chain, "continued_in": continued_in,
+            "continued_from": continued_from}
