@@ -134,3 +134,18 @@ def test_lineage_graph_and_follow_a_node(live, page, generated_db):
     page.wait_for_url(re.compile(re.escape(href) + "$"))
     assert page.locator("h1").is_visible()
     assert page.locator("a", has_text="lineage graph").count() == 1
+
+
+def test_stats_period_change_updates_charts_in_place(live, page):
+    page.goto(f"{live.url}/stats?period=30")
+    page.evaluate("window.__notReloaded = true")
+    before = page.locator("#chart-sessions svg rect.bar").count()
+    page.locator("label.facet", has_text="all time").click()
+    page.wait_for_url(re.compile(r"period=all"))
+    page.wait_for_function(f"document.querySelectorAll('#chart-sessions svg rect.bar').length "
+                           f"!== {before}")
+    assert page.evaluate("window.__notReloaded") is True
+    assert page.locator("#chart-tokens svg rect.bar").count() > 0
+    tip = page.locator("#chart-sessions svg rect.bar title").first.text_content()
+    assert ":" in tip
+    screenshot(page, "stats.png")

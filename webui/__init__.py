@@ -22,6 +22,7 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_DB": None,                 # path of the state.db to serve
     "LOGBOOK_QUERY_TIME_LIMIT": 5.0,    # seconds, for every user-driven query
     "LOGBOOK_THREADS": 8,               # waitress threads = read connections in the pool
+    "LOGBOOK_ROLLUP_BUDGET": 0.5,       # seconds a stats request may spend updating the rollup
     "LOGBOOK_HOST": "127.0.0.1",
     "LOGBOOK_PORT": 9130,
     "LOGBOOK_REMOTE": False,            # --insecure: a non-loopback bind
@@ -83,6 +84,7 @@ def create_app(config: dict[str, Any] | None = None,
     from . import errors, security
     from .views import lineage as lineage_views
     from .views import search as search_views
+    from .views import stats as stats_views
     from .views import sessions as sessions_views
 
     security.init_app(app)
@@ -90,4 +92,5 @@ def create_app(config: dict[str, Any] | None = None,
     app.register_blueprint(sessions_views.bp)
     app.register_blueprint(search_views.bp)
     app.register_blueprint(lineage_views.bp)
+    app.register_blueprint(stats_views.bp)
     return app

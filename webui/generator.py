@@ -437,6 +437,8 @@ _INTROS = (
     "I checked {file} and the {w} looks fine.", "Sure! Here's a plan for the {w}.",
     "Good news: the {w} works now.", "I looked into the {w} on {host}.",
 )
+_CJK_TOOLCALL_TEXT = ("我先看一下日志。", "先检查一下 docker 容器的状态。", "ログを確認します。", "로그를 먼저 확인할게요.",
+                      "我查一下通信模块的配置。")
 _TOOLCALL_TEXT = ("Let me check that.", "I'll look at {file} first.", "Running a quick command to inspect the {w}.",
                   "On it.", "Searching for {w} info.", "Let me look at the docker setup first.")
 _SENTENCES = (
@@ -600,8 +602,8 @@ _MUST_ALL = frozenset(("xss_user", "xss_assistant", "xss_args", "xss_result", "x
 
 # message-shape knobs (sizes tuned for ~1 KB per message on average, see the module's report)
 _P_LONG_TOOL = 0.2       # eligible tool results (terminal, read_file, ...) of 5-20 KB
-_P_CJK = 0.06
-_P_EMOJI = 0.06
+_P_CJK = 0.12            # user and final assistant messages (tool results are ASCII-escaped JSON),
+_P_EMOJI = 0.12          # which gives about 6% of all messages, like the fixture
 _P_XSS = 0.008
 _P_MULTIMODAL = 0.006    # share of user messages
 
@@ -986,12 +988,13 @@ class _Planner:
             members.append(sp)
         return members
 
-    def _branch(self, parents: list[_Spec] | None = None, max_children: int = 2) -> list[_Spec]:
+    def _branch(self, parents: list[_Spec] | None = None, max_children: int = 2,
+                source: str | None = None) -> list[_Spec]:
         """/branch: the parent ends ('branched', or 'session_switch' on gateways) and 1-2 children copy its
         history; the child title follows get_next_title_in_lineage(parent title or "branch") unless named."""
         r = self.rng
         if parents is None:
-            parents = self._single(source=r.choice(("cli", "cli", "tui", "acp", "telegram", "discord")),
+            parents = self._single(source=source or r.choice(("cli", "cli", "tui", "acp", "telegram", "discord")),
                                    n=max(self._count(), 4))
         parent = parents[-1]
         parent.end_reason = "session_switch" if parent.source in _GATEWAYS else "branched"
@@ -1071,7 +1074,7 @@ class _Planner:
         if remaining >= 3:
             take(self._chain(3))
         if remaining >= 2:
-            take(self._branch(max_children=min(2, remaining - 1)))
+            take(self._branch(max_children=min(2, remaining - 1), source="cli"))
         if remaining >= 2:
             take(self._subagents(1))
         n_active = 0 if n < 4 else min(12, max(2, n // 50))
@@ -1092,7 +1095,7 @@ class _Planner:
                 take(g)
             elif x < 0.105 and remaining >= 2:
                 take(self._branch(max_children=min(2, remaining - 1)))
-            elif x < 0.17 and remaining >= 2:
+            elif x < 0.155 and remaining >= 2:
                 take(self._subagents(min(remaining - 1, _wchoice(r, ((1, 60), (2, 25), (3, 15))))))
             else:
                 take(self._single())
@@ -1408,9 +1411,13 @@ class _Text:
 
     def toolcall_text(self):
         r = self.r
-        if r.random() < 0.4:
+        x = r.random()
+        if x < 0.4:
             return None
-        return self.fill(r.choice(_TOOLCALL_TEXT))
+        if x < 0.44:
+            return r.choice(_CJK_TOOLCALL_TEXT)
+        text = self.fill(r.choice(_TOOLCALL_TEXT))
+        return text + " " + r.choice(_EMOJI) if x > 0.96 else text
 
     def pick_tool(self) -> str:
         return _wchoice(self.r, _TECH_TOOLS if self.tech else _OTHER_TOOLS)
@@ -1802,8 +1809,9 @@ def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now
     specs, long_spec = planner.plan()
     total_msgs = sum(s.n_total for s in specs)
 
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.building-{os.getpid()}")
-    _remove_quietly(tmp)
+    # built beside the target under a unique name, so a half-built database never has the final name
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}-{threading.get_ident()}-"
+                                  f"{os.urandom(4).hex()}.building")
     conn = sqlite3.connect(tmp, isolation_level=None)
     try:
         create_schema(conn)

@@ -5,14 +5,19 @@ Views ask :func:`get_logbook` for the stores and call their named queries.
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from flask import Flask, current_app
 
 from .errors import BadRequest, DatabaseBusy, DatabaseUnavailable, LogbookDBError, QueryTimeout, StartupError
 from .lineage import LineageStore
 from .messages import MessageStore
+from .rollup import Rollup
 from .search import SearchFilters, SearchStore
+from .stats import StatsStore
 from .reader import Reader, db, engine_options
 from .schema import OpenedDatabase, Schema, check_database, default_candidates, file_size
 from .sessions import SessionQuery, SessionStore
@@ -32,6 +37,8 @@ class Logbook:
     messages: MessageStore
     search: SearchStore
     lineage: LineageStore
+    stats: StatsStore
+    rollup: Rollup
 
     @property
     def schema(self) -> Schema:
@@ -47,8 +54,15 @@ def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
         opened, pool_size=app.config["LOGBOOK_THREADS"])
     db.init_app(app)
     reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"])
+    digest = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
+    rollup_path = Path(app.instance_path) / f"rollup-{digest}.sqlite"
+    try:
+        rollup_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        rollup_path = Path(tempfile.gettempdir()) / rollup_path.name
     logbook = Logbook(opened, reader, SessionStore(reader), MessageStore(reader),
-                      SearchStore(reader), LineageStore(reader))
+                      SearchStore(reader), LineageStore(reader), StatsStore(reader),
+                      Rollup(reader, rollup_path))
     app.extensions["logbook"] = logbook
     return logbook
 

@@ -1,0 +1,162 @@
+"""An incremental rollup of the messages table, kept in the instance folder.
+
+Tool usage, the activity heatmap and exact messages-per-source need every message; scanning a
+million rows per page view would stall the page. The rollup stores per-session counts
+(by role, by tool name, by weekday × hour) in its own SQLite file, keyed by the highest
+message id it has seen. Each refresh reads only the new rows, in id-range batches, within a
+time budget; if the budget runs out the page says how far the rollup got. Deletions (a prune,
+a delete) are noticed because the number of messages up to that id drops, and the rollup is
+then rebuilt. Nothing is ever written into state.db.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .reader import Reader
+from .schema import readonly_uri
+
+BATCH = 100_000
+VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS roles (session_id TEXT, role TEXT, n INTEGER,
+                                  PRIMARY KEY (session_id, role));
+CREATE TABLE IF NOT EXISTS tools (session_id TEXT, tool_name TEXT, n INTEGER,
+                                  PRIMARY KEY (session_id, tool_name));
+CREATE TABLE IF NOT EXISTS hours (session_id TEXT, dow INTEGER, hour INTEGER, n INTEGER,
+                                  PRIMARY KEY (session_id, dow, hour));
+"""
+
+
+@dataclass
+class Coverage:
+    seen_max_id: int
+    db_max_id: int
+    messages: int
+
+    @property
+    def complete(self) -> bool:
+        return self.seen_max_id >= self.db_max_id
+
+
+class Rollup:
+    def __init__(self, reader: Reader, path: Path):
+        self.r = reader
+        self.path = path
+        self.lock = threading.Lock()
+        self.has_tool_name = reader.schema.has("messages", "tool_name")
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=5, isolation_level=None,
+                               check_same_thread=False)
+        conn.executescript(SCHEMA)
+        # The state database, attached read-only, so panels join rollup rows to sessions.
+        conn.execute("ATTACH DATABASE ? AS st", (readonly_uri(self.r.opened.path,
+                                                               self.r.opened.immutable),))
+        return conn
+
+    def _meta(self, conn: sqlite3.Connection) -> dict[str, str]:
+        return dict(conn.execute("SELECT key, value FROM main.meta").fetchall())
+
+    def _reset(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN")
+        for table in ("roles", "tools", "hours", "meta"):
+            conn.execute(f"DELETE FROM main.{table}")
+        conn.executemany("INSERT INTO main.meta VALUES (?, ?)",
+                         [("version", VERSION), ("max_id", "0"), ("counted", "0")])
+        conn.execute("COMMIT")
+
+    def refresh(self, budget_s: float = 0.4) -> Coverage:
+        """Bring the rollup up to date, or as far as the budget allows."""
+        deadline = time.monotonic() + budget_s
+        with self.lock:
+            conn = self._connect()
+            try:
+                meta = self._meta(conn)
+                if meta.get("version") != VERSION:
+                    self._reset(conn)
+                    meta = self._meta(conn)
+                max_id, counted = int(meta["max_id"]), int(meta["counted"])
+                if max_id and self.r.scalar("SELECT COUNT(*) FROM messages WHERE id <= ?",
+                                            [max_id]) != counted:
+                    self._reset(conn)   # rows went away underneath (prune, delete): rebuild
+                    max_id = counted = 0
+                db_max = self.r.scalar("SELECT COALESCE(MAX(id), 0) FROM messages") or 0
+                while max_id < db_max and time.monotonic() < deadline:
+                    hi = min(max_id + BATCH, db_max)
+                    counted += self._add_range(conn, max_id, hi)
+                    max_id = hi
+                    conn.execute("BEGIN")
+                    conn.executemany("INSERT OR REPLACE INTO main.meta VALUES (?, ?)",
+                                     [("max_id", str(max_id)), ("counted", str(counted))])
+                    conn.execute("COMMIT")
+                return Coverage(max_id, db_max, counted)
+            finally:
+                conn.close()
+
+    def _add_range(self, conn: sqlite3.Connection, lo: int, hi: int) -> int:
+        tool = "tool_name" if self.has_tool_name else "NULL"
+        rows = self.r.rows(
+            f"SELECT session_id, role, {tool} AS tool_name, "
+            "CAST(strftime('%w', timestamp, 'unixepoch', 'localtime') AS INTEGER) AS dow, "
+            "CAST(strftime('%H', timestamp, 'unixepoch', 'localtime') AS INTEGER) AS hour, "
+            "COUNT(*) AS n FROM messages WHERE id > ? AND id <= ? GROUP BY 1, 2, 3, 4, 5",
+            [lo, hi], time_limit_s=30)
+        roles: dict[tuple, int] = {}
+        tools: dict[tuple, int] = {}
+        hours: dict[tuple, int] = {}
+        total = 0
+        for r in rows:
+            n = r["n"]
+            total += n
+            roles[(r["session_id"], r["role"])] = roles.get((r["session_id"], r["role"]), 0) + n
+            if r["tool_name"]:
+                k = (r["session_id"], r["tool_name"])
+                tools[k] = tools.get(k, 0) + n
+            k = (r["session_id"], r["dow"], r["hour"])
+            hours[k] = hours.get(k, 0) + n
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO main.roles VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET "
+                         "n = n + excluded.n", [(*k, v) for k, v in roles.items()])
+        conn.executemany("INSERT INTO main.tools VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET "
+                         "n = n + excluded.n", [(*k, v) for k, v in tools.items()])
+        conn.executemany("INSERT INTO main.hours VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+                         "n = n + excluded.n", [(*k, v) for k, v in hours.items()])
+        conn.execute("COMMIT")
+        return total
+
+    def query(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        with self.lock:
+            conn = self._connect()
+            try:
+                deadline = time.monotonic() + self.r.time_limit_s
+                conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
+                cur = conn.execute(sql, params)
+                names = [d[0] for d in cur.description]
+                return [dict(zip(names, r)) for r in cur.fetchall()]
+            finally:
+                conn.close()
+
+    # -- panels ------------------------------------------------------------------------
+
+    def tools(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
+        return self.query(
+            "SELECT t.tool_name AS tool, SUM(t.n) AS calls FROM main.tools t JOIN st.sessions s "
+            f"ON s.id = t.session_id WHERE {where} GROUP BY 1 ORDER BY calls DESC, tool", params)
+
+    def heatmap(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
+        return self.query(
+            "SELECT h.dow AS dow, h.hour AS hour, SUM(h.n) AS messages FROM main.hours h JOIN "
+            f"st.sessions s ON s.id = h.session_id WHERE {where} GROUP BY 1, 2", params)
+
+    def messages_by_source(self) -> list[dict[str, Any]]:
+        return self.query(
+            "SELECT s.source AS source, SUM(r.n) AS messages FROM main.roles r JOIN st.sessions s "
+            "ON s.id = r.session_id GROUP BY 1 ORDER BY messages DESC", [])

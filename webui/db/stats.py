@@ -1,0 +1,186 @@
+"""SQL for token and cost statistics.
+
+Every figure is a sum over the sessions whose ``started_at`` falls in the period (the same rule
+for every panel, so they add up). Session-level columns answer most panels straight from the
+sessions table; the panels that need messages (tool usage, the activity heatmap, messages per
+source) read a rollup kept in the instance folder (see rollup.py), never a scan per request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .reader import Reader
+
+TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+               "reasoning_tokens")
+PERIODS = {"7": 7, "30": 30, "90": 90, "365": 365, "all": None}
+
+
+@dataclass
+class StatsQuery:
+    period: str = "30"
+    since: float | None = None
+    until: float | None = None
+    sources: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    lineage: bool = False            # count a compressed conversation once
+    cost_by: str = "model"           # stack the cost series by model or by source
+    now: float = field(default_factory=time.time)
+
+    @property
+    def start(self) -> float | None:
+        if self.since is not None:
+            return self.since
+        days = PERIODS.get(self.period)
+        return None if days is None else self.now - days * 86400
+
+    @property
+    def end(self) -> float | None:
+        return self.until
+
+
+def bucket_for(span_seconds: float | None) -> str:
+    if span_seconds is None or span_seconds > 400 * 86400:
+        return "month"
+    if span_seconds > 62 * 86400:
+        return "week"
+    return "day"
+
+
+BUCKET_SQL = {
+    "day": "strftime('%Y-%m-%d', started_at, 'unixepoch', 'localtime')",
+    # ISO-ish week label: the Monday that starts it
+    "week": "date(started_at, 'unixepoch', 'localtime', 'weekday 1', '-7 days')",
+    "month": "strftime('%Y-%m', started_at, 'unixepoch', 'localtime')",
+}
+
+
+class StatsStore:
+    def __init__(self, reader: Reader):
+        self.r = reader
+        self.schema = reader.schema
+
+    def col(self, name: str) -> str:
+        return name if self.schema.has("sessions", name) else "NULL"
+
+    def num(self, name: str) -> str:
+        return f"COALESCE({self.col(name)}, 0)"
+
+    @property
+    def cost(self) -> str:
+        return f"COALESCE({self.col('actual_cost_usd')}, {self.col('estimated_cost_usd')}, 0)"
+
+    def where(self, q: StatsQuery) -> tuple[str, list[Any]]:
+        clauses, params = [], []
+        if q.start is not None:
+            clauses.append("started_at >= ?")
+            params.append(q.start)
+        if q.end is not None:
+            clauses.append("started_at < ?")
+            params.append(q.end)
+        if q.sources:
+            clauses.append(f"source IN ({','.join('?' * len(q.sources))})")
+            params += q.sources
+        if q.models and self.schema.has("sessions", "model"):
+            clauses.append(f"model IN ({','.join('?' * len(q.models))})")
+            params += q.models
+        return (" AND ".join(clauses) or "1"), params
+
+    def _sums(self) -> str:
+        parts = ["COUNT(*) AS sessions", f"SUM({self.num('message_count')}) AS messages",
+                 f"SUM({self.num('api_call_count')}) AS api_calls",
+                 f"SUM({self.num('tool_call_count')}) AS tool_calls"]
+        parts += [f"SUM({self.num(k)}) AS {k}" for k in TOKEN_KINDS]
+        parts += [f"SUM({self.num('estimated_cost_usd')}) AS estimated_cost_usd",
+                  f"SUM({self.num('actual_cost_usd')}) AS actual_cost_usd",
+                  f"SUM({self.cost}) AS cost_usd"]
+        return ", ".join(parts)
+
+    def totals(self, q: StatsQuery) -> dict[str, Any]:
+        where, params = self.where(q)
+        row = self.r.one(f"SELECT {self._sums()} FROM sessions WHERE {where}", params) or {}
+        row = {k: (v or 0) for k, v in row.items()}
+        row["total_tokens"] = sum(row.get(k, 0) for k in TOKEN_KINDS[:4])
+        row["cost_by_status"] = self.r.rows(
+            f"SELECT COALESCE({self.col('cost_status')}, 'none') AS status, COUNT(*) AS sessions, "
+            f"SUM({self.cost}) AS cost_usd, SUM({self.num('actual_cost_usd')}) AS actual_cost_usd, "
+            f"SUM({self.num('estimated_cost_usd')}) AS estimated_cost_usd FROM sessions "
+            f"WHERE {where} GROUP BY 1 ORDER BY cost_usd DESC", params)
+        if q.lineage:
+            row["conversations"] = self.r.scalar(
+                f"{FAMILY} SELECT COUNT(DISTINCT COALESCE(fam.root, x.id)) FROM sessions x "
+                f"LEFT JOIN fam ON fam.id = x.id WHERE {where}",
+                params)
+        return row
+
+    def breakdown(self, q: StatsQuery, column: str, limit: int = 50) -> list[dict[str, Any]]:
+        if not self.schema.has("sessions", column):
+            return []
+        where, params = self.where(q)
+        return self.r.rows(
+            f"SELECT COALESCE({column}, '(none)') AS key, {self._sums()} FROM sessions "
+            f"WHERE {where} GROUP BY 1 ORDER BY cost_usd DESC, sessions DESC LIMIT {limit}", params)
+
+    def series(self, q: StatsQuery, bucket: str, stack_by: str) -> list[dict[str, Any]]:
+        where, params = self.where(q)
+        stack = stack_by if self.schema.has("sessions", stack_by) else "NULL"
+        token_sums = ", ".join(f"SUM({self.num(k)}) AS {k}" for k in TOKEN_KINDS)
+        return self.r.rows(
+            f"SELECT {BUCKET_SQL[bucket]} AS bucket, COALESCE({stack}, '(none)') AS stack, "
+            f"COUNT(*) AS sessions, {token_sums}, SUM({self.cost}) AS cost_usd FROM sessions "
+            f"WHERE {where} GROUP BY 1, 2 ORDER BY 1", params)
+
+    def top_sessions(self, q: StatsQuery, by: str, limit: int = 10) -> list[dict[str, Any]]:
+        where, params = self.where(q)
+        key = self.cost if by == "cost" else " + ".join(self.num(k) for k in TOKEN_KINDS[:4])
+        title = self.col("title")
+        if q.lineage:
+            # fam has only (id, root): every other column name resolves to x unambiguously.
+            return self.r.rows(
+                f"{FAMILY}, agg AS (SELECT COALESCE(fam.root, x.id) AS root, COUNT(*) AS segments, "
+                f"SUM({key}) AS value, "
+                f"SUM({self.num('message_count')}) AS messages "
+                f"FROM sessions x LEFT JOIN fam ON fam.id = x.id WHERE {where} GROUP BY 1) "
+                f"SELECT agg.root AS id, {'s.title' if title != 'NULL' else 'NULL'} AS title, "
+                f"s.source AS source, s.started_at AS started_at, agg.value AS value, "
+                f"agg.segments AS segments, agg.messages AS messages FROM agg JOIN sessions s "
+                f"ON s.id = agg.root ORDER BY value DESC LIMIT {limit}", params)
+        return self.r.rows(
+            f"SELECT id, {title} AS title, source, started_at, {key} AS value, 1 AS segments, "
+            f"{self.num('message_count')} AS messages FROM sessions WHERE {where} "
+            f"ORDER BY value DESC LIMIT {limit}", params)
+
+    def sources_overview(self) -> list[dict[str, Any]]:
+        """`hermes sessions stats`: sessions per source (whole database)."""
+        return self.r.rows("SELECT source, COUNT(*) AS sessions FROM sessions GROUP BY source "
+                           "ORDER BY sessions DESC, source")
+
+    def counts(self) -> dict[str, int]:
+        return {"sessions": self.r.scalar("SELECT COUNT(*) FROM sessions"),
+                "messages": self.r.scalar("SELECT COUNT(*) FROM messages")}
+
+    def aux_usage(self, q: StatsQuery) -> list[dict[str, Any]]:
+        """Newer Hermes records per-task model usage (title generation, compression, …)."""
+        if not self.schema.has("session_model_usage"):
+            return []
+        where, params = self.where(q)
+        cols = self.schema.columns.get("session_model_usage", ())
+        tokens = " + ".join(f"COALESCE(u.{k}, 0)" for k in TOKEN_KINDS[:4] if k in cols) or "0"
+        cost = "COALESCE(u.actual_cost_usd, 0)" if "actual_cost_usd" in cols else "0"
+        est = "COALESCE(u.estimated_cost_usd, 0)" if "estimated_cost_usd" in cols else "0"
+        return self.r.rows(
+            f"SELECT COALESCE(NULLIF(u.task, ''), 'main') AS task, u.model AS model, "
+            f"SUM(u.api_call_count) AS api_calls, SUM({tokens}) AS tokens, "
+            f"SUM(CASE WHEN {cost} > 0 THEN {cost} ELSE {est} END) AS cost_usd "
+            f"FROM session_model_usage u WHERE u.session_id IN (SELECT id FROM sessions WHERE "
+            f"{where}) GROUP BY 1, 2 ORDER BY tokens DESC", params)
+
+
+FAMILY = ("WITH RECURSIVE fam(id, root) AS ("
+          " SELECT id, id FROM sessions WHERE parent_session_id IS NULL"
+          "  OR parent_session_id NOT IN (SELECT id FROM sessions)"
+          " UNION"
+          " SELECT s.id, fam.root FROM sessions s JOIN fam ON s.parent_session_id = fam.id)")
