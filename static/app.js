@@ -98,3 +98,66 @@
     setTimeout(function () { box.className = "toast"; }, 6000);
   });
 })();
+
+// Toasts for htmx actions (HX-Trigger: {"toast": "…"}) and for flashed messages.
+(function () {
+  "use strict";
+  function toast(text) {
+    var box = document.getElementById("toasts");
+    if (!box) return;
+    var p = document.createElement("p");
+    p.className = "toast show";
+    p.setAttribute("role", "status");
+    p.textContent = text;
+    box.appendChild(p);
+    setTimeout(function () { p.remove(); }, 5000);
+  }
+  document.body && document.body.addEventListener("toast", function (e) {
+    toast(e.detail && e.detail.value !== undefined ? e.detail.value : String(e.detail));
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.body.addEventListener("toast", function (e) {
+      toast(e.detail && e.detail.value !== undefined ? e.detail.value : String(e.detail));
+    });
+    document.querySelectorAll("#toasts .toast").forEach(function (p) {
+      setTimeout(function () { p.remove(); }, 5000);
+    });
+  });
+
+  // Inline rename: Escape puts the title back without saving.
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape") return;
+    var input = e.target;
+    if (!input.classList || !input.classList.contains("title-input")) return;
+    var form = input.closest("form.title-slot");
+    if (form && window.htmx) {
+      e.preventDefault();
+      window.htmx.ajax("GET", form.getAttribute("data-cancel"), {target: form, swap: "outerHTML"});
+    }
+  });
+  // Focus the title input when the edit form arrives.
+  document.addEventListener("htmx:afterSwap", function (e) {
+    var input = e.detail.target && e.detail.target.querySelector
+      ? (e.detail.elt.querySelector && e.detail.elt.querySelector(".title-input")) : null;
+    var any = document.querySelector("form.title-slot .title-input");
+    (input || any) && (input || any).focus();
+  });
+
+  // Selection: shift-click selects the range since the last ticked row.
+  var last = null;
+  document.addEventListener("click", function (e) {
+    var box = e.target;
+    if (!box.matches || !box.matches("table.sessions td.sel input[type=checkbox]")) return;
+    var boxes = Array.prototype.slice.call(
+      document.querySelectorAll("table.sessions td.sel input[type=checkbox]"));
+    if (e.shiftKey && last && last !== box) {
+      var a = boxes.indexOf(last), b = boxes.indexOf(box);
+      var lo = Math.min(a, b), hi = Math.max(a, b);
+      for (var i = lo; i <= hi; i++) boxes[i].checked = box.checked;
+    }
+    last = box;
+    var n = boxes.filter(function (x) { return x.checked; }).length;
+    var count = document.querySelector(".bulk-count");
+    if (count) count.textContent = n ? n + " selected" : "";
+  });
+})();

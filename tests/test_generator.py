@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import closing
 import re
 import shutil
 import sqlite3
@@ -22,8 +23,15 @@ LONG = 300
 SEED = 5
 
 
-def _ro(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+def _ro(path: Path, immutable: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro" + ("&immutable=1" if immutable else ""), uri=True)
+
+
+def _fixture() -> sqlite3.Connection:
+    """The real v11 database, opened without touching its folder (no -shm is created)."""
+    if not V11.exists():
+        pytest.fail(f"missing fixture {V11}: the shared fixtures must sit beside the repository")
+    return closing(_ro(V11, immutable=True))
 
 
 def _catalogue(conn: sqlite3.Connection) -> list[tuple]:
@@ -56,10 +64,8 @@ def test_info_and_file(built):
 
 
 def test_schema_matches_the_real_v11_fixture(built):
-    if not V11.exists():
-        pytest.fail(f"missing fixture {V11}: the shared fixtures must sit beside the repository")
     _, _, conn, _ = built
-    with _ro(V11) as fx:
+    with _fixture() as fx:
         assert _catalogue(conn) == _catalogue(fx)
         for table in ("sessions", "messages"):
             assert conn.execute(f"PRAGMA table_info({table})").fetchall() == \
@@ -76,9 +82,8 @@ def test_create_schema_alone(tmp_path):
     create_schema(conn)  # idempotent
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("SELECT version FROM schema_version").fetchall() == [(11,)]
-    if V11.exists():
-        with _ro(V11) as fx:
-            assert _catalogue(conn) == _catalogue(fx)
+    with _fixture() as fx:
+        assert _catalogue(conn) == _catalogue(fx)
     conn.close()
 
 
@@ -88,7 +93,7 @@ def test_fts_tables_are_complete_and_consistent(built, tmp_path):
         assert conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == info.messages
     copy = tmp_path / "copy.db"
     shutil.copyfile(path, copy)
-    with sqlite3.connect(copy) as rw:
+    with closing(sqlite3.connect(copy)) as rw:
         for table in ("messages_fts", "messages_fts_trigram"):
             rw.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
         assert rw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -207,7 +212,7 @@ def test_lineages_branches_and_subagents(built):
 def test_large_structures_when_there_is_room(tmp_path):
     path = tmp_path / "big.db"
     info = generate(path, sessions=220, seed=3, messages_per_session=6)
-    with _ro(path) as conn:
+    with closing(_ro(path)) as conn:
         assert info.sessions == 220
         longest = 0
         for (sid,) in conn.execute("SELECT id FROM sessions WHERE parent_session_id IS NULL"):
@@ -344,7 +349,7 @@ def test_long_session(built):
 def test_exact_long_session_lengths(tmp_path, n):
     info = generate(tmp_path / "x.db", sessions=0, long_session_messages=n)
     assert info.sessions == 1 and info.messages == n
-    with _ro(tmp_path / "x.db") as conn:
+    with closing(_ro(tmp_path / "x.db")) as conn:
         assert conn.execute("SELECT message_count FROM sessions").fetchone()[0] == n
 
 
@@ -352,13 +357,13 @@ def test_deterministic(built, tmp_path):
     path, _, conn, _ = built
     again = tmp_path / "again.db"
     generate(again, sessions=SESSIONS, seed=SEED, long_session_messages=LONG)
-    with _ro(again) as other:
+    with closing(_ro(again)) as other:
         for sql in ("SELECT * FROM sessions ORDER BY id", "SELECT * FROM messages ORDER BY id",
                     "SELECT rowid, * FROM messages_fts ORDER BY rowid"):
             assert conn.execute(sql).fetchall() == other.execute(sql).fetchall(), sql
     different = tmp_path / "different.db"
     generate(different, sessions=SESSIONS, seed=SEED + 1, long_session_messages=LONG)
-    with _ro(different) as other:
+    with closing(_ro(different)) as other:
         assert conn.execute("SELECT id FROM sessions ORDER BY id").fetchall() != \
             other.execute("SELECT id FROM sessions ORDER BY id").fetchall()
 
@@ -366,7 +371,7 @@ def test_deterministic(built, tmp_path):
 def test_now_anchor_moves_history(tmp_path):
     now = 1700000000.0
     generate(tmp_path / "a.db", sessions=30, now=now)
-    with _ro(tmp_path / "a.db") as conn:
+    with closing(_ro(tmp_path / "a.db")) as conn:
         lo, hi = conn.execute("SELECT MIN(started_at), MAX(COALESCE(ended_at, started_at)) FROM sessions").fetchone()
         assert now - 366 * 86400 <= lo and hi < now
 
@@ -377,10 +382,15 @@ def test_refuses_to_overwrite(tmp_path):
     with pytest.raises(ValueError):
         generate(path, sessions=5)
     assert path.read_bytes() == b"keep me"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["exists.db"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exists.db"]  # no temp file left behind
     with pytest.raises(ValueError):
         generate(tmp_path / "new.db", sessions=-1)
     assert not (tmp_path / "new.db").exists()
+    # a leftover WAL beside the target would be replayed into the new database
+    (tmp_path / "stale.db-wal").write_bytes(b"x" * 64)
+    with pytest.raises(ValueError):
+        generate(tmp_path / "stale.db", sessions=5)
+    assert not (tmp_path / "stale.db").exists()
 
 
 def test_small_and_empty(tmp_path):

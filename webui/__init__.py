@@ -31,6 +31,9 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_PRIVATE": False,
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Strict",
+    "SESSION_COOKIE_NAME": "logbook_session",
+    "PERMANENT_SESSION_LIFETIME": 7 * 86400,
+    "WTF_CSRF_TIME_LIMIT": None,        # the token lives as long as the session cookie
     "MAX_CONTENT_LENGTH": 1 * 1024 * 1024,
 }
 
@@ -81,16 +84,21 @@ def create_app(config: dict[str, Any] | None = None,
             "version": lb.schema.version, "size": lb.size_bytes(),
             "immutable": lb.opened.immutable, "newer": lb.schema.is_newer_than_known}}
 
-    from . import errors, security
+    from . import access, errors, security
+    from .views import actions as actions_views
+    from .views import export as export_views
     from .views import lineage as lineage_views
     from .views import search as search_views
     from .views import stats as stats_views
     from .views import sessions as sessions_views
 
     security.init_app(app)
+    access.init_app(app)
     errors.init_app(app)
     app.register_blueprint(sessions_views.bp)
     app.register_blueprint(search_views.bp)
     app.register_blueprint(lineage_views.bp)
     app.register_blueprint(stats_views.bp)
+    app.register_blueprint(actions_views.bp)
+    app.register_blueprint(export_views.bp)
     return app

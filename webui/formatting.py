@@ -110,7 +110,14 @@ def duration(seconds: Any) -> str:
     return f"{s // 86400} d {s % 86400 // 3600} h"
 
 
+def rowid(session_id: Any) -> str:
+    """A stable, HTML-safe element id for a session's row (ids may hold any character)."""
+    import hashlib
+    return hashlib.sha1(str(session_id).encode()).hexdigest()[:12]
+
+
 FILTERS = {
+    "rowid": rowid,
     "num": num, "compact": compact, "money": money, "nbytes": nbytes, "iso": iso,
     "exact": exact, "exact_short": exact_short, "relative": relative, "duration": duration, "short_time": short_time,
 }

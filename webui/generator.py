@@ -776,13 +776,14 @@ class _Planner:
 
     def _claim(self, t: str) -> bool:
         k = t.lower()
-        if k in self.used_titles or len(t) > 100:
+        if k in self.used_titles:
             return False
         self.used_titles.add(k)
         return True
 
     def _unique(self, cand: str, when: float) -> str:
         """cand, else cand + " (YYYYmmdd)", else cand + " (YYYYmmdd-k)"."""
+        cand = cand[:80].rstrip()
         if self._claim(cand):
             return cand
         day = _utc(when).strftime("%Y%m%d")
@@ -805,12 +806,13 @@ class _Planner:
         for attempt in range(5):
             decor = r.choice(_TITLE_DECOR) if (attempt or r.random() < 0.6) else ""
             cand = (self._fill(decor, topic) + base) if decor.endswith(": ") else (base + self._fill(decor, topic))
-            if self._claim(cand):
+            if len(cand) <= 100 and self._claim(cand):
                 return cand
         return self._unique(base, when)
 
-    def _lineage_next(self, title: str | None) -> str:
-        """Hermes' get_next_title_in_lineage() over the titles handed out so far."""
+    def _lineage_next(self, title: str | None) -> str | None:
+        """Hermes' get_next_title_in_lineage() over the titles handed out so far (None where Hermes'
+        set_session_title would refuse the result as too long: the callers swallow that error)."""
         base = title if title is not None else "branch"
         head, sep, num = base.rpartition(" #")
         if sep and num.isdigit():
@@ -824,6 +826,8 @@ class _Planner:
                 return base
             best = 1
         nxt = best + 1
+        if len(f"{base} #{nxt}") > 100:
+            return None
         while not self._claim(f"{base} #{nxt}"):
             nxt += 1
         self.lineage[low] = nxt
@@ -1130,12 +1134,16 @@ class _Planner:
                 continue
             if head.kind == "normal" and head.source == "cron":
                 job_hex, _, hour = head.goal
-                start = math.floor(self._start_time() / 86400) * 86400 + hour * 3600 + r.uniform(0, 4.99)
+                first_start = math.floor(self._start_time() / 86400) * 86400 + hour * 3600 + r.uniform(0, 4.99)
+                start, tries = first_start, 0
                 while True:
                     cid = f"cron_{job_hex}_{_utc(start).strftime('%Y%m%d_%H%M%S')}"
                     if start + head.duration + head.end_gap < now - 60 and cid not in self.used_ids:
                         break
                     start -= 86400
+                    tries += 1
+                    if tries > 366:  # this job already ran every day: it is another job
+                        job_hex, start, tries = _hex(r, 12), first_start, 0
                 self.used_ids.add(cid)
                 head.id = cid
                 head.start = start
@@ -1283,7 +1291,9 @@ class _Text:
 
     def _extras(self, parts: list, *, allow_xss=True, xss_tag="") -> None:
         r = self.r
-        if self.has("cjk") or r.random() < _P_CJK:
+        if self.has("cjk"):
+            parts.append("记忆断裂和Agent通信的问题，在大别山项目里也出现了。東京のサーバーです。안녕 세계")
+        elif r.random() < _P_CJK:
             parts.append(r.choice(_CJK_SENTENCES))
         if self.has("emoji") or r.random() < _P_EMOJI:
             parts[-1] = parts[-1] + " " + "".join(r.choice(_EMOJI) for _ in range(r.randint(1, 3)))
@@ -1792,6 +1802,11 @@ def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now
     path = os.fspath(path)
     if os.path.lexists(path):
         raise ValueError(f"refusing to overwrite existing file: {path}")
+    try:
+        if os.path.getsize(path + "-wal") > 0:  # a stale WAL would be replayed into the new file
+            raise ValueError(f"refusing to write beside a leftover write-ahead log: {path}-wal")
+    except OSError:
+        pass
     if isinstance(sessions, bool) or int(sessions) != sessions or sessions < 0:
         raise ValueError("sessions must be a non-negative integer")
     if isinstance(long_session_messages, bool) or int(long_session_messages) != long_session_messages \

@@ -13,13 +13,17 @@ from pathlib import Path
 from flask import Flask, current_app
 
 from .errors import BadRequest, DatabaseBusy, DatabaseUnavailable, LogbookDBError, QueryTimeout, StartupError
+from .actions import Actions
+from .export import Exporter
 from .lineage import LineageStore
 from .messages import MessageStore
 from .rollup import Rollup
 from .search import SearchFilters, SearchStore
 from .stats import StatsStore
+from .writer import Writer
 from .reader import Reader, db, engine_options
-from .schema import OpenedDatabase, Schema, check_database, default_candidates, file_size
+from .schema import (NEWEST_KNOWN_VERSION, OpenedDatabase, Schema, check_database,
+                     default_candidates, file_size)
 from .sessions import SessionQuery, SessionStore
 
 __all__ = [
@@ -39,6 +43,8 @@ class Logbook:
     lineage: LineageStore
     stats: StatsStore
     rollup: Rollup
+    exporter: Exporter
+    actions: Actions
 
     @property
     def schema(self) -> Schema:
@@ -60,9 +66,11 @@ def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
         rollup_path.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         rollup_path = Path(tempfile.gettempdir()) / rollup_path.name
-    logbook = Logbook(opened, reader, SessionStore(reader), MessageStore(reader),
+    sessions = SessionStore(reader)
+    logbook = Logbook(opened, reader, sessions, MessageStore(reader),
                       SearchStore(reader), LineageStore(reader), StatsStore(reader),
-                      Rollup(reader, rollup_path))
+                      Rollup(reader, rollup_path), Exporter(reader, sessions),
+                      Actions(reader, Writer(opened, newest_known_version=NEWEST_KNOWN_VERSION)))
     app.extensions["logbook"] = logbook
     return logbook
 

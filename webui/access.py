@@ -1,0 +1,133 @@
+"""Who may view and who may change, in local and remote mode (README: "Remote viewing and
+security").
+
+* Local mode (loopback bind, the default): no login; changes allowed unless --read-only.
+* Remote mode (--insecure): anyone who reaches the port may view (unless --private); changes
+  need the admin token, and with no token configured they are off. Every client counts as
+  remote here, loopback ones included: a reverse proxy on the same host must not open doors.
+* Every POST: a CSRF token (Flask-WTF), and a cross-site request is refused outright
+  (Sec-Fetch-Site / Origin), so a page elsewhere cannot drive a logged-in browser.
+"""
+
+from __future__ import annotations
+
+import hmac
+from functools import wraps
+from urllib.parse import urlsplit
+
+from flask import (Blueprint, Flask, abort, current_app, redirect, render_template, request,
+                   session, url_for)
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from flask_wtf.csrf import CSRFProtect
+
+csrf = CSRFProtect()
+limiter = Limiter(key_func=get_remote_address, default_limits=[], storage_uri="memory://")
+bp = Blueprint("access", __name__)
+
+OPEN_ENDPOINTS = {"access.login", "access.logout", "static"}
+
+
+def is_admin() -> bool:
+    return bool(session.get("admin"))
+
+
+def token_configured() -> bool:
+    return bool(current_app.config.get("LOGBOOK_TOKEN"))
+
+
+def change_refusal() -> str | None:
+    """Why changes are off right now, or None when they are allowed."""
+    cfg = current_app.config
+    if cfg["LOGBOOK_READ_ONLY"]:
+        return "Logbook runs with --read-only: nothing can be changed."
+    writer_refusal = current_app.extensions["logbook"].actions.w.refusal
+    if writer_refusal:
+        return writer_refusal
+    if cfg["LOGBOOK_REMOTE"]:
+        if not token_configured():
+            return ("Remote mode without an admin token: changes are off. Start Logbook with "
+                    "--token (or HERMES_LOGBOOK_TOKEN) to allow them after logging in.")
+        if not is_admin():
+            return "Log in with the admin token to make changes."
+    return None
+
+
+def can_view() -> bool:
+    cfg = current_app.config
+    return not (cfg["LOGBOOK_REMOTE"] and cfg["LOGBOOK_PRIVATE"]) or is_admin()
+
+
+def change_required(view):
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        reason = change_refusal()
+        if reason:
+            abort(403, description=reason)
+        return view(*args, **kwargs)
+    return wrapper
+
+
+def _same_origin() -> bool:
+    site = request.headers.get("Sec-Fetch-Site")
+    if site and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("Origin")
+    if origin and origin != "null":
+        o = urlsplit(origin)
+        if o.netloc.lower() != request.host.lower():
+            return False
+    elif origin == "null":
+        return False
+    return True
+
+
+def init_app(app: Flask) -> None:
+    csrf.init_app(app)
+    limiter.init_app(app)
+    app.register_blueprint(bp)
+
+    @app.before_request
+    def guard():
+        if request.method not in ("GET", "HEAD", "OPTIONS") and not _same_origin():
+            abort(403, description="Cross-site request refused: changes can only come from "
+                                   "Logbook's own pages.")
+        if request.endpoint in OPEN_ENDPOINTS:
+            return None
+        if not can_view():
+            if request.args.get("format") == "json":
+                abort(401, description="This Logbook is private: log in with the admin token.")
+            return redirect(url_for("access.login", next=request.full_path))
+        return None
+
+    @app.context_processor
+    def access_facts():
+        return {"can_change": change_refusal() is None, "change_refusal": change_refusal(),
+                "is_admin": is_admin(), "remote_mode": app.config["LOGBOOK_REMOTE"],
+                "token_configured": bool(app.config.get("LOGBOOK_TOKEN"))}
+
+
+@bp.route("/login", methods=["GET", "POST"])
+@limiter.limit("5 per minute", methods=["POST"])
+def login():
+    error = None
+    nxt = request.values.get("next") or url_for("sessions.list_sessions")
+    if not nxt.startswith("/") or nxt.startswith("//"):
+        nxt = url_for("sessions.list_sessions")
+    if request.method == "POST":
+        expected = current_app.config.get("LOGBOOK_TOKEN") or ""
+        given = request.form.get("token", "")
+        if expected and hmac.compare_digest(given.encode(), expected.encode()):
+            session.clear()
+            session["admin"] = True
+            session.permanent = True
+            return redirect(nxt)
+        error = "That token is not right." if expected else \
+            "No admin token is configured, so there is nothing to log in to."
+    return render_template("login.html", error=error, next=nxt), (401 if error else 200)
+
+
+@bp.post("/logout")
+def logout():
+    session.clear()
+    return redirect(url_for("sessions.list_sessions"))

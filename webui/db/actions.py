@@ -1,0 +1,239 @@
+"""Changes a user can make: rename, delete, prune. Hermes's semantics (reference §4–6), run
+through the Writer in short transactions."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..titles import sanitize_title
+from .errors import BadRequest, LogbookDBError
+from .reader import Reader
+from .writer import MESSAGE_BATCH, TARGET_TXN_S, Writer
+
+
+class NotFound(LogbookDBError):
+    status = 404
+
+
+class TitleInUse(LogbookDBError):
+    status = 409
+
+    def __init__(self, title: str, other_id: str):
+        super().__init__(f"Title '{title}' is already in use by session {other_id}")
+        self.title = title
+        self.other_id = other_id
+
+
+@dataclass
+class PruneJob:
+    id: str
+    cutoff: float
+    source: str | None
+    total: int
+    deleted: int = 0
+    messages_deleted: int = 0
+    done: bool = False
+    error: str | None = None
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+    longest_txn_s: float = 0.0
+    transactions: int = 0
+
+
+class Actions:
+    def __init__(self, reader: Reader, writer: Writer):
+        self.r = reader
+        self.w = writer
+        self.jobs: dict[str, PruneJob] = {}
+        self._jobs_lock = threading.Lock()
+
+    # -- rename ------------------------------------------------------------------------------
+
+    def rename(self, session_id: str, raw_title: str | None) -> str | None:
+        """Hermes's set_session_title: cleaned, ≤ 100 chars, unique (case-sensitive) among
+        titles, empty clears. Raises TitleError / TitleInUse / NotFound; changes nothing then."""
+        title = sanitize_title(raw_title)
+
+        def fn(conn: sqlite3.Connection) -> None:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise NotFound(f"No session has the id “{session_id}”.")
+            if title is not None:
+                row = conn.execute("SELECT id FROM sessions WHERE title = ? AND id != ?",
+                                   (title, session_id)).fetchone()
+                if row:
+                    raise TitleInUse(title, row[0])
+            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
+        self.w.run(fn)
+        return title
+
+    # -- delete ------------------------------------------------------------------------------
+
+    def delete(self, session_id: str) -> bool:
+        """Hermes's delete_session: children orphaned, messages and row deleted (the FTS
+        triggers keep search in step). A long transcript goes in batches first, so no single
+        transaction holds the gateway off for long."""
+        if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
+            return False
+        while self.w.run(lambda c: c.execute(
+                "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? "
+                "LIMIT ?)", (session_id, MESSAGE_BATCH)).rowcount) >= MESSAGE_BATCH:
+            pass
+
+        def fn(conn: sqlite3.Connection) -> bool:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                return False
+            conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?",
+                         (session_id,))
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            return True
+
+        return self.w.run(fn)
+
+    # -- prune -------------------------------------------------------------------------------
+
+    def _rule(self, cutoff: float, source: str | None, alias: str = "") -> tuple[str, list]:
+        a = f"{alias}." if alias else ""
+        where = f"{a}ended_at IS NOT NULL AND {a}started_at < ?"
+        params: list[Any] = [cutoff]
+        if source:
+            where += f" AND {a}source = ?"
+            params.append(source)
+        return where, params
+
+    def prune_preview(self, cutoff: float, source: str | None, limit: int = 20) -> dict[str, Any]:
+        """Exactly what `hermes sessions prune` would delete: ended sessions started before the
+        cutoff (strictly), optionally of one source. Active sessions never."""
+        where, params = self._rule(cutoff, source)
+        cost = "COALESCE(actual_cost_usd, estimated_cost_usd, 0)" \
+            if self.r.schema.has("sessions", "actual_cost_usd") else "0"
+        tok = " + ".join(f"COALESCE({c}, 0)" for c in ("input_tokens", "output_tokens",
+                                                      "cache_read_tokens", "cache_write_tokens")
+                         if self.r.schema.has("sessions", c)) or "0"
+        summary = self.r.one(
+            f"SELECT COUNT(*) AS count, COALESCE(SUM({tok}), 0) AS tokens, "
+            f"COALESCE(SUM({cost}), 0) AS cost, MIN(started_at) AS oldest, "
+            f"MAX(started_at) AS newest, COALESCE(SUM(message_count), 0) AS messages "
+            f"FROM sessions WHERE {where}", params) or {}
+        title = "title" if self.r.schema.has("sessions", "title") else "NULL"
+        first = self.r.rows(f"SELECT id, {title} AS title, source, started_at, ended_at FROM "
+                            f"sessions WHERE {where} ORDER BY started_at LIMIT {limit}", params)
+        cw, cp = self._rule(cutoff, source, "p")
+        kw, kp = self._rule(cutoff, source, "c")
+        child_title = "c.title" if title != "NULL" else "NULL"
+        orphans = self.r.rows(
+            f"SELECT c.id AS id, {child_title} AS title, c.parent_session_id AS parent FROM sessions c JOIN sessions p ON "
+            f"p.id = c.parent_session_id WHERE {cw} AND NOT ({kw}) ORDER BY c.started_at LIMIT 200",
+            [*cp, *kp])
+        return {**summary, "cutoff": cutoff, "source": source, "sessions": first,
+                "orphaned_children": orphans}
+
+    def prune_ids(self, cutoff: float, source: str | None) -> list[str]:
+        where, params = self._rule(cutoff, source)
+        return [r["id"] for r in self.r.rows(f"SELECT id FROM sessions WHERE {where}", params,
+                                             time_limit_s=60)]
+
+    def start_prune(self, cutoff: float, source: str | None) -> PruneJob:
+        total = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE "
+                              f"{self._rule(cutoff, source)[0]}", self._rule(cutoff, source)[1])
+        job = PruneJob(uuid.uuid4().hex[:12], cutoff, source, total)
+        with self._jobs_lock:
+            self.jobs[job.id] = job
+        threading.Thread(target=self._run_prune, args=(job,), daemon=True,
+                         name=f"prune-{job.id}").start()
+        return job
+
+    def run_prune(self, cutoff: float, source: str | None) -> PruneJob:
+        """The same as start_prune, in the calling thread (CLI, tests)."""
+        job = PruneJob("inline", cutoff, source, 0)
+        self._run_prune(job)
+        return job
+
+    def _run_prune(self, job: PruneJob) -> None:
+        try:
+            batch = 20
+            msg_batch = MESSAGE_BATCH
+            while True:
+                where, params = self._rule(job.cutoff, job.source)
+                ids = [r["id"] for r in self.r.rows(
+                    f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id LIMIT ?",
+                    [*params, batch])]
+                if not ids:
+                    break
+                marks = ",".join("?" * len(ids))
+                sw, sp = self._rule(job.cutoff, job.source, "s")
+                # 1. transcripts, a bounded number of messages per transaction; only of
+                #    sessions that still match the rule (one may have been resumed meanwhile)
+                while True:
+                    used = msg_batch
+                    t0 = time.perf_counter()
+                    n = self.w.run(lambda c: c.execute(
+                        f"DELETE FROM messages WHERE id IN (SELECT m.id FROM messages m JOIN "
+                        f"sessions s ON s.id = m.session_id WHERE m.session_id IN ({marks}) AND "
+                        f"{sw} LIMIT ?)", [*ids, *sp, used]).rowcount)
+                    took = time.perf_counter() - t0
+                    self._note(job, took)
+                    job.messages_deleted += n
+                    msg_batch = _adapt(used, took, 50, 5000)
+                    if n < used:
+                        break
+
+                # 2. the rows themselves, Hermes's order: orphan children, messages, sessions
+                def fn(conn: sqlite3.Connection) -> int:
+                    live = [r[0] for r in conn.execute(
+                        f"SELECT id FROM sessions s WHERE id IN ({marks}) AND {sw}", [*ids, *sp])]
+                    if not live:
+                        return 0
+                    lm = ",".join("?" * len(live))
+                    conn.execute(f"UPDATE sessions SET parent_session_id = NULL WHERE "
+                                 f"parent_session_id IN ({lm})", live)
+                    conn.execute(f"DELETE FROM messages WHERE session_id IN ({lm})", live)
+                    return conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})", live).rowcount
+
+                t0 = time.perf_counter()
+                job.deleted += self.w.run(fn)
+                took = time.perf_counter() - t0
+                self._note(job, took)
+                batch = _adapt(batch, took, 1, 500)
+        except Exception as exc:  # noqa: BLE001 - reported to the user through the job
+            job.error = getattr(exc, "message", None) or str(exc)
+        finally:
+            job.done = True
+            job.finished = time.time()
+
+    def _note(self, job: PruneJob, took: float) -> None:
+        job.transactions += 1
+        job.longest_txn_s = max(job.longest_txn_s, took)
+
+    def job(self, job_id: str) -> PruneJob:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise NotFound("No such prune job (the server may have restarted).")
+        return job
+
+
+def _adapt(size: int, took: float, lo: int, hi: int) -> int:
+    """Grow a batch while transactions stay fast, shrink it when one gets slow."""
+    if took < TARGET_TXN_S / 2:
+        return min(hi, size * 2)
+    if took > TARGET_TXN_S:
+        return max(lo, size // 2)
+    return size
+
+
+def parse_days(value: str | None, default: int = 90) -> int:
+    if value in (None, ""):
+        return default
+    try:
+        days = int(value)
+    except ValueError:
+        raise BadRequest("“older than” must be a whole number of days.") from None
+    if days < 0 or days > 36500:
+        raise BadRequest("“older than” must be between 0 and 36500 days.")
+    return days

@@ -1,0 +1,173 @@
+"""Streamed exports. Every JSONL line is the record `hermes sessions export` writes (reference
+§7): the session's columns, then ``messages`` with content decoded, tool_calls parsed (``[]``
+when invalid) and the other JSON columns left as strings. Sessions are read in keyset batches
+and each session's messages through a cursor, so memory stays flat whatever the size, and no
+read transaction stays open across the whole export."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from ..content import content_parts, decode_content, parse_tool_calls, pretty_json
+from .reader import Reader
+from .sessions import SessionQuery, SessionStore
+
+BATCH = 100
+EXPORT_TIME_LIMIT = 600.0
+
+
+class Exporter:
+    def __init__(self, reader: Reader, sessions: SessionStore):
+        self.r = reader
+        self.sessions = sessions
+        self.schema = reader.schema
+
+    # -- selection ---------------------------------------------------------------------------
+
+    def session_ids(self, q: SessionQuery | None = None, ids: list[str] | None = None,
+                    lineage_root: str | None = None) -> Iterator[str]:
+        """The ids to export, newest first, in batches (keyset on started_at, id)."""
+        if ids is not None:
+            yield from ids
+            return
+        if lineage_root is not None:
+            for r in self.r.rows(
+                    "WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN "
+                    "down ON s.parent_session_id = down.id) SELECT s.id AS id FROM down JOIN "
+                    "sessions s ON s.id = down.id ORDER BY s.started_at, s.id", [lineage_root],
+                    time_limit_s=EXPORT_TIME_LIMIT):
+                yield r["id"]
+            return
+        q = q or SessionQuery()
+        where, params = self.sessions.where(q)
+        after: tuple[float, str] | None = None
+        while True:
+            cond, extra = "", []
+            if after:
+                cond = " AND (s.started_at < ? OR (s.started_at = ? AND s.id < ?))"
+                extra = [after[0], after[0], after[1]]
+            rows = self.r.rows(f"SELECT s.id AS id, s.started_at AS started_at FROM sessions s "
+                               f"WHERE {where}{cond} ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
+                               [*params, *extra, BATCH], time_limit_s=EXPORT_TIME_LIMIT)
+            if not rows:
+                return
+            for r in rows:
+                yield r["id"]
+            after = (rows[-1]["started_at"], rows[-1]["id"])
+
+    # -- records -----------------------------------------------------------------------------
+
+    def record(self, session_id: str) -> dict[str, Any] | None:
+        session = self.r.one("SELECT * FROM sessions WHERE id = ?", [session_id])
+        if session is None:
+            return None
+        if self.schema.version is not None and self.schema.version >= 11:
+            session["last_active"] = self.r.scalar(
+                "SELECT COALESCE(MAX(timestamp), ?) FROM messages WHERE session_id = ?",
+                [session["started_at"], session_id])
+        session["messages"] = list(self.messages(session_id))
+        return session
+
+    def messages(self, session_id: str) -> Iterator[dict[str, Any]]:
+        for m in self.r.stream("SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id",
+                               [session_id], time_limit_s=EXPORT_TIME_LIMIT):
+            m["content"] = decode_content(m.get("content"))
+            if "tool_calls" in m:
+                m["tool_calls"] = parse_tool_calls_raw(m["tool_calls"])
+            yield m
+
+    def jsonl(self, ids: Iterator[str]) -> Iterator[str]:
+        for sid in ids:
+            rec = self.record(sid)
+            if rec is not None:
+                yield json.dumps(rec, ensure_ascii=False) + "\n"
+
+    def csv(self, ids: Iterator[str]) -> Iterator[str]:
+        cols = [c for c in ("id", "title", "source", "model", "started_at", "ended_at",
+                            "end_reason", "parent_session_id", "message_count", "tool_call_count",
+                            "api_call_count", "input_tokens", "output_tokens", "cache_read_tokens",
+                            "cache_write_tokens", "reasoning_tokens", "estimated_cost_usd",
+                            "actual_cost_usd", "cost_status", "billing_provider")
+                if self.schema.has("sessions", c)]
+        yield _csv_line(cols)
+        batch: list[str] = []
+        for sid in ids:
+            batch.append(sid)
+            if len(batch) >= BATCH:
+                yield from self._csv_rows(batch, cols)
+                batch = []
+        if batch:
+            yield from self._csv_rows(batch, cols)
+
+    def _csv_rows(self, ids: list[str], cols: list[str]) -> Iterator[str]:
+        rows = {r["id"]: r for r in self.r.rows(
+            f"SELECT {', '.join(cols)} FROM sessions WHERE id IN ({','.join('?' * len(ids))})", ids)}
+        for sid in ids:
+            r = rows.get(sid)
+            if r:
+                yield _csv_line([_iso(r[c]) if c in ("started_at", "ended_at") else r[c]
+                                 for c in cols])
+
+    def markdown(self, ids: Iterator[str]) -> Iterator[str]:
+        for n, sid in enumerate(ids):
+            s = self.r.one("SELECT * FROM sessions WHERE id = ?", [sid])
+            if s is None:
+                continue
+            if n:
+                yield "\n\n---\n\n"
+            yield f"# {s.get('title') or sid}\n\n"
+            for key in ("id", "source", "model", "started_at", "ended_at", "end_reason",
+                        "parent_session_id", "input_tokens", "output_tokens",
+                        "estimated_cost_usd", "actual_cost_usd"):
+                if s.get(key) is not None:
+                    value = _iso(s[key]) if key in ("started_at", "ended_at") else s[key]
+                    yield f"- **{key}**: {value}\n"
+            for m in self.r.stream("SELECT * FROM messages WHERE session_id = ? ORDER BY "
+                                   "timestamp, id", [sid], time_limit_s=EXPORT_TIME_LIMIT):
+                who = m["role"] + (f" · {m['tool_name']}" if m.get("tool_name") else "")
+                yield f"\n## {who} — {_iso(m['timestamp'])}\n\n"
+                text = "\n\n".join(p["text"] for p in content_parts(m.get("content")))
+                if m["role"] == "tool":
+                    yield _fence(pretty_json(text), "json") if text else ""
+                elif text:
+                    yield text + "\n"
+                for call in parse_tool_calls(m.get("tool_calls")):
+                    yield f"\n**Tool call** `{call['name']}`\n\n" + _fence(
+                        pretty_json(call["arguments"]), "json")
+
+
+def parse_tool_calls_raw(raw: Any) -> list:
+    """As Hermes's export: the parsed JSON list, or [] when it is not valid JSON."""
+    if not raw:
+        return []
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except (json.JSONDecodeError, TypeError):
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _fence(text: str, lang: str) -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}{lang}\n{text}\n{ticks}\n"
+
+
+def _iso(ts: Any) -> str:
+    try:
+        return datetime.fromtimestamp(float(ts)).astimezone().isoformat(timespec="seconds")
+    except (TypeError, ValueError, OSError, OverflowError):
+        return ""
+
+
+def _csv_line(values: list[Any]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf).writerow([("'" + v) if isinstance(v, str) and v[:1] in "=+-@\t\r" and v
+                              else v for v in values])
+    return buf.getvalue()

@@ -1,0 +1,90 @@
+"""The one place that writes to the shared state.db.
+
+The Hermes gateway writes to the same file with a 1 s busy timeout and 15 jittered retries;
+after about 16 s of waiting it drops the message. So every write of ours is a short
+``BEGIN IMMEDIATE`` transaction on its own connection, waits only briefly for the lock itself,
+retries with jitter, and large jobs (prune, a big delete) are cut into batches that each stay
+far below 100 ms. Connection settings are per connection (busy timeout, foreign_keys, the
+same as Hermes's own connection); nothing persistent is changed, no DDL, no VACUUM.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from .errors import DatabaseBusy, LogbookDBError
+from .schema import OpenedDatabase
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT_S = 0.2
+ATTEMPTS = 15
+MESSAGE_BATCH = 400          # messages deleted per transaction
+TARGET_TXN_S = 0.05          # a prune batch aims at this duration
+
+
+class WritesDisabled(LogbookDBError):
+    status = 403
+
+
+class Writer:
+    def __init__(self, opened: OpenedDatabase, *, newest_known_version: int):
+        self.opened = opened
+        self.stats = {"transactions": 0, "longest_s": 0.0, "retries": 0}
+        schema = opened.schema
+        self.refusal: str | None = None
+        if opened.immutable:
+            self.refusal = "The database is opened as a read-only snapshot; changes are off."
+        elif schema.version is not None and schema.version > newest_known_version:
+            self.refusal = (f"This database uses schema v{schema.version}, newer than Logbook "
+                            f"knows (v{newest_known_version}); changes are off so nothing is "
+                            "written in a shape the newer Hermes does not expect.")
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.opened.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute("PRAGMA foreign_keys = ON")   # per connection, as Hermes's own
+        return conn
+
+    def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """fn inside one BEGIN IMMEDIATE transaction, retried while the gateway holds the lock.
+        Any error rolls everything back: no write is ever half done."""
+        if self.refusal:
+            raise WritesDisabled(self.refusal)
+        conn = self._connect()
+        try:
+            for attempt in range(ATTEMPTS):
+                started = time.perf_counter()
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    if _is_busy(exc) and attempt < ATTEMPTS - 1:
+                        self.stats["retries"] += 1
+                        time.sleep(random.uniform(0.02, 0.15))
+                        continue
+                    if _is_busy(exc):
+                        raise DatabaseBusy("The Hermes gateway kept the database locked; "
+                                           "nothing was changed. Try again.") from None
+                    raise
+                try:
+                    result = fn(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                took = time.perf_counter() - started
+                self.stats["transactions"] += 1
+                self.stats["longest_s"] = max(self.stats["longest_s"], took)
+                return result
+            raise DatabaseBusy("The database stayed locked; nothing was changed.")
+        finally:
+            conn.close()
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    msg = str(exc).lower()
+    return "locked" in msg or "busy" in msg

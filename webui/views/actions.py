@@ -1,0 +1,197 @@
+"""Changes: rename, delete (one or a selection), prune. Every one of them is a POST with a
+CSRF token, refused when changes are off (read-only, remote without admin, newer schema)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from flask import (Blueprint, abort, flash, get_template_attribute, jsonify, redirect,
+                   render_template, request, url_for)
+
+from ..access import change_required
+from ..db import get_logbook
+from ..db.actions import NotFound, TitleInUse, parse_days
+from ..present import session_label
+from ..titles import TitleError
+from . import wants_json
+
+bp = Blueprint("actions", __name__)
+
+
+def _session_or_404(session_id: str) -> dict:
+    row = get_logbook().sessions.brief(session_id)
+    if row is None:
+        abort(404, description=f"No session has the id “{session_id}”.")
+    return row
+
+
+def _where() -> str:
+    return "list" if request.values.get("where") == "list" else "viewer"
+
+
+def _label(s: dict) -> str:
+    preview = None
+    if not s.get("title"):
+        preview = get_logbook().sessions.r.scalar(
+            "SELECT substr(content, 1, 300) FROM messages WHERE session_id = ? AND role = 'user' "
+            "ORDER BY timestamp, id LIMIT 1", [s["id"]])
+    return session_label({"title": s.get("title"), "preview": preview}) or s["id"]
+
+
+def _display(s: dict, where: str) -> str:
+    macro = get_template_attribute("_title.html", "title_display")
+    return macro(s, where, _label(s))
+
+
+def _toast(message: str) -> dict:
+    return {"HX-Trigger": json.dumps({"toast": message})}
+
+
+@bp.get("/sessions/<session_id>/title")
+def show_title(session_id: str):
+    return _display(_session_or_404(session_id), _where())
+
+
+@bp.get("/sessions/<session_id>/title/edit")
+@change_required
+def edit_title(session_id: str):
+    s = _session_or_404(session_id)
+    if not request.headers.get("HX-Request"):
+        return render_template("rename.html", s=s, where=_where())
+    return get_template_attribute("_title.html", "title_edit")(s, _where(), s.get("title"))
+
+
+@bp.post("/sessions/<session_id>/title")
+@change_required
+def set_title(session_id: str):
+    lb = get_logbook()
+    s = _session_or_404(session_id)
+    raw = request.form.get("title", "")
+    where = _where()
+    edit = get_template_attribute("_title.html", "title_edit")
+    try:
+        title = lb.actions.rename(session_id, raw)
+    except TitleInUse as exc:
+        if not request.headers.get("HX-Request"):
+            return render_template("rename.html", s=s, where=where, value=raw,
+                                   error=f"“{exc.title}” is already in use by",
+                                   other=exc.other_id), 409
+        return edit(s, where, raw, f"“{exc.title}” is already in use by", exc.other_id), 409
+    except TitleError as exc:
+        if not request.headers.get("HX-Request"):
+            return render_template("rename.html", s=s, where=where, value=raw,
+                                   error=str(exc)), 422
+        return edit(s, where, raw, str(exc)), 422
+    s = {**s, "title": title}
+    message = f"Renamed to “{title}”" if title else "Title cleared"
+    if not request.headers.get("HX-Request"):
+        flash(message)
+        return redirect(url_for("sessions.view_session", session_id=session_id))
+    return _display(s, where), 200, _toast(message)
+
+
+@bp.get("/sessions/<session_id>/delete")
+@change_required
+def confirm_delete(session_id: str):
+    s = _session_or_404(session_id)
+    counts = get_logbook().messages.counts(session_id)
+    children = get_logbook().sessions.children(session_id)
+    return render_template("delete.html", s=s, label=_label(s), counts=counts, children=children)
+
+
+@bp.post("/sessions/<session_id>/delete")
+@change_required
+def delete(session_id: str):
+    lb = get_logbook()
+    s = _session_or_404(session_id)
+    label = _label(s)
+    if not lb.actions.delete(session_id):
+        abort(404, description=f"No session has the id “{session_id}”.")
+    message = f"Deleted “{label}”"
+    if request.headers.get("HX-Request"):
+        # From the list: the row goes away (empty swap) and a toast says so.
+        return "", 200, _toast(message)
+    flash(message)
+    return redirect(url_for("sessions.list_sessions"))
+
+
+@bp.post("/sessions/bulk")
+@change_required
+def bulk():
+    lb = get_logbook()
+    ids = list(dict.fromkeys(i for i in request.form.getlist("session") if i))
+    action = request.form.get("action", "preview")
+    if not ids:
+        abort(400, description="Select at least one session first.")
+    if action == "export":
+        return redirect(url_for("export.jsonl", session=ids))
+    rows = [r for r in (lb.sessions.brief(i) for i in ids) if r]
+    if action == "delete" and request.form.get("confirm") == "yes":
+        deleted = [r for r in rows if lb.actions.delete(r["id"])]
+        message = f"Deleted {len(deleted)} session{'s' if len(deleted) != 1 else ''}"
+        if request.headers.get("HX-Request"):
+            return render_template("bulk_done.html", deleted=deleted), 200, _toast(message)
+        flash(message)
+        return redirect(url_for("sessions.list_sessions"))
+    for r in rows:
+        r["label"] = _label(r)
+        r["counts"] = lb.messages.counts(r["id"])
+    return render_template("bulk_preview.html", rows=rows)
+
+
+@bp.route("/prune", methods=["GET"])
+def prune_form():
+    lb = get_logbook()
+    days = parse_days(request.args.get("older_than"))
+    source = request.args.get("source") or None
+    cutoff = time.time() - days * 86400
+    if wants_json():
+        preview = lb.actions.prune_preview(cutoff, source)
+        return jsonify({"count": preview["count"], "sessions": lb.actions.prune_ids(cutoff, source),
+                        "tokens": preview["tokens"], "cost": preview["cost"],
+                        "messages": preview["messages"], "oldest": preview["oldest"],
+                        "newest": preview["newest"], "cutoff": cutoff,
+                        "orphaned_children": [c["id"] for c in preview["orphaned_children"]]})
+    preview = lb.actions.prune_preview(cutoff, source)
+    for r in preview["sessions"]:
+        r["label"] = r.get("title") or r["id"]
+    from . import render_page
+    return render_page("prune.html", {"prune-preview": "preview"}, days=days, source=source,
+                       preview=preview, sources=lb.sessions.all_sources(), size=lb.size_bytes())
+
+
+@bp.post("/prune")
+@change_required
+def prune_run():
+    lb = get_logbook()
+    days = parse_days(request.form.get("older_than"))
+    source = request.form.get("source") or None
+    if request.form.get("confirm") != "yes":
+        abort(400, description="Confirm the prune (confirm=yes) after checking the preview.")
+    try:
+        cutoff = float(request.form.get("cutoff") or (time.time() - days * 86400))
+    except ValueError:
+        abort(400, description="cutoff must be a timestamp.")
+    job = lb.actions.start_prune(cutoff, source)
+    if request.headers.get("HX-Request"):
+        return render_template("prune_job.html", job=job, size=lb.size_bytes())
+    return redirect(url_for("actions.prune_job", job_id=job.id))
+
+
+@bp.get("/prune/jobs/<job_id>")
+def prune_job(job_id: str):
+    lb = get_logbook()
+    try:
+        job = lb.actions.job(job_id)
+    except NotFound as exc:
+        abort(404, description=exc.message)
+    if wants_json():
+        return jsonify({"id": job.id, "total": job.total, "deleted": job.deleted,
+                        "messages_deleted": job.messages_deleted, "done": job.done,
+                        "error": job.error, "longest_transaction_s": job.longest_txn_s,
+                        "transactions": job.transactions, "size_bytes": lb.size_bytes()})
+    headers = _toast(f"Pruned {job.deleted} sessions") if job.done and \
+        request.headers.get("HX-Request") else {}
+    template = "prune_job.html" if request.headers.get("HX-Request") else "prune_job_page.html"
+    return render_template(template, job=job, size=lb.size_bytes()), 200, headers
