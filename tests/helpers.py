@@ -13,3 +13,43 @@ def follow(client, url: str, key: str, max_pages: int = 2000) -> list:
         if not url:
             return items
     raise AssertionError(f"more than {max_pages} pages from {url}")
+
+
+def csrf_token(client) -> str:
+    """The CSRF token every page carries in <meta name="csrf-token">."""
+    import re
+    html = client.get("/sessions").get_data(as_text=True)
+    return re.search(r'<meta name="csrf-token" content="([^"]+)"', html).group(1)
+
+
+def post(client, url: str, data: dict | None = None, htmx: bool = False, **kw):
+    headers = {"X-CSRFToken": csrf_token(client), **kw.pop("headers", {})}
+    if htmx:
+        headers["HX-Request"] = "true"
+    return client.post(url, data=data or {}, headers=headers, **kw)
+
+
+def fts_consistent(db) -> None:
+    """FTS5 integrity-check on every FTS table, and row counts equal to messages."""
+    import sqlite3
+    conn = sqlite3.connect(db)
+    try:
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE name IN ('messages_fts', 'messages_fts_trigram')")]
+        for t in tables:
+            conn.execute(f"INSERT INTO {t}({t}) VALUES ('integrity-check')")
+        n = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+        for t in tables:
+            external = "content=messages" in (conn.execute(
+                "SELECT sql FROM sqlite_master WHERE name = ?", (t,)).fetchone()[0] or "") \
+                .replace(" ", "")
+            if not external:
+                assert conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] == n, t
+        dangling = conn.execute("SELECT COUNT(*) FROM sessions WHERE parent_session_id IS NOT NULL "
+                                "AND parent_session_id NOT IN (SELECT id FROM sessions)").fetchone()[0]
+        orphans = conn.execute("SELECT COUNT(*) FROM messages WHERE session_id NOT IN "
+                               "(SELECT id FROM sessions)").fetchone()[0]
+        assert orphans == 0
+        return dangling
+    finally:
+        conn.close()

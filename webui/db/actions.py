@@ -10,6 +10,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from flask import current_app
+
 from ..titles import sanitize_title
 from .errors import BadRequest, LogbookDBError
 from .reader import Reader
@@ -94,7 +96,9 @@ class Actions:
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             return True
 
-        return self.w.run(fn)
+        deleted = self.w.run(fn)
+        self.w.checkpoint()
+        return deleted
 
     # -- prune -------------------------------------------------------------------------------
 
@@ -145,8 +149,13 @@ class Actions:
         job = PruneJob(uuid.uuid4().hex[:12], cutoff, source, total)
         with self._jobs_lock:
             self.jobs[job.id] = job
-        threading.Thread(target=self._run_prune, args=(job,), daemon=True,
-                         name=f"prune-{job.id}").start()
+        app = current_app._get_current_object()  # the pool lives in the app's context
+
+        def work() -> None:
+            with app.app_context():
+                self._run_prune(job)
+
+        threading.Thread(target=work, daemon=True, name=f"prune-{job.id}").start()
         return job
 
     def run_prune(self, cutoff: float, source: str | None) -> PruneJob:
@@ -172,15 +181,14 @@ class Actions:
                 #    sessions that still match the rule (one may have been resumed meanwhile)
                 while True:
                     used = msg_batch
-                    t0 = time.perf_counter()
                     n = self.w.run(lambda c: c.execute(
                         f"DELETE FROM messages WHERE id IN (SELECT m.id FROM messages m JOIN "
                         f"sessions s ON s.id = m.session_id WHERE m.session_id IN ({marks}) AND "
                         f"{sw} LIMIT ?)", [*ids, *sp, used]).rowcount)
-                    took = time.perf_counter() - t0
+                    took = self.w.last_transaction_s
                     self._note(job, took)
                     job.messages_deleted += n
-                    msg_batch = _adapt(used, took, 50, 5000)
+                    msg_batch = _adapt(used, took, 50, 2000)
                     if n < used:
                         break
 
@@ -196,11 +204,11 @@ class Actions:
                     conn.execute(f"DELETE FROM messages WHERE session_id IN ({lm})", live)
                     return conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})", live).rowcount
 
-                t0 = time.perf_counter()
                 job.deleted += self.w.run(fn)
-                took = time.perf_counter() - t0
+                took = self.w.last_transaction_s
                 self._note(job, took)
                 batch = _adapt(batch, took, 1, 500)
+                self.w.checkpoint()
         except Exception as exc:  # noqa: BLE001 - reported to the user through the job
             job.error = getattr(exc, "message", None) or str(exc)
         finally:
@@ -221,7 +229,7 @@ class Actions:
 def _adapt(size: int, took: float, lo: int, hi: int) -> int:
     """Grow a batch while transactions stay fast, shrink it when one gets slow."""
     if took < TARGET_TXN_S / 2:
-        return min(hi, size * 2)
+        return min(hi, max(size + 1, size * 3 // 2))
     if took > TARGET_TXN_S:
         return max(lo, size // 2)
     return size

@@ -145,7 +145,7 @@ def prune_form():
     lb = get_logbook()
     days = parse_days(request.args.get("older_than"))
     source = request.args.get("source") or None
-    cutoff = time.time() - days * 86400
+    cutoff = _cutoff(request.args.get("cutoff"), days)
     if wants_json():
         preview = lb.actions.prune_preview(cutoff, source)
         return jsonify({"count": preview["count"], "sessions": lb.actions.prune_ids(cutoff, source),
@@ -169,14 +169,22 @@ def prune_run():
     source = request.form.get("source") or None
     if request.form.get("confirm") != "yes":
         abort(400, description="Confirm the prune (confirm=yes) after checking the preview.")
-    try:
-        cutoff = float(request.form.get("cutoff") or (time.time() - days * 86400))
-    except ValueError:
-        abort(400, description="cutoff must be a timestamp.")
+    cutoff = _cutoff(request.form.get("cutoff"), days)
     job = lb.actions.start_prune(cutoff, source)
     if request.headers.get("HX-Request"):
         return render_template("prune_job.html", job=job, size=lb.size_bytes())
     return redirect(url_for("actions.prune_job", job_id=job.id))
+
+
+def _cutoff(value: str | None, days: int) -> float:
+    """The preview's cutoff travels with the confirmation, so the POST deletes by the very
+    rule the user looked at; without one, now minus the days."""
+    if not value:
+        return time.time() - days * 86400
+    try:
+        return float(value)
+    except ValueError:
+        abort(400, description="cutoff must be a timestamp (seconds).")
 
 
 @bp.get("/prune/jobs/<job_id>")

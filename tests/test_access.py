@@ -1,0 +1,128 @@
+"""The access model: local, remote (--insecure), private, read-only; login and its rate limit;
+and no 500 from any route whatever its query parameters."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import copy_fixture, make_app, sql
+from helpers import post
+
+
+@pytest.fixture
+def db(tmp_path):
+    return copy_fixture("hermes-v11.db", tmp_path)
+
+
+def remote(db, tmp_path, **cfg):
+    return make_app(db, tmp_path / "inst", LOGBOOK_REMOTE=True, LOGBOOK_HOST="0.0.0.0",
+                    **cfg).test_client()
+
+
+def login(client, token):
+    html = client.get("/login").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+    return client.post("/login", data={"token": token, "csrf_token": csrf})
+
+
+def test_remote_mode_views_without_token_and_changes_are_off(db, tmp_path):
+    client = remote(db, tmp_path)
+    sid, title = sql(db, "SELECT id, title FROM sessions WHERE title IS NOT NULL LIMIT 1")[0]
+    # any Host name is accepted in remote mode (the LAN's name for this machine)
+    assert client.get("/sessions", headers={"Host": "logbook.lan:9130"}).status_code == 200
+    assert client.get(f"/sessions/{sid}").status_code == 200
+    assert client.get("/stats").status_code == 200
+    r = post(client, f"/sessions/{sid}/title", {"title": "x"})
+    assert r.status_code == 403 and "without an admin token" in r.get_data(as_text=True)
+    assert 'class="title-edit"' not in client.get(f"/sessions/{sid}").get_data(as_text=True)
+
+
+def test_remote_mode_with_token_needs_login_to_change(db, tmp_path):
+    client = remote(db, tmp_path, LOGBOOK_TOKEN="s3cret-token")
+    sid = sql(db, "SELECT id FROM sessions WHERE title IS NOT NULL LIMIT 1")[0][0]
+    assert post(client, f"/sessions/{sid}/title", {"title": "renamed"}).status_code == 403
+    assert login(client, "wrong").status_code == 401
+    r = login(client, "s3cret-token")
+    assert r.status_code == 302
+    cookie = r.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert post(client, f"/sessions/{sid}/title", {"title": "renamed"}).status_code == 302
+    assert sql(db, "SELECT title FROM sessions WHERE id = ?", (sid,))[0][0] == "renamed"
+
+
+def test_private_mode_needs_the_token_to_view(db, tmp_path):
+    client = remote(db, tmp_path, LOGBOOK_TOKEN="tok", LOGBOOK_PRIVATE=True)
+    r = client.get("/sessions")
+    assert r.status_code == 302 and "/login" in r.headers["Location"]
+    assert client.get("/sessions?format=json").status_code == 401
+    assert client.get("/export.jsonl").status_code == 302
+    assert login(client, "tok").status_code == 302
+    assert client.get("/sessions").status_code == 200
+
+
+def test_local_mode_needs_no_login_but_refuses_foreign_hosts(db, tmp_path):
+    client = make_app(db, tmp_path / "inst").test_client()
+    sid = sql(db, "SELECT id FROM sessions LIMIT 1")[0][0]
+    assert post(client, f"/sessions/{sid}/title", {"title": "local ok"}).status_code == 302
+    for host in ("evil.example", "127.0.0.1.nip.io", "localhost.evil.example:9130"):
+        assert client.get("/sessions", headers={"Host": host}).status_code == 400, host
+    for host in ("localhost:9130", "127.0.0.1", "[::1]:9130"):
+        assert client.get("/sessions", headers={"Host": host}).status_code == 200, host
+
+
+def test_login_attempts_are_rate_limited(db, tmp_path):
+    client = remote(db, tmp_path, LOGBOOK_TOKEN="tok")
+    codes = [login(client, f"guess{i}").status_code for i in range(7)]
+    assert codes[:5] == [401] * 5 and 429 in codes[5:]
+    assert login(client, "tok").status_code == 429   # even the right one, until the window ends
+
+
+def test_login_next_cannot_redirect_elsewhere(db, tmp_path):
+    client = remote(db, tmp_path, LOGBOOK_TOKEN="tok")
+    html = client.get("/login?next=//evil.example/x").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+    r = client.post("/login", data={"token": "tok", "csrf_token": csrf,
+                                    "next": "//evil.example/x"})
+    assert r.headers["Location"] == "/sessions"
+
+
+def test_error_pages_leak_nothing(db, tmp_path):
+    client = make_app(db, tmp_path / "inst", LOGBOOK_TOKEN="supersecret").test_client()
+    for url in ("/sessions/nope", "/sessions?after=%%%", "/search?q=x&page=-1", "/stats?period=x",
+                "/nope"):
+        text = client.get(url).get_data(as_text=True)
+        assert "Traceback" not in text and "SELECT" not in text and "supersecret" not in text
+        assert "/work/" not in text.replace(str(db), "")
+
+
+ROUTES = ["/sessions", "/search", "/stats", "/prune", "/export", "/export.csv", "/stats.csv"]
+PARAMS = ["q", "source", "model", "state", "since", "until", "sort", "after", "archived", "view",
+          "format", "page", "role", "session", "exclude_source", "group", "period", "cost_by",
+          "lineage", "older_than", "cutoff", "at", "before", "rewound", "panel"]
+text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
+values = st.one_of(text, st.sampled_from(["", "0", "-1", "json", "cost", "-started", "2026-01-01",
+                                          "active", "conversations", "all", "1e308", "nan",
+                                          "\x00", "' OR 1=1 --", '"', "*", "NOT", "记忆"]))
+
+
+@pytest.fixture(scope="module")
+def fuzz_client(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fuzz")
+    db = copy_fixture("hermes-v22.db", d)
+    sid = sql(db, "SELECT id FROM sessions WHERE message_count > 3 LIMIT 1")[0][0]
+    return make_app(db, d / "inst").test_client(), sid
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(route=st.sampled_from(ROUTES + ["SESSION", "LINEAGE"]),
+       params=st.dictionaries(st.sampled_from(PARAMS), values, max_size=5))
+def test_no_query_parameters_yield_a_500(fuzz_client, route, params):
+    client, sid = fuzz_client
+    url = {"SESSION": f"/sessions/{sid}", "LINEAGE": f"/sessions/{sid}/lineage"}.get(route, route)
+    r = client.get(url, query_string=params)
+    assert r.status_code < 500 or r.status_code == 503, (url, params, r.status_code)
+    assert "Traceback" not in r.get_data(as_text=True)

@@ -1,0 +1,279 @@
+"""Rename, delete, prune, export — Hermes's semantics, through real HTTP with CSRF tokens."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+
+import pytest
+
+from conftest import FIXTURE_NAMES, copy_fixture, make_app, sql
+from helpers import csrf_token, fts_consistent, post
+from reference import rebuild_long_title_inputs, title_cases
+from webui.titles import TitleError, sanitize_title
+
+TITLES = rebuild_long_title_inputs(title_cases())
+
+
+def test_reference_title_table_is_complete():
+    assert [c[0] for c in TITLES] == list(range(1, 34))
+
+
+@pytest.mark.parametrize("row,raw,expected", TITLES, ids=[f"row{c[0]}" for c in TITLES])
+def test_title_cleaning_matches_hermes(row, raw, expected):
+    if isinstance(expected, ValueError):
+        with pytest.raises(TitleError) as exc:
+            sanitize_title(raw)
+        assert str(exc.value) == str(expected)
+    else:
+        assert sanitize_title(raw) == expected
+
+
+@pytest.fixture
+def v11(tmp_path):
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    return db, make_app(db, tmp_path / "inst").test_client()
+
+
+def title_of(db, sid):
+    return sql(db, "SELECT title FROM sessions WHERE id = ?", (sid,))[0][0]
+
+
+def test_rename_rules(v11):
+    db, client = v11
+    (a, ta), (b, tb) = sql(db, "SELECT id, title FROM sessions WHERE title IS NOT NULL LIMIT 2")
+    r = post(client, f"/sessions/{a}/title", {"title": "  Fresh\u200b name\t "}, htmx=True)
+    assert r.status_code == 200 and title_of(db, a) == "Fresh name"
+    assert "Renamed" in r.headers["HX-Trigger"] and "Fresh name" in r.get_data(as_text=True)
+    # duplicate: inline error naming the other session, nothing changed
+    r = post(client, f"/sessions/{a}/title", {"title": tb}, htmx=True)
+    assert r.status_code == 409
+    html = r.get_data(as_text=True)
+    assert "already in use by" in html and f'href="/sessions/{b}"' in html
+    assert title_of(db, a) == "Fresh name"
+    # case-sensitive uniqueness, as Hermes
+    r = post(client, f"/sessions/{a}/title", {"title": tb.upper()}, htmx=True)
+    assert (r.status_code == 200) == (tb.upper() != tb)
+    # too long after cleaning
+    r = post(client, f"/sessions/{a}/title", {"title": "x" * 101}, htmx=True)
+    assert r.status_code == 422 and "Title too long (101 chars, max 100)" in r.get_data(as_text=True)
+    # its own title again is fine; empty clears
+    current = title_of(db, a)
+    assert post(client, f"/sessions/{a}/title", {"title": current}, htmx=True).status_code == 200
+    assert post(client, f"/sessions/{a}/title", {"title": "   "}, htmx=True).status_code == 200
+    assert title_of(db, a) is None
+    assert post(client, f"/sessions/nope/title", {"title": "x"}).status_code == 404
+    # without htmx: a redirect back to the viewer
+    r = post(client, f"/sessions/{a}/title", {"title": "Plain form"})
+    assert r.status_code == 302 and title_of(db, a) == "Plain form"
+
+
+def test_rename_without_csrf_is_refused(v11):
+    db, client = v11
+    sid, title = sql(db, "SELECT id, title FROM sessions WHERE title IS NOT NULL LIMIT 1")[0]
+    r = client.post(f"/sessions/{sid}/title", data={"title": "hijacked"})
+    assert r.status_code == 400 and "CSRF" in r.get_data(as_text=True)
+    assert title_of(db, sid) == title
+
+
+def test_cross_site_posts_are_refused(v11):
+    db, client = v11
+    sid, title = sql(db, "SELECT id, title FROM sessions WHERE title IS NOT NULL LIMIT 1")[0]
+    for headers in ({"Sec-Fetch-Site": "cross-site"}, {"Origin": "http://evil.example"},
+                    {"Origin": "null"}):
+        r = post(client, f"/sessions/{sid}/title", {"title": "x"}, headers=headers)
+        assert r.status_code == 403, headers
+    assert title_of(db, sid) == title
+
+
+def test_delete_orphans_children_and_keeps_search_consistent(v11):
+    db, client = v11
+    parent = sql(db, "SELECT parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL "
+                     "GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1")[0][0]
+    children = [r[0] for r in sql(db, "SELECT id FROM sessions WHERE parent_session_id = ?",
+                                  (parent,))]
+    n_msgs = sql(db, "SELECT COUNT(*) FROM messages WHERE session_id = ?", (parent,))[0][0]
+    before = sql(db, "SELECT COUNT(*) FROM messages")[0][0]
+    grand = sql(db, "SELECT id, parent_session_id FROM sessions WHERE parent_session_id IN "
+                    f"({','.join('?' * len(children))})", tuple(children))
+    r = post(client, f"/sessions/{parent}/delete", htmx=True)
+    assert r.status_code == 200 and "Deleted" in r.headers["HX-Trigger"]
+    assert sql(db, "SELECT COUNT(*) FROM sessions WHERE id = ?", (parent,))[0][0] == 0
+    assert sql(db, "SELECT COUNT(*) FROM messages")[0][0] == before - n_msgs
+    for c in children:
+        assert sql(db, "SELECT parent_session_id FROM sessions WHERE id = ?", (c,))[0][0] is None
+    for g, p in grand:
+        assert sql(db, "SELECT parent_session_id FROM sessions WHERE id = ?", (g,))[0][0] == p
+    assert fts_consistent(db) == 0
+    body = client.get(f"/search?q=the&session={parent}&format=json").get_json()
+    assert body["results"] == []
+    assert post(client, f"/sessions/{parent}/delete").status_code == 404
+
+
+def test_bulk_preview_then_delete_removes_rows(v11):
+    db, client = v11
+    ids = [r[0] for r in sql(db, "SELECT id FROM sessions ORDER BY started_at LIMIT 3")]
+    r = post(client, "/sessions/bulk", {"session": ids, "action": "preview"})
+    assert r.status_code == 200 and "Delete 3 sessions?" in r.get_data(as_text=True)
+    assert sql(db, "SELECT COUNT(*) FROM sessions WHERE id IN (?,?,?)", tuple(ids))[0][0] == 3
+    r = post(client, "/sessions/bulk", {"session": ids, "action": "delete", "confirm": "yes"},
+             htmx=True)
+    assert r.status_code == 200
+    assert r.get_data(as_text=True).count('hx-swap-oob="delete"') == 3
+    assert sql(db, "SELECT COUNT(*) FROM sessions WHERE id IN (?,?,?)", tuple(ids))[0][0] == 0
+    assert fts_consistent(db) == 0
+
+
+DAY = 86400
+
+
+def build_prune_probe(db, now):
+    """The reference's §5 probe: sessions and a chain relative to a pinned clock."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM messages")
+        conn.execute("DELETE FROM sessions")
+        rows = [("old_ended", 200, 199, None, "cli"), ("old_active", 200, None, None, "cli"),
+                ("longrun", 100, 1, None, "cli"), ("recent_ended", 10, 9, None, "cli"),
+                ("A", 200, 199.9, None, "cli"), ("B", 199, 198, "A", "cli"),
+                ("C", 10, 9.9, "B", "cli"), ("D", 9, 8, "C", "cli"),
+                ("old_tg", 300, 299, None, "telegram"), ("edge_90", 90, 89, None, "cli"),
+                ("old_child_active", 150, None, "old_ended", "cli")]
+        for sid, started, ended, parent, source in rows:
+            conn.execute("INSERT INTO sessions (id, source, started_at, ended_at, parent_session_id)"
+                         " VALUES (?, ?, ?, ?, ?)", (sid, source, now - started * DAY,
+                                                     None if ended is None else now - ended * DAY,
+                                                     parent))
+            for i in range(3):
+                conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+                             "(?, 'user', 'prunetoken message', ?)", (sid, now - started * DAY + i))
+    conn.close()
+
+
+@pytest.mark.parametrize("days,source,deleted,remaining", [
+    (90, None, 5, {"C": None, "D": "C", "edge_90": None, "old_active": None,
+                   "old_child_active": None, "recent_ended": None}),
+    (90, "telegram", 1, {"A": None, "B": "A", "C": "B", "D": "C", "edge_90": None, "longrun": None,
+                         "old_active": None, "old_child_active": "old_ended", "old_ended": None,
+                         "recent_ended": None}),
+    (365, None, 0, None),
+    (30, None, 6, {"C": None, "D": "C", "old_active": None, "old_child_active": None,
+                   "recent_ended": None}),
+])
+def test_prune_matches_hermes_probe(tmp_path, days, source, deleted, remaining):
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    now = time.time()
+    build_prune_probe(db, now)
+    client = make_app(db, tmp_path / "inst").test_client()
+    cutoff = now - days * DAY
+    qs = f"older_than={days}" + (f"&source={source}" if source else "")
+    preview = client.get(f"/prune?{qs}&cutoff={cutoff!r}&format=json").get_json()
+    assert preview["count"] == deleted
+    r = post(client, "/prune", {"older_than": days, "source": source or "", "cutoff": cutoff,
+                                "confirm": "yes"})
+    assert r.status_code == 302
+    job_url = r.headers["Location"]
+    for _ in range(200):
+        job = client.get(job_url + "?format=json").get_json()
+        if job["done"]:
+            break
+        time.sleep(0.05)
+    assert job["done"] and job["error"] is None and job["deleted"] == deleted
+    left = dict(sql(db, "SELECT id, parent_session_id FROM sessions"))
+    if remaining is not None:
+        assert left == remaining
+    else:
+        assert len(left) == 11
+    assert sql(db, "SELECT COUNT(*) FROM messages")[0][0] == 3 * len(left)
+    assert fts_consistent(db) == 0
+
+
+def test_prune_needs_confirmation_and_valid_input(v11):
+    db, client = v11
+    n = sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
+    assert post(client, "/prune", {"older_than": 1}).status_code == 400
+    assert post(client, "/prune", {"older_than": "soon", "confirm": "yes"}).status_code == 400
+    assert client.get("/prune?older_than=-4").status_code == 400
+    assert sql(db, "SELECT COUNT(*) FROM sessions")[0][0] == n
+    html = client.get("/prune?older_than=90").get_data(as_text=True)
+    assert "VACUUM" in html and "reuses the freed pages" in html
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_jsonl_export_is_hermes_records(tmp_path, name):
+    db = copy_fixture(name, tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    r = client.get("/export.jsonl")
+    assert r.status_code == 200 and r.is_streamed
+    lines = r.get_data(as_text=True).splitlines()
+    assert len(lines) == sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
+    session_cols = [c[1] for c in sql(db, "PRAGMA table_info(sessions)")]
+    message_cols = [c[1] for c in sql(db, "PRAGMA table_info(messages)")]
+    version = sql(db, "SELECT version FROM schema_version")[0][0]
+    total = 0
+    for line in lines:
+        rec = json.loads(line)
+        expected_keys = session_cols + (["last_active"] if version >= 11 else []) + ["messages"]
+        assert list(rec) == expected_keys
+        ids = [x[0] for x in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
+                                     "timestamp, id", (rec["id"],))]
+        assert [m["id"] for m in rec["messages"]] == ids
+        for m in rec["messages"]:
+            assert list(m) == message_cols
+            assert isinstance(m["tool_calls"], list)
+        total += len(ids)
+    assert total == sql(db, "SELECT COUNT(*) FROM messages")[0][0]
+
+
+def test_export_scopes(v11, tmp_path):
+    db, client = v11
+    src = sql(db, "SELECT source FROM sessions GROUP BY 1 ORDER BY COUNT(*) DESC")[0][0]
+    lines = client.get(f"/export.jsonl?source={src}").get_data(as_text=True).splitlines()
+    assert {json.loads(x)["source"] for x in lines} == {src}
+    assert len(lines) == sql(db, "SELECT COUNT(*) FROM sessions WHERE source = ?", (src,))[0][0]
+    child = sql(db, "SELECT id FROM sessions WHERE parent_session_id IS NOT NULL LIMIT 1")[0][0]
+    family = {json.loads(x)["id"] for x in
+              client.get(f"/export.jsonl?lineage={child}").get_data(as_text=True).splitlines()}
+    tree = client.get(f"/sessions/{child}/lineage?format=json").get_json()
+    assert family == {n["id"] for n in tree["nodes"]}
+    csv_text = client.get(f"/export.csv?source={src}").get_data(as_text=True)
+    assert csv_text.splitlines()[0].startswith("id,title,source")
+    assert len(csv_text.strip().splitlines()) == len(lines) + 1 or '"' in csv_text
+    md = client.get(f"/export.md?session={child}")
+    assert md.status_code == 200 and md.mimetype == "text/markdown"
+    assert "## user" in md.get_data(as_text=True) or "## assistant" in md.get_data(as_text=True)
+    assert client.get("/export.md").status_code == 400
+    assert client.get("/export.jsonl?session=nope").status_code == 404
+    two = [r[0] for r in sql(db, "SELECT id FROM sessions LIMIT 2")]
+    lines = client.get(f"/export.jsonl?session={two[0]}&session={two[1]}").get_data(
+        as_text=True).splitlines()
+    assert [json.loads(x)["id"] for x in lines] == two
+
+
+def test_read_only_hides_controls_and_refuses_changes(tmp_path):
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    client = make_app(db, tmp_path / "inst", LOGBOOK_READ_ONLY=True).test_client()
+    sid, title = sql(db, "SELECT id, title FROM sessions WHERE title IS NOT NULL LIMIT 1")[0]
+    html = client.get(f"/sessions/{sid}").get_data(as_text=True)
+    assert "Delete…" not in html and 'class="title-edit"' not in html
+    assert "Delete selected" not in client.get("/sessions").get_data(as_text=True)
+    for url, data in ((f"/sessions/{sid}/title", {"title": "x"}), (f"/sessions/{sid}/delete", {}),
+                      ("/prune", {"older_than": 0, "confirm": "yes"}),
+                      ("/sessions/bulk", {"session": sid, "action": "delete", "confirm": "yes"})):
+        r = post(client, url, data)
+        assert r.status_code == 403 and "read-only" in r.get_data(as_text=True), url
+    assert title_of(db, sid) == title
+    assert client.get("/export.jsonl?session=" + sid).status_code == 200
+
+
+def test_newer_schema_refuses_writes_but_reads(tmp_path):
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE schema_version SET version = 99")
+    client = make_app(db, tmp_path / "inst").test_client()
+    sid, title = sql(db, "SELECT id, title FROM sessions WHERE title IS NOT NULL LIMIT 1")[0]
+    assert client.get(f"/sessions/{sid}").status_code == 200
+    r = post(client, f"/sessions/{sid}/title", {"title": "x"})
+    assert r.status_code == 403 and "newer than Logbook knows" in r.get_data(as_text=True)
+    assert title_of(db, sid) == title
