@@ -161,3 +161,136 @@
     if (count) count.textContent = n ? n + " selected" : "";
   });
 })();
+
+// Everyday comforts: live updates, keyboard, theme, copy buttons, local times.
+(function () {
+  "use strict";
+  var POLL_MS = 4000;
+
+  function ready(fn) {
+    if (document.readyState !== "loading") fn(); else document.addEventListener("DOMContentLoaded", fn);
+  }
+
+  // --- live: the tail of an active session, and the sessions list -------------------------
+  // Polls only while the tab is visible; the server answers 204 when nothing changed.
+  function pollTail() {
+    if (document.hidden || !window.htmx) return;
+    var tail = document.getElementById("live-tail");
+    if (!tail || tail.dataset.busy) return;
+    tail.dataset.busy = "1";
+    window.htmx.ajax("GET", tail.getAttribute("data-poll"), {target: tail, swap: "outerHTML"})
+      .then(function () { var t = document.getElementById("live-tail"); if (t) delete t.dataset.busy; },
+            function () { delete tail.dataset.busy; });
+  }
+  var listToken = null;
+  function pollList() {
+    if (document.hidden || !window.htmx) return;
+    var results = document.getElementById("results");
+    var url = new URL(window.location.href);
+    if (!results || url.searchParams.get("after")) return;   // live only on the first page
+    fetch("/changes" + (listToken ? "?since=" + encodeURIComponent(listToken) : ""),
+          {headers: {"Accept": "application/json"}})
+      .then(function (r) { return r.status === 200 ? r.json() : null; })
+      .then(function (body) {
+        if (!body) return;
+        var first = listToken === null;
+        listToken = body.token;
+        if (!first) window.htmx.ajax("GET", window.location.href, {target: "#results", swap: "outerHTML"});
+      })
+      .catch(function () {});
+  }
+  ready(function () {
+    setInterval(pollTail, POLL_MS);
+    setInterval(pollList, POLL_MS * 2);
+    pollList();
+  });
+
+  // --- keyboard ---------------------------------------------------------------------------
+  function typing(e) {
+    var t = e.target;
+    return t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(t.tagName));
+  }
+  function rowLinks() {
+    var links = document.querySelectorAll(
+      "table.sessions tbody tr .title-slot a:first-child, ol.hits li.hit a.snippet");
+    return Array.prototype.slice.call(links);
+  }
+  var pendingG = 0;
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey || typing(e)) return;
+    var dialog = document.getElementById("shortcuts");
+    if (e.key === "?") {
+      e.preventDefault();
+      if (dialog && !dialog.open) dialog.showModal();
+      return;
+    }
+    if (e.key === "j" || e.key === "k") {
+      var links = rowLinks();
+      if (!links.length) return;
+      var i = links.indexOf(document.activeElement);
+      i = e.key === "j" ? Math.min(links.length - 1, i + 1) : Math.max(0, i < 0 ? 0 : i - 1);
+      links.forEach(function (a) { a.closest("tr, li").classList.remove("kbd-current"); });
+      links[i].closest("tr, li").classList.add("kbd-current");
+      links[i].focus();
+      links[i].scrollIntoView({block: "nearest"});
+      e.preventDefault();
+      return;
+    }
+    if (e.key === "g") { pendingG = Date.now(); return; }
+    if (pendingG && Date.now() - pendingG < 1500) {
+      pendingG = 0;
+      if (e.key === "s") window.location.href = "/sessions";
+      if (e.key === "t") window.location.href = "/stats";
+    }
+  });
+
+  // --- theme: remembered in a cookie, applied at once -----------------------------------
+  document.addEventListener("click", function (e) {
+    var toggle = e.target.closest && e.target.closest("[data-theme-toggle]");
+    if (!toggle) return;
+    e.preventDefault();
+    var root = document.documentElement;
+    var current = root.getAttribute("data-theme") ||
+      (window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");
+    var next = current === "dark" ? "light" : "dark";
+    root.setAttribute("data-theme", next);
+    document.cookie = "theme=" + next + "; Path=/; Max-Age=31536000; SameSite=Lax";
+  });
+
+  // --- copy buttons (shown only where JavaScript can copy) ------------------------------
+  function revealCopy(root) {
+    (root || document).querySelectorAll("button.copy[hidden], button[data-shortcuts][hidden]")
+      .forEach(function (b) { b.hidden = false; });
+  }
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest && e.target.closest("button.copy");
+    if (b) {
+      var text = b.getAttribute("data-copy");
+      if (text === null) {
+        var src = document.querySelector(b.getAttribute("data-copy-from"));
+        text = src ? src.textContent : "";
+      }
+      var done = function () { b.textContent = "Copied"; setTimeout(function () { b.textContent = "Copy"; }, 1500); };
+      if (navigator.clipboard) navigator.clipboard.writeText(text).then(done, done); else done();
+      return;
+    }
+    var s = e.target.closest && e.target.closest("button[data-shortcuts]");
+    if (s) { var d = document.getElementById("shortcuts"); if (d) d.showModal(); }
+  });
+
+  // --- times: exact time on hover, in the reader's own time zone --------------------------
+  function localTimes(root) {
+    (root || document).querySelectorAll("time[datetime]").forEach(function (t) {
+      var d = new Date(t.getAttribute("datetime"));
+      if (!isNaN(d)) t.title = d.toLocaleString();
+    });
+  }
+  // On a phone, the viewer's metadata starts folded.
+  function foldOnPhones() {
+    if (window.innerWidth < 720) {
+      document.querySelectorAll("details.meta[open]").forEach(function (d) { d.open = false; });
+    }
+  }
+  ready(function () { revealCopy(); localTimes(); foldOnPhones(); });
+  document.addEventListener("htmx:afterSettle", function (e) { revealCopy(e.target); localTimes(e.target); });
+})();

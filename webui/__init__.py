@@ -77,6 +77,12 @@ def create_app(config: dict[str, Any] | None = None,
     app.jinja_env.globals["app_version"] = __version__
 
     @app.context_processor
+    def theme():
+        from flask import request
+        chosen = request.cookies.get("theme")
+        return {"theme": chosen if chosen in ("light", "dark") else None}
+
+    @app.context_processor
     def database_facts():
         lb = app.extensions["logbook"]
         return {"db_info": {
@@ -90,6 +96,7 @@ def create_app(config: dict[str, Any] | None = None,
     from .views import lineage as lineage_views
     from .views import search as search_views
     from .views import stats as stats_views
+    from .views import ui as ui_views
     from .views import sessions as sessions_views
 
     security.init_app(app)
@@ -101,4 +108,5 @@ def create_app(config: dict[str, Any] | None = None,
     app.register_blueprint(stats_views.bp)
     app.register_blueprint(actions_views.bp)
     app.register_blueprint(export_views.bp)
+    app.register_blueprint(ui_views.bp)
     return app

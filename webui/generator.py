@@ -643,7 +643,7 @@ class _Spec:
     __slots__ = ("idx", "id", "source", "user_id", "model", "model_config", "system_prompt", "parent", "start",
                  "end", "end_reason", "title", "seed", "n_own", "copy_from", "copy_n", "first", "scale",
                  "billing", "topic", "must", "goal", "end_gap", "lead_gap", "duration", "reasoning_on",
-                 "cost_mode", "cron_prompt", "kind", "force_tools", "gap_profile")
+                 "cost_mode", "cron_prompt", "kind", "force_tools", "gap_profile", "text_scale")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -740,8 +740,10 @@ _HOUR_WEIGHTS = tuple((h, (1 if h < 6 else 4 if h < 8 else 7 if h < 18 else 6 if
 
 
 class _Planner:
-    def __init__(self, rng: random.Random, sessions: int, now: float, mean: float, long_n: int):
+    def __init__(self, rng: random.Random, sessions: int, now: float, mean: float, long_n: int,
+                 text_scale: float = 1.0):
         self.rng = rng
+        self.text_scale = text_scale
         self.n = sessions
         self.now = now
         self.mean = mean
@@ -903,7 +905,7 @@ class _Planner:
         sp = _Spec(idx=self.n_specs, source=source, seed=r.getrandbits(62), n_own=n, copy_n=0, first=first,
                    kind=kind, topic=topic, model=model, billing=billing, cost_mode=cost_mode, scale=1.0,
                    lead_gap=lead_gap, force_tools=force_tools, must=frozenset(), gap_profile=self._profile(source),
-                   user_id=self._user_id(source), start=0.0, reasoning_on=False)
+                   user_id=self._user_id(source), start=0.0, reasoning_on=False, text_scale=self.text_scale)
         self.n_specs += 1
         sp.model_config = self._model_config()
         sp.system_prompt = self._system_prompt(source)
@@ -1256,6 +1258,22 @@ class _Text:
         self.family = _MODELS[model][2] if model in _MODELS else "none"
         self.p_reason = (0.6 if sp.reasoning_on else 0.25) if self.family != "none" else 0.0
         self.filler = _Filler(self)
+        # text_scale (see generate()): 1.0 takes exactly the historical code path, draw for draw
+        ts = sp.text_scale if sp.text_scale is not None else 1.0
+        self.ts = ts
+        self.p_long = _P_LONG_TOOL if ts == 1.0 else min(1.0, _P_LONG_TOOL * ts)
+
+    def n(self, k: int) -> int:
+        """A count (sentences, lines, items) scaled by text_scale: at least 1, unchanged at 1.0."""
+        if self.ts == 1.0:
+            return k
+        return max(1, int(round(k * self.ts)))
+
+    def p(self, prob: float) -> float:
+        """A probability of optional bulk (code blocks, pastes) scaled by text_scale."""
+        if self.ts == 1.0:
+            return prob
+        return min(1.0, prob * self.ts)
 
     def has(self, tag: str) -> bool:
         if tag in self.must:
@@ -1287,7 +1305,7 @@ class _Text:
     def para(self, k: int) -> str:
         """A paragraph: one topic sentence plus k-1 pooled ones."""
         r = self.r
-        return " ".join([self.fill(r.choice(_SENTENCES))] + r.choices(_SENTENCE_POOL, k=k - 1))
+        return " ".join([self.fill(r.choice(_SENTENCES))] + r.choices(_SENTENCE_POOL, k=self.n(k) - 1))
 
     def _extras(self, parts: list, *, allow_xss=True, xss_tag="") -> None:
         r = self.r
@@ -1342,7 +1360,7 @@ class _Text:
             parts = [self.fill(r.choice(self.topic[1]))]
             if r.random() < 0.35:
                 parts.append(self.para(r.randint(1, 3)))
-            if r.random() < 0.25:
+            if r.random() < self.p(0.25):
                 parts.append(self.paste())
         else:
             if r.random() < 0.06:
@@ -1350,7 +1368,7 @@ class _Text:
             parts = [self.fill(r.choice(_FOLLOWUPS))]
             if r.random() < 0.12:
                 parts.append(self.para(r.randint(1, 2)))
-            if r.random() < 0.08:
+            if r.random() < self.p(0.08):
                 parts.append(self.paste())
         if self.has("hyphen") or r.random() < 0.03:
             parts.append(f"(see {r.choice(_HYPHEN_TERMS)} and {r.choice(_HYPHEN_TERMS)})")
@@ -1366,7 +1384,7 @@ class _Text:
             return ("```\nTraceback (most recent call last):\n  File \"" + r.choice(_FILES) + "\", line "
                     + str(r.randint(2, 400)) + ", in <module>\n" + r.choice(_ERRORS) + "\n```")
         if x < 0.75:
-            return "```\n" + "\n".join(r.choices(_LOG_POOL, k=r.randint(4, 20))) + "\n```"
+            return "```\n" + "\n".join(r.choices(_LOG_POOL, k=self.n(r.randint(4, 20)))) + "\n```"
         return self.code_block()
 
     def assistant_final(self) -> str:
@@ -1382,25 +1400,25 @@ class _Text:
             parts.append(self.para(r.randint(2, 5)))
             parts.append("## " + fill(r.choice(("Plan", "What changed", "Steps", "Fix for the {w}",
                                                  "Why the {w} broke", "Next steps"))))
-            for i, title in enumerate(r.sample(_STEP_TITLES, r.randint(2, 4))):
+            for i, title in enumerate(r.sample(_STEP_TITLES, self.n(r.randint(2, 4)))):
                 parts.append(f"### {i + 1}. {title}\n\n" + self.para(r.randint(1, 3)))
-                if r.random() < 0.5 or forced:
+                if r.random() < self.p(0.5) or forced:
                     parts.append(self.code_block())
-            parts.append("\n".join("- " + fill(r.choice(_LIST_ITEMS)) for _ in range(r.randint(2, 5))))
+            parts.append("\n".join("- " + fill(r.choice(_LIST_ITEMS)) for _ in range(self.n(r.randint(2, 5)))))
         elif x < 0.75:  # comparison
             parts.append(self.para(r.randint(1, 3)))
             w = self.words
             rows = "\n".join(f"| {r.choice(w)} | {r.choice(('fast', 'safe', 'cheap', 'simple', 'well documented'))} | "
                              f"{r.choice(('risky', 'slower', 'more setup', 'costly', 'needs docker'))} |"
-                             for _ in range(r.randint(3, 6)))
+                             for _ in range(self.n(r.randint(3, 6))))
             parts.append("| option | pros | cons |\n|---|---|---|\n" + rows)
             parts.append("**Recommendation:** " + self.para(r.randint(2, 4)))
-            parts.append("\n".join(f"{i + 1}. " + fill(r.choice(_LIST_ITEMS)) for i in range(r.randint(2, 5))))
+            parts.append("\n".join(f"{i + 1}. " + fill(r.choice(_LIST_ITEMS)) for i in range(self.n(r.randint(2, 5)))))
         else:  # explanation with code
             parts.append(self.para(r.randint(3, 6)))
             parts.append(self.code_block())
             if r.random() < 0.5:
-                parts.append("\n".join("- " + fill(r.choice(_LIST_ITEMS)) for _ in range(r.randint(3, 6))))
+                parts.append("\n".join("- " + fill(r.choice(_LIST_ITEMS)) for _ in range(self.n(r.randint(3, 6)))))
             parts.append(self.para(r.randint(1, 3)))
             if r.random() < 0.3:
                 parts.append("> **Note:** " + self.para(1))
@@ -1494,7 +1512,7 @@ class _Text:
 
     def long_lines(self, kind: str) -> str:
         r = self.r
-        target = r.randint(5000, 20000)
+        target = self.n(r.randint(5000, 20000))
         if kind == "read_file":
             src = r.choice(_CODE[self.lang or "python"]).split("\n")
             out, size, i = [], 0, 0
@@ -1510,16 +1528,16 @@ class _Text:
 
     def tool_result(self, name: str, args: dict) -> str:
         r = self.r
-        long_ = self.has("long_tool") or r.random() < _P_LONG_TOOL
+        long_ = self.has("long_tool") or r.random() < self.p_long
         xss = self.has("xss_result") or r.random() < _P_XSS
         w = r.choice(self.words)
         if name == "terminal":
             if long_:
                 out = self.long_lines("log")
-            elif r.random() < 0.45:
+            elif r.random() < self.p(0.45):
                 out = self.fill(r.choice(_TERMINAL_OUTPUTS))
             else:
-                out = "\n".join(r.choices(_LOG_POOL, k=r.randint(2, 30)))
+                out = "\n".join(r.choices(_LOG_POOL, k=self.n(r.randint(2, 30))))
             if xss:
                 out += "\n" + "\n".join(XSS_CORPUS)
             return json.dumps({"output": out, "exit_code": 0 if r.random() < 0.85 else 1, "error": None})
@@ -1527,7 +1545,7 @@ class _Text:
             if long_:
                 content = self.long_lines("read_file")
             else:
-                src = "\n".join(r.sample(_CODE[self.lang or "python"], min(2, len(_CODE[self.lang or "python"]))))
+                src = "\n".join(r.sample(_CODE[self.lang or "python"], min(self.n(2), len(_CODE[self.lang or "python"]))))
                 content = "\n".join(f"{i + 1:6d}|{ln}" for i, ln in enumerate(src.split("\n")))
             if xss:
                 content += "\n<!-- " + XSS_CORPUS[0] + " -->"
@@ -1537,23 +1555,23 @@ class _Text:
         if name == "patch":
             return json.dumps({"success": True, "diff": f"--- a/{args.get('path')}\n+++ b/{args.get('path')}\n@@\n-timeout=1.0\n+timeout=30.0\n"})
         if name == "search_files":
-            k = r.randint(60, 200) if long_ else r.randint(1, 12)
+            k = self.n(r.randint(60, 200) if long_ else r.randint(1, 12))
             return json.dumps({"total_count": k, "matches": [
                 {"path": r.choice(_FILES), "line": r.randint(1, 500), "content": self.fill("# TODO: {w} (chat-send)")}
                 for _ in range(k)]})
         if name == "execute_code":
             out = (self.long_lines("log") if long_ else
-                   "\n".join(r.choices(_LOG_POOL, k=r.randint(1, 12))) if r.random() < 0.5 else f"{r.randint(1, 99999)}\n")
+                   "\n".join(r.choices(_LOG_POOL, k=self.n(r.randint(1, 12)))) if r.random() < 0.5 else f"{r.randint(1, 99999)}\n")
             return json.dumps({"status": "success", "output": out, "duration_seconds": round(r.uniform(0.2, 9), 2)})
         if name == "web_search":
             res = [{"title": f"{r.choice(self.words)} guide", "url": f"https://blog.example.com/{r.randint(1, 999)}",
                     "description": f"A practical look at {r.choice(self.words)} and {r.choice(self.words)}."}
-                   for _ in range(r.randint(3, 5))]
+                   for _ in range(self.n(r.randint(3, 5)))]
             if xss:
                 res[0]["description"] = XSS_CORPUS[r.randrange(len(XSS_CORPUS))]
             return json.dumps({"success": True, "data": {"web": res}})
         if name == "web_extract":
-            body = self.long_lines("prose") if long_ else " ".join(r.choices(_SENTENCE_POOL, k=r.randint(4, 24)))
+            body = self.long_lines("prose") if long_ else " ".join(r.choices(_SENTENCE_POOL, k=self.n(r.randint(4, 24))))
             if xss:
                 body += " " + " ".join(XSS_CORPUS)
             return json.dumps({"results": [{"url": f"https://docs.example.com/{w.replace(' ', '-')}",
@@ -1599,7 +1617,7 @@ class _Text:
         forced = self.has("xss_reasoning")
         if not forced and (self.family == "none" or r.random() >= self.p_reason):
             return None
-        text = " ".join(self.fill(r.choice(_REASONING)) for _ in range(r.randint(1, 4)))
+        text = " ".join(self.fill(r.choice(_REASONING)) for _ in range(self.n(r.randint(1, 4))))
         if forced or r.random() < _P_XSS:
             text += ' Careful: the page contains <a href="javascript:alert(1)">x</a> and <script>alert(1)</script>.'
         fam = self.family
@@ -1791,12 +1809,18 @@ def _remove_quietly(p: str) -> None:
 
 def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now: float | None = None,
              long_session_messages: int = 0, messages_per_session: float = 14.0,
-             progress: Callable[[int, int], None] | None = None) -> GeneratedInfo:
+             progress: Callable[[int, int], None] | None = None, text_scale: float = 1.0) -> GeneratedInfo:
     """Build a realistic Hermes v11 ``state.db`` at ``path`` (which must not exist yet).
 
     ``sessions`` session rows are generated (plus one extra when ``long_session_messages`` > 0),
     with history spread over the 365 days before ``now`` (default :data:`DEFAULT_NOW`).  The result
     is identical for identical arguments.  ``progress(done, total)`` is called with message counts.
+
+    ``text_scale`` scales message lengths: paragraph, reasoning and tool-output line counts, and
+    both the share and the size of long (5-20 KB) tool outputs.  1.0 (the default) gives exactly
+    the historical output; about 0.3 gives ~1.5 KB per message on disk (FTS tables included),
+    like real Hermes databases (a 1,000,000-message database of ~1.5 GB), against ~5.5 KB at 1.0.
+    The number of messages, sessions, timestamps and lineages does not depend on it.
     """
     t0 = time.perf_counter()
     path = os.fspath(path)
@@ -1814,13 +1838,17 @@ def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now
         raise ValueError("long_session_messages must be a non-negative integer")
     if not (messages_per_session > 0) or math.isinf(messages_per_session):
         raise ValueError("messages_per_session must be a positive number")
+    if isinstance(text_scale, bool) or not isinstance(text_scale, (int, float)) or not (text_scale > 0) \
+            or math.isinf(text_scale):
+        raise ValueError("text_scale must be a positive number")
     anchor = DEFAULT_NOW if now is None else float(now)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise ValueError(f"directory does not exist: {directory}")
 
     rng = random.Random(seed)
-    planner = _Planner(rng, int(sessions), anchor, float(messages_per_session), int(long_session_messages))
+    planner = _Planner(rng, int(sessions), anchor, float(messages_per_session), int(long_session_messages),
+                       float(text_scale))
     specs, long_spec = planner.plan()
     total_msgs = sum(s.n_total for s in specs)
 
@@ -1981,6 +2009,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--messages-per-session", type=float, default=14.0)
     ap.add_argument("--long-session", type=int, default=0, metavar="K",
                     help="add one extra session with exactly K messages")
+    ap.add_argument("--text-scale", type=float, default=1.0, metavar="X",
+                    help="scale message lengths (1.0: ~5.5 KB/message on disk; ~0.3: ~1.5 KB, like real Hermes)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--now", type=float, default=None, help=f"anchor epoch seconds (default {DEFAULT_NOW:.0f})")
     ap.add_argument("--quiet", action="store_true", help="no progress output")
@@ -1998,7 +2028,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         info = generate(args.out, sessions=args.sessions, seed=args.seed, now=args.now,
                         long_session_messages=args.long_session, messages_per_session=args.messages_per_session,
-                        progress=None if args.quiet else report)
+                        progress=None if args.quiet else report, text_scale=args.text_scale)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -323,6 +323,14 @@ class SessionStore:
         return self.r.rows("SELECT model, COUNT(*) AS n FROM sessions WHERE model IS NOT NULL "
                            "GROUP BY model ORDER BY n DESC, model")
 
+    def change_token(self) -> str:
+        """Cheap: MAX over two rowid/index orders and a count of live sessions."""
+        row = self.r.one(
+            "SELECT (SELECT MAX(id) FROM messages) AS m, (SELECT MAX(started_at) FROM sessions) "
+            f"AS s, (SELECT COUNT(*) FROM sessions WHERE {self.col('ended_at', 'sessions')} IS NULL) "
+            "AS live") or {}
+        return f"{row.get('m')}-{row.get('s')}-{row.get('live')}"
+
     def get(self, session_id: str) -> dict[str, Any] | None:
         return self.r.one("SELECT * FROM sessions WHERE id = ?", [session_id])
 

@@ -9,6 +9,7 @@ from flask import Blueprint, abort, jsonify, redirect, render_template, request,
 from ..content import plain_text
 from ..db import BadRequest, SessionQuery, get_logbook
 from ..db.schema import KNOWN_SESSION_COLUMNS
+from ..db.sessions import encode_cursor
 from ..present import message_view, session_json, session_label
 from . import render_page, wants_json
 
@@ -84,28 +85,15 @@ def view_session(session_id: str):
                       format="json", **base_args) if page.next_cursor else None
         return jsonify({"session": session, "messages": page.messages, "next": nxt})
 
-    links = lb.messages.tool_links(session_id, page.messages)
-    on_page = {m["id"] for m in page.messages}
-
-    def href(message_id: int) -> str:
-        if message_id in on_page:
-            return f"#m-{message_id}"
-        return url_for("sessions.view_session", session_id=session_id, at=message_id,
-                       _anchor=f"m-{message_id}", **base_args)
-
-    messages = [message_view(m, links, href) for m in page.messages]
+    messages = prepare_messages(session_id, page.messages, base_args)
     # An htmx fragment extends the page in one direction only; the page it lands in already
     # has the pager for the other direction.
     target = request.headers.get("HX-Target") if request.headers.get("HX-Request") else None
-    counts = lb.messages.counts(session_id)
-    parent = lb.sessions.brief(session["parent_session_id"]) \
-        if session.get("parent_session_id") else None
-    family = lineage_context(session) if target is None else {}
     # Columns an older schema lacks are shown as absent (—), never as an error.
     shown = {**dict.fromkeys(KNOWN_SESSION_COLUMNS), **session}
     context = dict(
         session=shown, label=session.get("title") or _first_user_text(page.messages) or
-        session["id"], messages=messages, counts=counts,
+        session["id"], messages=messages,
         next_url=url_for("sessions.view_session", session_id=session_id,
                          after=page.next_cursor, **base_args)
         if page.next_cursor and target != "earlier-messages" else None,
@@ -113,13 +101,63 @@ def view_session(session_id: str):
                          before=page.prev_cursor, **base_args)
         if page.prev_cursor and target != "more-messages" else None,
         include_rewound=include_rewound,
-        parent=parent, parent_missing=bool(session.get("parent_session_id")) and parent is None,
-        children=lb.sessions.children(session_id),
-        extra_columns=[(c, session.get(c)) for c in lb.schema.extra_session_columns],
-        schema=lb.schema, **family,
+        live_url=url_for("sessions.tail", session_id=session_id, after=_last_cursor(page.messages))
+        if session.get("ended_at") is None and not page.next_cursor
+        and target != "earlier-messages" else None,
     )
+    if target is None:
+        # The header, only for a whole page (fragments extend the conversation only).
+        parent = lb.sessions.brief(session["parent_session_id"]) \
+            if session.get("parent_session_id") else None
+        context.update(
+            counts=lb.messages.counts(session_id), parent=parent,
+            parent_missing=bool(session.get("parent_session_id")) and parent is None,
+            children=lb.sessions.children(session_id),
+            extra_columns=[(c, session.get(c)) for c in lb.schema.extra_session_columns],
+            schema=lb.schema, **lineage_context(session))
     return render_page("session.html", {"more-messages": "messages_page",
                                         "earlier-messages": "messages_page"}, **context)
+
+
+def prepare_messages(session_id: str, rows: list[dict], base_args: dict) -> list[dict]:
+    """Rows → what the message template shows, with tool calls and results linked both ways
+    (a plain #m-<id> when the partner is on the page, else ?at=<id> to load its page)."""
+    lb = get_logbook()
+    links = lb.messages.tool_links(session_id, rows)
+    on_page = {m["id"] for m in rows}
+
+    def href(message_id: int) -> str:
+        if message_id in on_page:
+            return f"#m-{message_id}"
+        return url_for("sessions.view_session", session_id=session_id, at=message_id,
+                       _anchor=f"m-{message_id}", **base_args)
+
+    return [message_view(m, links, href) for m in rows]
+
+
+def _last_cursor(rows: list[dict]) -> str | None:
+    return encode_cursor(rows[-1]["timestamp"], rows[-1]["id"]) if rows else None
+
+
+@bp.get("/sessions/<session_id>/tail")
+def tail(session_id: str):
+    """The live end of an active session: 204 when nothing new (one indexed query), else the
+    new messages and a fresh tail that polls from after them."""
+    lb = get_logbook()
+    session = lb.sessions.brief(session_id)
+    if session is None:
+        abort(404, description=f"No session has the id “{session_id}”.")
+    after = request.args.get("after")
+    page = lb.messages.page(session_id, after=after, limit=200)
+    ended = lb.sessions.r.scalar("SELECT ended_at FROM sessions WHERE id = ?", [session_id])
+    if not page.messages and ended is None:
+        return "", 204
+    rows = page.messages
+    cursor = _last_cursor(rows) or after
+    live = None if ended is not None else url_for("sessions.tail", session_id=session_id,
+                                                   after=cursor)
+    return render_template("tail.html", messages=prepare_messages(session_id, rows, {}),
+                           live_url=live, end_reason=session.get("end_reason"))
 
 
 def _first_user_text(messages: list[dict]) -> str | None:
