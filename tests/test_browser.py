@@ -47,7 +47,7 @@ def test_filter_by_source_open_session_expand_tool_call(live, page, generated_db
     assert call.locator("pre").is_visible()
     screenshot(page, "viewer.png")
     # the call links to its result, and following it lands on the result message
-    link = call.locator("summary a")
+    link = call.locator("xpath=following-sibling::a[contains(@class, 'result-link')][1]")
     if link.count():
         href = link.get_attribute("href")
         link.click()

@@ -415,3 +415,51 @@ def test_cli(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "13 sessions" in printed and "cli.db" in printed and out.exists()
     assert main([str(out), "--sessions", "3", "--quiet"]) == 2  # refuses to overwrite
+
+
+def test_text_scale(built, tmp_path):
+    """text_scale shrinks the text (for ~1.5 KB a message on disk at benchmark scale) and keeps the
+    structure; 1.0 is the historical output exactly."""
+    path, _, conn, _ = built
+    same = tmp_path / "same.db"
+    generate(same, sessions=SESSIONS, seed=SEED, long_session_messages=LONG, text_scale=1.0)
+    with closing(_ro(same)) as other:
+        for sql in ("SELECT * FROM sessions ORDER BY id", "SELECT * FROM messages ORDER BY id"):
+            assert conn.execute(sql).fetchall() == other.execute(sql).fetchall(), sql
+    small = tmp_path / "small.db"
+    info = generate(small, sessions=SESSIONS, seed=SEED, long_session_messages=LONG, text_scale=0.1)
+    shape = "SELECT id, session_id, role, timestamp FROM messages ORDER BY id"
+    text = ("SELECT SUM(LENGTH(content) + COALESCE(LENGTH(tool_calls), 0) + COALESCE(LENGTH(reasoning), 0)) "
+            "FROM messages")
+    with closing(_ro(small)) as other:
+        assert other.execute(shape).fetchall() == conn.execute(shape).fetchall()
+        assert other.execute("SELECT id, title, parent_session_id, started_at, message_count FROM sessions "
+                             "ORDER BY id").fetchall() == \
+            conn.execute("SELECT id, title, parent_session_id, started_at, message_count FROM sessions "
+                         "ORDER BY id").fetchall()
+        assert other.execute(text).fetchone()[0] < 0.5 * conn.execute(text).fetchone()[0]
+        # still consistent: FTS complete, counters right, every tool call answered
+        n = info.messages
+        assert other.execute("SELECT COUNT(*) FROM messages_fts").fetchone()[0] == n
+        assert other.execute("SELECT COUNT(*) FROM messages_fts_trigram").fetchone()[0] == n
+        assert other.execute("SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
+                             "WHERE m.role = 'tool' AND m.tool_call_id IS NULL").fetchone()[0] == 0
+    assert os.path.getsize(small) < 0.7 * os.path.getsize(path)
+    again = tmp_path / "again.db"
+    generate(again, sessions=SESSIONS, seed=SEED, long_session_messages=LONG, text_scale=0.1)
+    with closing(_ro(small)) as a, closing(_ro(again)) as b:
+        sql = "SELECT * FROM messages ORDER BY id"
+        assert a.execute(sql).fetchall() == b.execute(sql).fetchall()
+    for bad in (0, -1.0, float("inf"), float("nan"), True, "0.5"):
+        with pytest.raises(ValueError):
+            generate(tmp_path / "bad.db", sessions=3, text_scale=bad)
+    assert not (tmp_path / "bad.db").exists()
+
+
+def test_cli_text_scale(tmp_path, capsys):
+    from webui.generator import main
+
+    out = tmp_path / "scaled.db"
+    assert main([str(out), "--sessions", "20", "--text-scale", "0.3", "--quiet"]) == 0
+    assert "20 sessions" in capsys.readouterr().out and out.exists()
+    assert main([str(tmp_path / "neg.db"), "--sessions", "2", "--text-scale", "-1", "--quiet"]) == 2

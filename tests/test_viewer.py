@@ -72,7 +72,7 @@ def test_tool_calls_and_results_link_both_ways(v11):
     assert rows
     for sid, result_id, call_id in rows:
         html = client.get(f"/sessions/{sid}?at={result_id}").get_data(as_text=True)
-        assert re.search(rf'href="[^"]*#m-{result_id}">result', html), (sid, result_id)
+        assert re.search(rf'href="[^"]*#m-{result_id}">result of', html), (sid, result_id)
         assert re.search(rf'href="[^"]*#m-{call_id}">↑ the call', html), (sid, call_id)
 
 

@@ -77,7 +77,8 @@ def markdown(text: str) -> Markup:
     """Safe HTML for one message's Markdown. Cached: live pages re-render the same text."""
     if not text:
         return Markup("")
-    return Markup(sanitize(_md.render(text)))
+    # Code blocks scroll sideways: focusable, so keyboard users can scroll them too.
+    return Markup(sanitize(_md.render(text)).replace("<pre>", '<pre tabindex="0">'))
 
 
 def highlight_code(code: str, lang: str) -> Markup:
