@@ -294,3 +294,8 @@
   ready(function () { revealCopy(); localTimes(); foldOnPhones(); });
   document.addEventListener("htmx:afterSettle", function (e) { revealCopy(e.target); localTimes(e.target); });
 })();
+
+// The profile switcher submits itself (its Go button does the same without JavaScript).
+document.addEventListener("change", function (e) {
+  if (e.target.matches && e.target.matches("select[data-autosubmit]")) e.target.form.submit();
+});

@@ -29,6 +29,8 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_READ_ONLY": False,
     "LOGBOOK_TOKEN": None,
     "LOGBOOK_PRIVATE": False,
+    "LOGBOOK_HERMES_ROOT": None,        # discover profiles here (None: --db pins one database)
+    "LOGBOOK_PROFILE_NAME": None,       # the profile the primary database belongs to
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Strict",
     "SESSION_COOKIE_NAME": "logbook_session",
@@ -71,7 +73,7 @@ def create_app(config: dict[str, Any] | None = None,
 
     app.json.sort_keys = False  # keep the order we chose (facets by count, columns as stored)
     Htmx(app)
-    init_db(app, opened)
+    primary = init_db(app, opened)
     app.jinja_env.filters.update(formatting.FILTERS)
     app.jinja_env.filters["pretty_json_hl"] = lambda v: highlight_code(pretty_json(v), "json")
     app.jinja_env.globals["app_version"] = __version__
@@ -84,13 +86,17 @@ def create_app(config: dict[str, Any] | None = None,
 
     @app.context_processor
     def database_facts():
-        lb = app.extensions["logbook"]
+        from .db import LogbookDBError, get_logbook
+        try:
+            lb = get_logbook()
+        except LogbookDBError:   # an unreadable profile: the error page still renders
+            lb = app.extensions["logbook"]
         return {"db_info": {
             "path": str(lb.opened.path), "name": lb.opened.path.name,
             "version": lb.schema.version, "size": lb.size_bytes(),
             "immutable": lb.opened.immutable, "newer": lb.schema.is_newer_than_known}}
 
-    from . import access, errors, security
+    from . import access, errors, profiles_web, security
     from .views import actions as actions_views
     from .views import export as export_views
     from .views import lineage as lineage_views
@@ -101,6 +107,7 @@ def create_app(config: dict[str, Any] | None = None,
 
     security.init_app(app)
     access.init_app(app)
+    profiles_web.init_app(app, primary)
     errors.init_app(app)
     app.register_blueprint(sessions_views.bp)
     app.register_blueprint(search_views.bp)

@@ -41,7 +41,11 @@ def change_refusal() -> str | None:
     cfg = current_app.config
     if cfg["LOGBOOK_READ_ONLY"]:
         return "Logbook runs with --read-only: nothing can be changed."
-    writer_refusal = current_app.extensions["logbook"].actions.w.refusal
+    from .db import LogbookDBError, get_logbook
+    try:
+        writer_refusal = get_logbook().actions.w.refusal
+    except LogbookDBError as exc:
+        return exc.message
     if writer_refusal:
         return writer_refusal
     if cfg["LOGBOOK_REMOTE"]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import __version__
 from .db import OpenedDatabase, StartupError, check_database, default_candidates
+from .db.profiles import discover
 from .formatting import nbytes
 
 DEMO_SESSIONS = 300
@@ -28,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--demo", action="store_true",
                      help="serve a demo database kept in the instance folder (created on "
                           "first use)")
+    p.add_argument("--profile", metavar="NAME",
+                   help="open this Hermes profile (<root>/profiles/NAME); every profile found "
+                        "is still reachable from the switcher")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=9130, help="port (default 9130)")
     p.add_argument("--insecure", action="store_true",
@@ -75,23 +79,55 @@ def ensure_demo(instance: Path, out=sys.stderr) -> Path:
     return path
 
 
-def open_database(args: argparse.Namespace, instance: Path) -> OpenedDatabase:
+def hermes_root() -> Path:
+    home = os.environ.get("HERMES_HOME")
+    return Path(home).expanduser() if home else Path("~/.hermes").expanduser()
+
+
+def open_database(args: argparse.Namespace, instance: Path) -> tuple[OpenedDatabase, Path | None,
+                                                                      str | None]:
+    """The primary database, the Hermes root to discover profiles in (None when --db or
+    --demo pins one database), and the primary's profile name."""
     if args.demo:
-        return check_database(ensure_demo(instance))
+        return check_database(ensure_demo(instance)), None, None
     if args.db:
-        return check_database(args.db)
+        return check_database(args.db), None, None
+    root = hermes_root()
+    found = dict(discover(root))
+    if args.profile:
+        if args.profile not in found:
+            names = ", ".join(found) or "none"
+            raise StartupError(f"no Hermes profile named {args.profile} in {root} (found: "
+                               f"{names}). Use --db PATH to open a database directly.")
+        return check_database(found[args.profile]), root, args.profile
     candidates = default_candidates()
-    tried = [f"{c}" for c in candidates]
-    return check_database(candidates[0], tried=tried)
+    if not candidates[0].exists():
+        # No default database, but named profiles may have theirs.
+        for name, path in found.items():
+            if path.exists():
+                return check_database(path), root, name
+    return check_database(candidates[0], tried=[str(c) for c in candidates]), root, "default"
 
 
 def access_lines(args: argparse.Namespace, token: str | None) -> list[str]:
+    """Exactly what is exposed, and to whom."""
+    if args.read_only:
+        changes = "off (--read-only)"
+    elif not args.insecure:
+        changes = "allowed from this machine's browsers (CSRF-protected, no login)"
+    elif token:
+        changes = "only after logging in with the admin token at /login"
+    else:
+        changes = "off (remote mode without --token / HERMES_LOGBOOK_TOKEN)"
     if not args.insecure:
-        return ["local only (loopback); no login; Host header must be a loopback name"]
-    who = "anyone who can reach this port"
-    lines = [f"REMOTE MODE: {who} may view every session"
-             + (" (after logging in with the token)" if args.private else "")]
-    return lines
+        view = "this machine only (loopback bind; other Host names are refused)"
+    elif args.private:
+        view = (f"REMOTE: anyone who can reach port {args.port} on {args.host}, but only after "
+                "logging in with the admin token")
+    else:
+        view = (f"REMOTE: anyone who can reach port {args.port} on {args.host} may read every "
+                "session, search and export, without a login")
+    return [f"view:    {view}", f"changes: {changes}"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,13 +140,18 @@ def main(argv: list[str] | None = None) -> int:
               "--host 127.0.0.1.", file=err)
         return 2
     token = args.token or os.environ.get("HERMES_LOGBOOK_TOKEN")
-    if args.private:
-        print("hermes-logbook: --private needs the login form, which this version does not "
-              "have yet; run without --private (or on loopback).", file=err)
-        return 2
     instance = instance_folder(args.instance)
+    if not token:
+        from flask import Config
+        config = Config(str(instance))
+        config.from_pyfile("config.py", silent=True)
+        token = config.get("LOGBOOK_TOKEN")
+    if args.private and not token:
+        print("hermes-logbook: --private needs an admin token (--token or HERMES_LOGBOOK_TOKEN), "
+              "or nobody could view anything.", file=err)
+        return 2
     try:
-        opened = open_database(args, instance)
+        opened, root, profile = open_database(args, instance)
     except StartupError as exc:
         print(f"hermes-logbook: {exc}", file=err)
         return 2
@@ -121,9 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     app = create_app({
         "LOGBOOK_DB": str(opened.path), "LOGBOOK_HOST": args.host, "LOGBOOK_PORT": args.port,
         "LOGBOOK_REMOTE": bool(args.insecure), "LOGBOOK_READ_ONLY": bool(args.read_only),
-        "LOGBOOK_TOKEN": token, "LOGBOOK_PRIVATE": bool(args.private),
+        "LOGBOOK_PRIVATE": bool(args.private),
         "LOGBOOK_THREADS": args.threads,
-    }, opened=opened, instance_path=str(instance))
+        "LOGBOOK_HERMES_ROOT": str(root) if root else None, "LOGBOOK_PROFILE_NAME": profile,
+    } | ({"LOGBOOK_TOKEN": token} if token else {}), opened=opened, instance_path=str(instance))
     try:
         # ident="" sends no Server header (no version disclosure).
         server = create_server(app, host=args.host, port=args.port, threads=args.threads,
@@ -138,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  URL:      http://{shown_host}:{args.port}/")
     print(f"  Database: {opened.path} (schema v{version}, {nbytes(opened.size_bytes)})"
           + (" [immutable snapshot: the folder is not writable]" if opened.immutable else ""))
+    if root:
+        names = [n for n, _ in discover(root)]
+        print(f"  Profiles: {', '.join(names) or 'none'} (in {root}; switch with ?profile=)")
     for line in access_lines(args, token):
         print(f"  Access:   {line}")
     print("  Stop with Ctrl+C.", flush=True)

@@ -37,6 +37,8 @@ def session_json(row: dict[str, Any]) -> dict[str, Any]:
         out["archived"] = bool(row["archived"])
     if "chain" in row:
         out["conversation"] = row["chain"]
+    if "profile" in row:
+        out["profile"] = row["profile"]
     return out
 
 
@@ -110,4 +112,5 @@ def search_hit_json(row: dict[str, Any]) -> dict[str, Any]:
         "source": row["source"], "model": row["model"], "tool_name": row.get("tool_name"),
         "session_title": row.get("session_title"), "session_started": row["session_started"],
         "context": row.get("context", []),
+        **({"profile": row["profile"]} if "profile" in row else {}),
     }

@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from flask import Flask, current_app
+from flask import Flask, current_app, g
 
 from .errors import BadRequest, DatabaseBusy, DatabaseUnavailable, LogbookDBError, QueryTimeout, StartupError
 from .actions import Actions
@@ -30,6 +30,7 @@ __all__ = [
     "BadRequest", "DatabaseBusy", "DatabaseUnavailable", "LogbookDBError", "QueryTimeout",
     "StartupError", "OpenedDatabase", "Schema", "SessionQuery", "check_database",
     "default_candidates", "file_size", "init_db", "get_logbook", "Logbook", "SearchFilters",
+    "build_logbook",
 ]
 
 
@@ -59,7 +60,15 @@ def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
     app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(
         opened, pool_size=app.config["LOGBOOK_THREADS"])
     db.init_app(app)
-    reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"])
+    logbook = build_logbook(app, opened)
+    app.extensions["logbook"] = logbook
+    return logbook
+
+
+def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
+    """Every store over one database. ``engine`` (a callable) for databases other than the
+    primary one, which uses Flask-SQLAlchemy's engine."""
+    reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"], engine=engine)
     digest = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
     rollup_path = Path(app.instance_path) / f"rollup-{digest}.sqlite"
     try:
@@ -71,9 +80,12 @@ def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
                       SearchStore(reader), LineageStore(reader), StatsStore(reader),
                       Rollup(reader, rollup_path), Exporter(reader, sessions),
                       Actions(reader, Writer(opened, newest_known_version=NEWEST_KNOWN_VERSION)))
-    app.extensions["logbook"] = logbook
     return logbook
 
 
 def get_logbook() -> Logbook:
+    """The database of the profile this request is about (?profile=), else the primary."""
+    name = g.get("profile")
+    if name and "profiles" in current_app.extensions:
+        return current_app.extensions["profiles"].logbook(name)
     return current_app.extensions["logbook"]

@@ -12,12 +12,13 @@ from __future__ import annotations
 import random
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Engine
 from sqlalchemy.pool import QueuePool
 
 from .errors import DatabaseBusy, DatabaseUnavailable, QueryTimeout
@@ -51,8 +52,10 @@ def engine_options(opened: OpenedDatabase, pool_size: int) -> dict[str, Any]:
 
 class Reader:
     def __init__(self, opened: OpenedDatabase, *, time_limit_s: float = 5.0,
-                 retries: int = 4):
+                 retries: int = 4, engine: Callable[[], Engine] | None = None):
         self.opened = opened
+        # The primary database's engine is Flask-SQLAlchemy's; other profiles bring their own.
+        self._engine = engine or (lambda: db.engine)
         self.schema: Schema = opened.schema
         self.time_limit_s = time_limit_s
         self.retries = retries
@@ -62,7 +65,7 @@ class Reader:
     @contextmanager
     def _raw(self, time_limit_s: float | None) -> Iterator[sqlite3.Connection]:
         limit = self.time_limit_s if time_limit_s is None else time_limit_s
-        with db.engine.connect() as conn:
+        with self._engine().connect() as conn:
             raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
             deadline = time.monotonic() + limit
             raw.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0,

@@ -234,7 +234,11 @@ class SessionStore:
             f"SELECT {self.list_columns()} FROM sessions s "
             f"WHERE s.id IN ({','.join('?' * len(ids))})", [r["id"] for r in ids])
         by_id = {d["id"]: d for d in details}
-        rows = [by_id[r["id"]] for r in ids if r["id"] in by_id]
+        rows = []
+        for r in ids:
+            if r["id"] in by_id:
+                by_id[r["id"]]["_sort_key"] = r["k"]   # lets pages from several databases merge
+                rows.append(by_id[r["id"]])
         cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
         return rows, cursor
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import time
 
-from flask import (Blueprint, abort, flash, get_template_attribute, jsonify, redirect,
-                   render_template, request, url_for)
+from flask import (Blueprint, abort, current_app, flash, g, get_template_attribute, jsonify,
+                   redirect, render_template, request, url_for)
 
 from ..access import change_required
 from ..db import get_logbook
@@ -45,6 +45,10 @@ def _display(s: dict, where: str) -> str:
 
 
 def _toast(message: str) -> dict:
+    """The toast names the profile when there are several: an action touches one database."""
+    if "profiles" in current_app.extensions:
+        name = g.get("profile") or current_app.extensions["profiles"].primary_name
+        message = f"{message} (profile “{name}”)"
     return {"HX-Trigger": json.dumps({"toast": message})}
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, request, url_for
+import itertools
+
+from flask import Blueprint, current_app, g, jsonify, request, url_for
 
 from ..db import BadRequest, SearchFilters, get_logbook
-from ..db.search import run
+from ..db.search import SearchResult, run
+from ..profiles_web import merged_logbooks
 from ..present import search_hit_json, search_hit_view
 from ..searchsyntax import plan
 from . import render_page, wants_json
@@ -36,6 +39,27 @@ def _page() -> int:
         raise BadRequest("page must be a number.") from None
 
 
+def _merged(query: str, f: SearchFilters, page: int):
+    """Each profile's own ranked page, interleaved (rank 1 of each, then rank 2, …): scores
+    from different databases are not comparable, positions are."""
+    per: list[list[dict]] = []
+    total, capped, more, notices, searched, p = 0, False, False, [], query, None
+    for name, book in merged_logbooks(current_app):
+        p = plan(query, has_fts=book.schema.has_fts, has_trigram=book.schema.has_trigram)
+        res, searched = run(book.search, p, f, page)
+        for row in res.rows:
+            row["profile"] = name
+        per.append(res.rows)
+        total += res.total
+        capped = capped or res.capped
+        more = more or res.has_more
+        notices += [n if n.startswith(name) else f"{name}: {n}" for n in res.notices
+                    if n not in notices]
+    rows = [r for group in itertools.zip_longest(*per) for r in group if r is not None]
+    result = SearchResult(rows, total, capped, False, more, list(dict.fromkeys(notices)))
+    return result, searched, p
+
+
 @bp.get("/search")
 def search():
     lb = get_logbook()
@@ -43,8 +67,11 @@ def search():
     f = _filters()
     page = _page()
     group = request.args.get("group") == "session"
-    p = plan(query, has_fts=lb.schema.has_fts, has_trigram=lb.schema.has_trigram)
-    result, searched = run(lb.search, p, f, page)
+    if g.get("all_profiles"):
+        result, searched, p = _merged(query, f, page)
+    else:
+        p = plan(query, has_fts=lb.schema.has_fts, has_trigram=lb.schema.has_trigram)
+        result, searched = run(lb.search, p, f, page)
     args = {k: request.args.getlist(k) for k in request.args if k not in ("page", "format")}
     notice = " ".join(result.notices) or None
     if wants_json():
@@ -58,14 +85,14 @@ def search():
     if group:
         index: dict[str, dict] = {}
         for h in hits:
-            g = index.get(h["session_id"])
-            if g is None:
-                g = index[h["session_id"]] = {"session_id": h["session_id"], "hits": [],
+            grp = index.get(h["session_id"])
+            if grp is None:
+                grp = index[h["session_id"]] = {"session_id": h["session_id"], "hits": [],
                                               "label": h["session_label"], "source": h["source"],
                                               "model": h["model"],
                                               "started": h["session_started"]}
-                groups.append(g)
-            g["hits"].append(h)
+                groups.append(grp)
+            grp["hits"].append(h)
     session = lb.sessions.brief(f.session) if f.session else None
     return render_page(
         "search.html", {"search-results": "results", "more-hits": "hits_page"},

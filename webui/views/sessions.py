@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
+from flask import (Blueprint, abort, current_app, g, jsonify, redirect, render_template, request,
+                   url_for)
 
 from ..content import plain_text
 from ..db import BadRequest, SessionQuery, get_logbook
 from ..db.schema import KNOWN_SESSION_COLUMNS
 from ..db.sessions import encode_cursor
 from ..present import message_view, session_json, session_label
-from . import render_page, wants_json
+from ..profiles_web import merged_logbooks
+from . import merged, render_page, wants_json
 
 bp = Blueprint("sessions", __name__)
 
@@ -25,15 +27,25 @@ def index():
 def list_sessions():
     lb = get_logbook()
     q = SessionQuery.from_args(request.args)
-    rows, cursor = lb.sessions.conversation_page(q) if q.conversations else lb.sessions.page(q)
-    facets = lb.sessions.source_facets(q)
+    if g.get("all_profiles"):
+        if q.conversations:
+            raise BadRequest("One row per conversation works within one profile.")
+        rows, cursor, facets = merged.session_page(q)
+    else:
+        rows, cursor = lb.sessions.conversation_page(q) if q.conversations \
+            else lb.sessions.page(q)
+        facets = lb.sessions.source_facets(q)
     next_url = url_for("sessions.list_sessions", **q.url_args(after=cursor)) if cursor else None
     if wants_json():
         json_next = url_for("sessions.list_sessions", **q.url_args(after=cursor, format="json")) \
             if cursor else None
         return jsonify({"sessions": [session_json(r) for r in rows],
                         "facets": {"source": facets}, "next": json_next})
-    total, capped = lb.sessions.count(q)
+    if g.get("all_profiles"):
+        counts = [book.sessions.count(q) for _, book in merged_logbooks(current_app)]
+        total, capped = sum(c[0] for c in counts), any(c[1] for c in counts)
+    else:
+        total, capped = lb.sessions.count(q)
     for r in rows:
         r["label"] = session_label(r)
     return render_page(

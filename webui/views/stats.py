@@ -6,13 +6,14 @@ import csv
 import io
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from .. import charts
 from ..db import BadRequest, get_logbook
 from ..db.sessions import parse_day
 from ..db.stats import PERIODS, TOKEN_KINDS, StatsQuery, bucket_for
 from ..formatting import compact, money, num
+from ..profiles_web import merged_logbooks
 from . import render_page, wants_json
 
 bp = Blueprint("stats", __name__)
@@ -126,9 +127,26 @@ def _kind(label: str) -> str:
     return next(k for k, v in TOKEN_LABELS.items() if v == label)
 
 
+def build_merged_report(q: StatsQuery) -> dict[str, Any]:
+    """All profiles side by side: each database's own totals and overview."""
+    profiles = []
+    for name, book in merged_logbooks(current_app):
+        profiles.append({"profile": name, "totals": book.stats.totals(q),
+                         "overview": {**book.stats.counts(), "size_bytes": book.size_bytes()},
+                         "by_source": book.stats.breakdown(q, "source")})
+    return {"query": {"period": q.period, "since": q.start, "until": q.end, "source": q.sources,
+                      "model": q.models}, "profiles": profiles}
+
+
 @bp.get("/stats")
 def stats():
     q = parse_query()
+    if g.get("all_profiles"):
+        report = build_merged_report(q)
+        if wants_json():
+            return jsonify(report)
+        return render_template("stats_all.html", report=report, q=q, periods=list(PERIODS),
+                               token_labels=TOKEN_LABELS)
     report = build_report(q)
     if wants_json():
         return jsonify(report)
