@@ -100,8 +100,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.url}: {len(r.data):,} bytes; request median {times[len(times) // 2]:.1f} ms "
               f"(min {times[0]:.1f}, max {times[-1]:.1f}) with the profiler on")
         print(f"\nSQL of the last request: {len(log.entries)} statements, {sql_total:.1f} ms in all")
-        for ms, n, sql in sorted(log.entries, key=lambda e: -e[0]):
-            print(f"  {ms:8.2f} ms  {n:6d} rows  {' '.join(sql.split())[:230]}")
+        grouped: dict[str, list] = {}
+        for ms, n, sql in log.entries:  # the same statement run many times is one line
+            g = grouped.setdefault(" ".join(sql.split()), [0.0, 0, 0])
+            g[0] += ms
+            g[1] += n
+            g[2] += 1
+        for sql, (ms, n, k) in sorted(grouped.items(), key=lambda kv: -kv[1][0]):
+            times = f"{k} × " if k > 1 else ""
+            print(f"  {ms:8.2f} ms  {times}{n:6d} rows  {sql[:230]}")
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats(args.sort).print_stats(args.top)
         print(f"\ncProfile over {args.repeat} requests (sorted by {args.sort}):")

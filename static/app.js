@@ -112,9 +112,6 @@
     box.appendChild(p);
     setTimeout(function () { p.remove(); }, 5000);
   }
-  document.body && document.body.addEventListener("toast", function (e) {
-    toast(e.detail && e.detail.value !== undefined ? e.detail.value : String(e.detail));
-  });
   document.addEventListener("DOMContentLoaded", function () {
     document.body.addEventListener("toast", function (e) {
       toast(e.detail && e.detail.value !== undefined ? e.detail.value : String(e.detail));

@@ -22,11 +22,20 @@ def csrf_token(client) -> str:
     return re.search(r'<meta name="csrf-token" content="([^"]+)"', html).group(1)
 
 
-def post(client, url: str, data: dict | None = None, htmx: bool = False, **kw):
-    headers = {"X-CSRFToken": csrf_token(client), **kw.pop("headers", {})}
+def post(client, url: str, data: dict | None = None, htmx: bool = False,
+         browser_form: bool = False, **kw):
+    """A POST as a script sends it (token in X-CSRFToken), as htmx does (htmx=True), or as a
+    plain HTML form without JavaScript (browser_form=True: token in the form)."""
+    token = csrf_token(client)
+    headers = dict(kw.pop("headers", {}))
+    data = dict(data or {})
+    if browser_form:
+        data["csrf_token"] = token
+    else:
+        headers["X-CSRFToken"] = token
     if htmx:
         headers["HX-Request"] = "true"
-    return client.post(url, data=data or {}, headers=headers, **kw)
+    return client.post(url, data=data, headers=headers, **kw)
 
 
 def fts_consistent(db) -> None:

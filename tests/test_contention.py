@@ -31,12 +31,7 @@ def test_prune_thousands_while_the_gateway_writes(tmp_path):
                               stdout=subprocess.PIPE, text=True)
     time.sleep(0.5)
     r = post(client, "/prune", {"older_than": days, "cutoff": repr(cutoff), "confirm": "yes"})
-    job_url = r.headers["Location"] + "?format=json"
-    while True:
-        job = client.get(job_url).get_json()
-        if job["done"]:
-            break
-        time.sleep(0.1)
+    job = r.get_json()          # a script's prune answers when it is done
     out, _ = writer.communicate(timeout=60)
     stats = json.loads(out)
 
@@ -53,7 +48,7 @@ def test_prune_thousands_while_the_gateway_writes(tmp_path):
     assert fts_consistent(db) == 0
     # the longest single write transaction, for the record (the gateway waits up to ~16 s)
     print(f"\nprune: {job['deleted']} sessions, {job['messages_deleted']} messages, "
-          f"{job['transactions']} transactions, longest {job['longest_transaction_s'] * 1000:.1f} ms; "
+          f"longest transaction {job['longest_transaction_s'] * 1000:.1f} ms; "
           f"writer: {stats['written']} written, {stats['retries']} retries, "
           f"max wait {stats['max_wait_s'] * 1000:.1f} ms")
     assert job["longest_transaction_s"] < 1.0

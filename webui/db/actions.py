@@ -160,7 +160,11 @@ class Actions:
 
     def run_prune(self, cutoff: float, source: str | None) -> PruneJob:
         """The same as start_prune, in the calling thread (CLI, tests)."""
-        job = PruneJob("inline", cutoff, source, 0)
+        where, params = self._rule(cutoff, source)
+        job = PruneJob(uuid.uuid4().hex[:12], cutoff, source,
+                       self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params))
+        with self._jobs_lock:
+            self.jobs[job.id] = job
         self._run_prune(job)
         return job
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import time
 
-from flask import (Blueprint, abort, current_app, flash, g, get_template_attribute, jsonify,
-                   redirect, render_template, request, url_for)
+from flask import (Blueprint, abort, current_app, flash, g, jsonify, redirect, render_template,
+                   request, url_for)
 
 from ..access import change_required
 from ..db import get_logbook
@@ -40,8 +40,19 @@ def _label(s: dict) -> str:
 
 
 def _display(s: dict, where: str) -> str:
-    macro = get_template_attribute("_title.html", "title_display")
-    return macro(s, where, _label(s))
+    return render_template("title_fragment.html", mode="show", s=s, where=where, label=_label(s))
+
+
+def _edit(s: dict, where: str, value: str | None, error: str | None = None,
+          other: str | None = None) -> str:
+    return render_template("title_fragment.html", mode="edit", s=s, where=where, value=value,
+                           error=error, other=other)
+
+
+def _browser_form() -> bool:
+    """A plain HTML form without JavaScript (token in the form, no htmx): it wants a redirect.
+    htmx and scripts (token in the X-CSRFToken header) get the fragment itself."""
+    return not request.headers.get("HX-Request") and "csrf_token" in request.form
 
 
 def _toast(message: str) -> dict:
@@ -63,7 +74,7 @@ def edit_title(session_id: str):
     s = _session_or_404(session_id)
     if not request.headers.get("HX-Request"):
         return render_template("rename.html", s=s, where=_where())
-    return get_template_attribute("_title.html", "title_edit")(s, _where(), s.get("title"))
+    return _edit(s, _where(), s.get("title"))
 
 
 @bp.post("/sessions/<session_id>/title")
@@ -73,23 +84,23 @@ def set_title(session_id: str):
     s = _session_or_404(session_id)
     raw = request.form.get("title", "")
     where = _where()
-    edit = get_template_attribute("_title.html", "title_edit")
+    edit = _edit
     try:
         title = lb.actions.rename(session_id, raw)
     except TitleInUse as exc:
-        if not request.headers.get("HX-Request"):
+        if _browser_form():
             return render_template("rename.html", s=s, where=where, value=raw,
                                    error=f"“{exc.title}” is already in use by",
                                    other=exc.other_id), 409
         return edit(s, where, raw, f"“{exc.title}” is already in use by", exc.other_id), 409
     except TitleError as exc:
-        if not request.headers.get("HX-Request"):
+        if _browser_form():
             return render_template("rename.html", s=s, where=where, value=raw,
                                    error=str(exc)), 422
         return edit(s, where, raw, str(exc)), 422
     s = {**s, "title": title}
     message = f"Renamed to “{title}”" if title else "Title cleared"
-    if not request.headers.get("HX-Request"):
+    if _browser_form():
         flash(message)
         return redirect(url_for("sessions.view_session", session_id=session_id))
     return _display(s, where), 200, _toast(message)
@@ -113,7 +124,7 @@ def delete(session_id: str):
     if not lb.actions.delete(session_id):
         abort(404, description=f"No session has the id “{session_id}”.")
     message = f"Deleted “{label}”"
-    if request.headers.get("HX-Request"):
+    if not _browser_form():
         # From the list: the row goes away (empty swap) and a toast says so.
         return "", 200, _toast(message)
     flash(message)
@@ -174,9 +185,16 @@ def prune_run():
     if request.form.get("confirm") != "yes":
         abort(400, description="Confirm the prune (confirm=yes) after checking the preview.")
     cutoff = _cutoff(request.form.get("cutoff"), days)
-    job = lb.actions.start_prune(cutoff, source)
     if request.headers.get("HX-Request"):
+        # In the browser: run in the background, the page polls its progress.
+        job = lb.actions.start_prune(cutoff, source)
         return render_template("prune_job.html", job=job, size=lb.size_bytes())
+    # A plain form or a script: the response comes when the prune is done.
+    job = lb.actions.run_prune(cutoff, source)
+    if wants_json() or not _browser_form():
+        return jsonify({"deleted": job.deleted, "messages_deleted": job.messages_deleted,
+                        "error": job.error, "longest_transaction_s": job.longest_txn_s,
+                        "size_bytes": lb.size_bytes(), "job": job.id}), 200 if not job.error else 503
     return redirect(url_for("actions.prune_job", job_id=job.id))
 
 

@@ -17,6 +17,15 @@ NODE_KEYS = ("id", "parent_session_id", "title", "source", "model", "started_at"
              "estimated_cost_usd", "actual_cost_usd", "last_active", "edge")
 
 
+def node_json(n: dict) -> dict:
+    out = {k: n.get(k) for k in NODE_KEYS}
+    out["tokens"] = sum(n.get(k) or 0 for k in ("input_tokens", "output_tokens",
+                                                "cache_read_tokens", "cache_write_tokens"))
+    out["cost"] = n["actual_cost_usd"] if n.get("actual_cost_usd") is not None \
+        else (n.get("estimated_cost_usd") or 0)
+    return out
+
+
 @bp.get("/sessions/<session_id>/lineage")
 def lineage(session_id: str):
     lb = get_logbook()
@@ -30,7 +39,7 @@ def lineage(session_id: str):
     if wants_json():
         return jsonify({
             "root": tree.root, "current": session_id,
-            "nodes": [{k: n.get(k) for k in NODE_KEYS} for n in tree.nodes],
+            "nodes": [node_json(n) for n in tree.nodes],
             "totals": tree.totals, "dangling_parent": tree.dangling_parent,
             "cycle": tree.cycle, "truncated": tree.truncated})
     for n in tree.nodes:
