@@ -275,3 +275,35 @@ def test_newer_schema_refuses_writes_but_reads(tmp_path):
     r = post(client, f"/sessions/{sid}/title", {"title": "x"})
     assert r.status_code == 403 and "newer than Logbook knows" in r.get_data(as_text=True)
     assert title_of(db, sid) == title
+
+
+def test_prune_interrupted_midway_leaves_a_consistent_database(tmp_path, monkeypatch):
+    from webui.db.writer import Writer
+    from webui.generator import generate
+    db = tmp_path / "state.db"
+    generate(db, sessions=400, seed=3, messages_per_session=8)
+    app = make_app(db, tmp_path / "inst")
+    calls = {"n": 0}
+    real_run = Writer.run
+
+    def flaky(self, fn):
+        calls["n"] += 1
+        if calls["n"] == 12:
+            raise sqlite3.OperationalError("disk I/O error (simulated crash mid-prune)")
+        return real_run(self, fn)
+
+    monkeypatch.setattr(Writer, "run", flaky)
+    client = app.test_client()
+    before = sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
+    r = post(client, "/prune", {"older_than": 30, "confirm": "yes"})
+    job = r.get_json()
+    assert r.status_code == 503 and job["error"] and 0 < calls["n"]
+    after = sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
+    assert after == before - job["deleted"]
+    assert fts_consistent(db) == 0
+    monkeypatch.setattr(Writer, "run", real_run)
+    r = post(client, "/prune", {"older_than": 30, "confirm": "yes"})
+    assert r.status_code == 200 and r.get_json()["error"] is None
+    assert sql(db, "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND started_at < "
+                   "strftime('%s','now') - 30 * 86400")[0][0] == 0
+    assert fts_consistent(db) == 0

@@ -157,3 +157,51 @@ def test_installed_wheel_carries_templates_and_static(tmp_path):
                    "webui/static/app.css", "webui/static/vendor/htmx-2.0.11.min.js",
                    "webui/cli.py"):
         assert needed in names, needed
+
+
+def test_remote_mode_over_a_real_socket(tmp_path):
+    """Bound to 0.0.0.0 with --insecure and reached over loopback: viewing works, a change is
+    refused without the token and accepted after logging in with it."""
+    import http.cookiejar
+    import re
+    import urllib.parse
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "webui", "--db", str(db), "--host", "0.0.0.0",
+                             "--port", str(port), "--insecure", "--token", "letmein",
+                             "--instance", str(tmp_path / "inst")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        banner = ""
+        while "Stop with" not in banner:
+            line = proc.stdout.readline()
+            assert line, banner
+            banner += line
+        assert "REMOTE" in banner and "admin token" in banner
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        base = f"http://127.0.0.1:{port}"
+        html = opener.open(base + "/sessions").read().decode()
+        token = re.search(r'name="csrf-token" content="([^"]+)"', html).group(1)
+        sid = sql(db, "SELECT id FROM sessions LIMIT 1")[0][0]
+        req = urllib.request.Request(base + f"/sessions/{sid}/title", method="POST",
+                                     data=urllib.parse.urlencode({"title": "remote"}).encode(),
+                                     headers={"X-CSRFToken": token})
+        try:
+            opener.open(req)
+            raise AssertionError("a change went through without the token")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 403
+        login = urllib.request.Request(base + "/login", method="POST", data=urllib.parse.urlencode(
+            {"token": "letmein", "csrf_token": token}).encode())
+        opener.open(login)
+        html = opener.open(base + "/sessions").read().decode()
+        token = re.search(r'name="csrf-token" content="([^"]+)"', html).group(1)
+        req = urllib.request.Request(base + f"/sessions/{sid}/title", method="POST",
+                                     data=urllib.parse.urlencode({"title": "remote"}).encode(),
+                                     headers={"X-CSRFToken": token})
+        assert opener.open(req).status == 200
+        assert sql(db, "SELECT title FROM sessions WHERE id = ?", (sid,))[0][0] == "remote"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
