@@ -35,8 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import (DEFAULT_DB, DEFAULT_OUT, LOAD_END, LOAD_START, ROOT, Client, RssSampler,  # noqa: E402
-                 Server, pct, proc_status, ro_connect)
+from run import (DEFAULT_DB, DEFAULT_OUT, LOAD_END, LOAD_START, ROOT, Client, Quietness,  # noqa: E402
+                 RssSampler, Server, pct, proc_status, ro_connect, wait_until_quiet)
 
 WRITER = ROOT / "tests" / "hermes_like_writer.py"
 
@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="mean think time between a user's requests, seconds (0.5x-1.5x; 0 = none)")
     ap.add_argument("--threads", type=int, default=None, help="server --threads (default: its own, 8)")
     ap.add_argument("--keep-copy", action="store_true")
+    ap.add_argument("--wait-quiet", type=float, default=600, metavar="S",
+                    help="first wait up to S seconds for other processes to go quiet (default 600; 0: don't)")
     args = ap.parse_args(argv)
     src = args.db.resolve()
     if not src.exists():
@@ -145,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                 break
         print(f"rollup up to date in {time.perf_counter() - t:.1f} s", flush=True)
         client.close()
+        if args.wait_quiet > 0:
+            wait_until_quiet(args.wait_quiet)
+        quiet = Quietness()
         writer = subprocess.Popen([sys.executable, str(WRITER), str(copy), str(args.seconds), str(args.rate),
                                    marker], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + args.seconds
@@ -172,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         seen = json.loads(body)["session"]["message_count"] if status == 200 else None
         c2.close()
         hwm = proc_status(server.pid).get("VmHWM", 0) / 1024
+        quiet.finish(server.pid)
     finally:
         server.stop()
         shutil.rmtree(instance, ignore_errors=True)
@@ -198,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
              f"longest write {1000 * float(writer_out.get('max_wait_s', 0) or 0):.0f} ms; the server "
              f"then showed the writer's session with {seen} messages",
              f"* server peak RSS during the load: {rss.peak_kb / 1024:.0f} MB (VmHWM over its life {hwm:.0f} MB)",
+             quiet.line(),
              "", "| page kind | requests | p50 ms | p95 ms | max ms |", "|---|---:|---:|---:|---:|"]
     for kind, _ in MIX:
         v = by_kind.get(kind, [])

@@ -80,6 +80,72 @@ def proc_status(pid: int) -> dict[str, int]:
     return out
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has spent not idle (all cores), from /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return 0.0
+
+
+def process_cpu_s(pid: int) -> float:
+    """utime + stime of a process and its reaped children, in seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+class Quietness:
+    """How much CPU other processes took during the measurements: the machine's busy time minus
+    this runner's and the server's. A noisy neighbour makes every number slower."""
+
+    def __init__(self):
+        self.t0 = time.perf_counter()
+        self.busy0 = machine_busy_s()
+        self.self0 = process_cpu_s(os.getpid())
+        self.server_cpu = 0.0
+        self.other_s = 0.0
+        self.wall = 0.0
+
+    def finish(self, server_pid: int) -> None:
+        self.wall = time.perf_counter() - self.t0
+        self.server_cpu = process_cpu_s(server_pid)
+        busy = machine_busy_s() - self.busy0
+        mine = process_cpu_s(os.getpid()) - self.self0
+        self.other_s = max(0.0, busy - mine - self.server_cpu)
+
+    def line(self) -> str:
+        share = self.other_s / self.wall if self.wall else 0.0
+        text = (f"* other processes used {self.other_s:.1f} CPU-seconds during the {self.wall:.0f} s of "
+                f"measurements ({share:.0%} of one core); the server used {self.server_cpu:.1f}")
+        if share > 0.1:
+            text += (" — **the machine was not quiet: these numbers are pessimistic; run again with "
+                     "nothing else running**")
+        return text
+
+
+def wait_until_quiet(max_wait_s: float, threshold: float = 0.25, window_s: float = 5.0) -> bool:
+    """Wait (at most max_wait_s) for a window in which the machine is busy less than
+    ``threshold`` of one core. True when it got quiet."""
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        b0, t0 = machine_busy_s(), time.perf_counter()
+        time.sleep(window_s)
+        load = (machine_busy_s() - b0) / (time.perf_counter() - t0)
+        if load < threshold:
+            return True
+        if time.monotonic() > deadline:
+            print(f"the machine is still busy ({load:.0%} of a core): measuring anyway", flush=True)
+            return False
+        print(f"waiting for a quiet machine (other processes use {load:.0%} of a core)…", flush=True)
+
+
 def reset_hwm(pid: int) -> bool:
     """Reset the peak-RSS counter (Linux: write 5 to clear_refs)."""
     try:
@@ -556,7 +622,7 @@ def export_lines(exp: dict) -> list[str]:
 
 
 def write_results(out: Path, machine: dict, d: dict, first_s: float, cold: dict, rows: list[Row],
-                  exp: dict, mem: dict, started: str, wall_s: float) -> None:
+                  exp: dict, mem: dict, started: str, wall_s: float, quiet: Quietness) -> None:
     b = d.get("build", {})
     lines = [
         "# Benchmark results",
@@ -569,6 +635,7 @@ def write_results(out: Path, machine: dict, d: dict, first_s: float, cold: dict,
         f"* {machine['nproc']} cores: {machine['cpu']}; {machine['memory']} RAM; Linux {machine['kernel']}",
         f"* Python {machine['python']}, SQLite {machine['sqlite']}, Flask {machine['flask']}, "
         f"waitress {machine['waitress']} (8 threads, the default)",
+        quiet.line(),
         "",
         "## Database",
         "",
@@ -661,6 +728,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=45.0, help="seconds at most per page (default 45)")
     ap.add_argument("--no-export", action="store_true")
     ap.add_argument("--json", type=Path, help="also write the raw numbers here")
+    ap.add_argument("--wait-quiet", type=float, default=600, metavar="S",
+                    help="first wait up to S seconds for other processes to go quiet (default 600; 0: don't)")
     args = ap.parse_args(argv)
     db = args.db.resolve()
     if not db.exists():
@@ -675,8 +744,11 @@ def main(argv: list[str] | None = None) -> int:
     d = discover(conn, db)
     d["path"] = os.path.relpath(db, ROOT) if db.is_relative_to(ROOT) else str(db)
     print(json.dumps({k: v for k, v in d.items() if k != "build"}, ensure_ascii=False), flush=True)
+    if args.wait_quiet > 0:
+        wait_until_quiet(args.wait_quiet)
     instance = Path(tempfile.mkdtemp(prefix="logbook-bench-"))
     server = Server(db, instance)
+    quiet = Quietness()
     try:
         first_s = server.start()
         print(f"first request after start: {first_s:.2f} s", flush=True)
@@ -701,10 +773,13 @@ def main(argv: list[str] | None = None) -> int:
             exp = export(client, server.pid, conn)
             print(f"export: {exp}", flush=True)
         client.close()
+        quiet.finish(server.pid)
+        print(quiet.line(), flush=True)
     finally:
         server.stop()
         shutil.rmtree(instance, ignore_errors=True)
-    write_results(args.out, machine, d, first_s, cold, rows, exp, mem, started, time.perf_counter() - wall)
+    write_results(args.out, machine, d, first_s, cold, rows, exp, mem, started, time.perf_counter() - wall,
+                  quiet)
     if args.json:
         args.json.write_text(json.dumps({
             "machine": machine, "db": {k: v for k, v in d.items()}, "first_s": first_s, "cold": cold,

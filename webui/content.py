@@ -70,19 +70,21 @@ def plain_text(content: Any, limit: int | None = None) -> str:
     return text
 
 
-def parse_tool_calls(raw: Any) -> list[dict[str, Any]]:
-    """[{"id", "name", "arguments" (parsed when it is JSON), "raw_arguments"}]; [] when the
-    column is empty or not JSON (Hermes's export falls back to [] the same way)."""
+def load_tool_calls(raw: Any) -> list:
+    """The tool_calls column as Hermes's export returns it: the parsed JSON list, or [] when
+    it is empty or not valid JSON."""
     if not raw:
         return []
     try:
-        calls = json.loads(raw) if isinstance(raw, str) else raw
+        value = json.loads(raw) if isinstance(raw, str) else raw
     except (json.JSONDecodeError, TypeError):
         return []
-    if isinstance(calls, dict):
-        calls = [calls]
-    if not isinstance(calls, list):
-        return []
+    return value if isinstance(value, list) else [value]
+
+
+def parse_tool_calls(raw: Any) -> list[dict[str, Any]]:
+    """[{"id", "name", "arguments" (parsed when it is JSON), "raw_arguments"}] for display."""
+    calls = load_tool_calls(raw)
     out = []
     for call in calls:
         if not isinstance(call, dict):

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ..content import content_parts, decode_content, parse_tool_calls, pretty_json
+from ..content import (content_parts, decode_content, load_tool_calls, parse_tool_calls,
+                       pretty_json)
 from .reader import Reader
 from .sessions import SessionQuery, SessionStore
 
@@ -78,7 +79,7 @@ class Exporter:
                                [session_id], time_limit_s=EXPORT_TIME_LIMIT):
             m["content"] = decode_content(m.get("content"))
             if "tool_calls" in m:
-                m["tool_calls"] = parse_tool_calls_raw(m["tool_calls"])
+                m["tool_calls"] = load_tool_calls(m["tool_calls"])
             yield m
 
     def jsonl(self, ids: Iterator[str]) -> Iterator[str]:
@@ -139,17 +140,6 @@ class Exporter:
                 for call in parse_tool_calls(m.get("tool_calls")):
                     yield f"\n**Tool call** `{call['name']}`\n\n" + _fence(
                         pretty_json(call["arguments"]), "json")
-
-
-def parse_tool_calls_raw(raw: Any) -> list:
-    """As Hermes's export: the parsed JSON list, or [] when it is not valid JSON."""
-    if not raw:
-        return []
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
-    except (json.JSONDecodeError, TypeError):
-        return []
-    return value if isinstance(value, list) else [value]
 
 
 def _fence(text: str, lang: str) -> str:

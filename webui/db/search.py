@@ -22,7 +22,7 @@ from ..content import plain_text
 from ..searchsyntax import Plan
 from .errors import BadRequest
 from .reader import Reader
-from .sessions import like_escape, parse_day
+from .sessions import date_range, like_escape
 
 PAGE_SIZE = 50
 MAX_RESULTS = 1000          # deepest result reachable by paging
@@ -75,12 +75,9 @@ class SearchStore:
         if f.session:
             clauses.append("m.session_id = ?")
             params.append(f.session)
-        if f.since:
-            clauses.append("m.timestamp >= ?")
-            params.append(parse_day(f.since))
-        if f.until:
-            clauses.append("m.timestamp < ?")
-            params.append(parse_day(f.until, end=True))
+        dc, dp = date_range("m.timestamp", f.since, f.until)
+        clauses += dc
+        params += dp
         if self.schema.has("messages", "active"):
             # Messages undone by /rewind are not part of the conversation any more; Hermes
             # 0.19 keeps compacted ones searchable (active = 1 OR compacted = 1).

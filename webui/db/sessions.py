@@ -36,6 +36,18 @@ def parse_day(value: str, *, end: bool = False) -> float:
     return moment.astimezone().timestamp() if moment.tzinfo is None else moment.timestamp()
 
 
+def date_range(column: str, since: str | None, until: str | None) -> tuple[list[str], list]:
+    """SQL conditions for an inclusive date range (ISO dates, the server's local time)."""
+    clauses, params = [], []
+    if since:
+        clauses.append(f"{column} >= ?")
+        params.append(parse_day(since))
+    if until:
+        clauses.append(f"{column} < ?")
+        params.append(parse_day(until, end=True))
+    return clauses, params
+
+
 @dataclass
 class SessionQuery:
     sources: list[str] = field(default_factory=list)
@@ -179,12 +191,9 @@ class SessionStore:
             clauses.append(f"{self.col('ended_at')} IS NULL")
         elif q.state == "ended":
             clauses.append(f"{self.col('ended_at')} IS NOT NULL")
-        if q.since:
-            clauses.append("s.started_at >= ?")
-            params.append(parse_day(q.since))
-        if q.until:
-            clauses.append("s.started_at < ?")
-            params.append(parse_day(q.until, end=True))
+        dc, dp = date_range("s.started_at", q.since, q.until)
+        clauses += dc
+        params += dp
         if q.q:
             pattern = like_escape(q.q)
             title = self.col("title")
