@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, time as dtime, timedelta
@@ -136,6 +137,7 @@ class SessionStore:
     def __init__(self, reader: Reader):
         self.r = reader
         self.schema = reader.schema
+        self._cache: dict[str, tuple[float, Any]] = {}
 
     def col(self, name: str, alias: str = "s") -> str:
         return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
@@ -327,14 +329,26 @@ class SessionStore:
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def all_sources(self) -> list[str]:
-        return [r["source"] for r in self.r.rows(
-            "SELECT DISTINCT source FROM sessions ORDER BY source")]
+        return self._cached("sources", lambda: [r["source"] for r in self.r.rows(
+            "SELECT DISTINCT source FROM sessions ORDER BY source")])
 
     def models(self) -> list[dict[str, Any]]:
+        """Models for the filter form. No index covers sessions.model, so the scan (wide rows:
+        system prompts) is shared by the requests of the next few seconds."""
         if not self.schema.has("sessions", "model"):
             return []
-        return self.r.rows("SELECT model, COUNT(*) AS n FROM sessions WHERE model IS NOT NULL "
-                           "GROUP BY model ORDER BY n DESC, model")
+        return self._cached("models", lambda: self.r.rows(
+            "SELECT model, COUNT(*) AS n FROM sessions WHERE model IS NOT NULL "
+            "GROUP BY model ORDER BY n DESC, model"))
+
+    def _cached(self, key: str, compute, ttl: float = 10.0):
+        now = time.monotonic()
+        hit = self._cache.get(key)
+        if hit and now - hit[0] < ttl:
+            return hit[1]
+        value = compute()
+        self._cache[key] = (now, value)
+        return value
 
     def change_token(self) -> str:
         """Cheap: MAX over two rowid/index orders and a count of live sessions."""
