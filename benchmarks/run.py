@@ -40,7 +40,6 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DB = ROOT / "benchmarks" / "data" / "bench-1m.db"
@@ -746,6 +745,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({k: v for k, v in d.items() if k != "build"}, ensure_ascii=False), flush=True)
     if args.wait_quiet > 0:
         wait_until_quiet(args.wait_quiet)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     instance = Path(tempfile.mkdtemp(prefix="logbook-bench-"))
     server = Server(db, instance)
     quiet = Quietness()
