@@ -126,6 +126,13 @@ class Reader:
             return row[0] if row else None
         return self._run(fn, kw.get("time_limit_s"))
 
+    @contextmanager
+    def connection(self, time_limit_s: float | None = None) -> Iterator[sqlite3.Connection]:
+        """One read-only connection for a run of queries (an export reuses it across many
+        sessions instead of checking one out per query)."""
+        with self._raw(time_limit_s) as raw:
+            yield raw
+
     def stream(self, sql: str, params: Sequence[Any] = (), *, batch: int = 500,
                time_limit_s: float | None = None) -> Iterator[dict[str, Any]]:
         """Rows one batch at a time, for exports: memory stays flat whatever the size."""

@@ -22,7 +22,7 @@ from .reader import Reader
 from .schema import readonly_uri
 
 BATCH = 100_000
-VERSION = "1"
+VERSION = "2"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -32,6 +32,9 @@ CREATE TABLE IF NOT EXISTS tools (session_id TEXT, tool_name TEXT, n INTEGER,
                                   PRIMARY KEY (session_id, tool_name));
 CREATE TABLE IF NOT EXISTS hours (session_id TEXT, dow INTEGER, hour INTEGER, n INTEGER,
                                   PRIMARY KEY (session_id, dow, hour));
+-- The filterable columns of every session, so panels never touch state.db's wide rows.
+CREATE TABLE IF NOT EXISTS sess (session_id TEXT PRIMARY KEY, started_at REAL, source TEXT,
+                                 model TEXT);
 """
 
 
@@ -56,6 +59,7 @@ class Rollup:
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=5, isolation_level=None,
                                check_same_thread=False)
+        conn.execute("PRAGMA journal_mode = WAL")   # our own file: readers beside the refresher
         conn.executescript(SCHEMA)
         # The state database, attached read-only, so panels join rollup rows to sessions.
         conn.execute("ATTACH DATABASE ? AS st", (readonly_uri(self.r.opened.path,
@@ -67,10 +71,11 @@ class Rollup:
 
     def _reset(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN")
-        for table in ("roles", "tools", "hours", "meta"):
+        for table in ("roles", "tools", "hours", "sess", "meta"):
             conn.execute(f"DELETE FROM main.{table}")
         conn.executemany("INSERT INTO main.meta VALUES (?, ?)",
-                         [("version", VERSION), ("max_id", "0"), ("counted", "0")])
+                         [("version", VERSION), ("max_id", "0"), ("counted", "0"),
+                          ("sessions", "")])
         conn.execute("COMMIT")
 
     def refresh(self, budget_s: float = 0.4) -> Coverage:
@@ -84,10 +89,14 @@ class Rollup:
                     self._reset(conn)
                     meta = self._meta(conn)
                 max_id, counted = int(meta["max_id"]), int(meta["counted"])
-                if max_id and self.r.scalar("SELECT COUNT(*) FROM messages WHERE id <= ?",
-                                            [max_id]) != counted:
-                    self._reset(conn)   # rows went away underneath (prune, delete): rebuild
+                # Rows that went away underneath (a prune, a delete) show as fewer messages up
+                # to max_id. Counted as all minus the newer ones: two fast index counts.
+                if max_id and self.r.scalar(
+                        "SELECT (SELECT COUNT(*) FROM messages) - (SELECT COUNT(*) FROM messages "
+                        "WHERE id > ?)", [max_id]) != counted:
+                    self._reset(conn)
                     max_id = counted = 0
+                self._sync_sessions(conn, self._meta(conn).get("sessions", ""))
                 db_max = self.r.scalar("SELECT COALESCE(MAX(id), 0) FROM messages") or 0
                 while max_id < db_max and time.monotonic() < deadline:
                     hi = min(max_id + BATCH, db_max)
@@ -100,6 +109,25 @@ class Rollup:
                 return Coverage(max_id, db_max, counted)
             finally:
                 conn.close()
+
+    def _sync_sessions(self, conn: sqlite3.Connection, seen: str) -> None:
+        """Copy the sessions' filter columns when the set of sessions changed (a new one, a
+        deleted one). A model changed later inside an existing session shows here with the
+        next change of the set."""
+        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
+        token = self.r.one("SELECT COUNT(*) AS n, MAX(rowid) AS m, MAX(started_at) AS s "
+                           "FROM sessions") or {}
+        token_s = f"{token.get('n')}-{token.get('m')}-{token.get('s')}"
+        if token_s == seen:
+            return
+        rows = self.r.rows(f"SELECT id, started_at, source, {model} AS model FROM sessions",
+                           time_limit_s=30)
+        conn.execute("BEGIN")
+        conn.execute("DELETE FROM main.sess")
+        conn.executemany("INSERT INTO main.sess VALUES (?, ?, ?, ?)",
+                         [(r["id"], r["started_at"], r["source"], r["model"]) for r in rows])
+        conn.execute("INSERT OR REPLACE INTO main.meta VALUES ('sessions', ?)", (token_s,))
+        conn.execute("COMMIT")
 
     def _add_range(self, conn: sqlite3.Connection, lo: int, hi: int) -> int:
         tool = "tool_name" if self.has_tool_name else "NULL"
@@ -133,30 +161,31 @@ class Rollup:
         return total
 
     def query(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-        with self.lock:
-            conn = self._connect()
-            try:
-                deadline = time.monotonic() + self.r.time_limit_s
-                conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
-                cur = conn.execute(sql, params)
-                names = [d[0] for d in cur.description]
-                return [dict(zip(names, r)) for r in cur.fetchall()]
-            finally:
-                conn.close()
+        # No lock: readers of our own file run side by side (WAL); only refresh() serialises.
+        conn = self._connect()
+        try:
+            deadline = time.monotonic() + self.r.time_limit_s
+            conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
+            cur = conn.execute(sql, params)
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r)) for r in cur.fetchall()]
+        finally:
+            conn.close()
 
     # -- panels ------------------------------------------------------------------------
 
     def tools(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
         return self.query(
-            "SELECT t.tool_name AS tool, SUM(t.n) AS calls FROM main.tools t JOIN st.sessions s "
-            f"ON s.id = t.session_id WHERE {where} GROUP BY 1 ORDER BY calls DESC, tool", params)
+            "SELECT t.tool_name AS tool, SUM(t.n) AS calls FROM main.tools t JOIN main.sess s "
+            f"ON s.session_id = t.session_id WHERE {where} GROUP BY 1 ORDER BY calls DESC, tool",
+            params)
 
     def heatmap(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
         return self.query(
             "SELECT h.dow AS dow, h.hour AS hour, SUM(h.n) AS messages FROM main.hours h JOIN "
-            f"st.sessions s ON s.id = h.session_id WHERE {where} GROUP BY 1, 2", params)
+            f"main.sess s ON s.session_id = h.session_id WHERE {where} GROUP BY 1, 2", params)
 
     def messages_by_source(self) -> list[dict[str, Any]]:
         return self.query(
-            "SELECT s.source AS source, SUM(r.n) AS messages FROM main.roles r JOIN st.sessions s "
-            "ON s.id = r.session_id GROUP BY 1 ORDER BY messages DESC", [])
+            "SELECT s.source AS source, SUM(r.n) AS messages FROM main.roles r JOIN main.sess s "
+            "ON s.session_id = r.session_id GROUP BY 1 ORDER BY messages DESC", [])

@@ -101,7 +101,9 @@ class SearchStore:
         where, params = self._filters(f)
         base = (f"FROM {table} JOIN messages m ON m.id = {table}.rowid "
                 f"JOIN sessions s ON s.id = m.session_id WHERE {table} MATCH ?{where}")
-        n = self.r.scalar(f"SELECT COUNT(*) FROM (SELECT 1 {base} LIMIT {RANK_CAP + 1})",
+        # Without filters the count needs no joins: the FTS index alone answers it.
+        counted = base if where else f"FROM {table} WHERE {table} MATCH ?"
+        n = self.r.scalar(f"SELECT COUNT(*) FROM (SELECT 1 {counted} LIMIT {RANK_CAP + 1})",
                           [expression, *params])
         ranked = n <= RANK_CAP
         order = f"{table}.rank, m.id" if ranked else f"{table}.rowid DESC"
@@ -113,10 +115,19 @@ class SearchStore:
         ids = ids[:PAGE_SIZE]
         snippets = {}
         if ids:
-            snippets = {r["id"]: r["snippet"] for r in self.r.rows(
-                f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) AS snippet "
-                f"FROM {table} WHERE {table} MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
-                [MARK_START, MARK_END, expression, *ids])}
+            select = (f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) "
+                      f"AS snippet FROM {table} WHERE {table} MATCH ? AND ")
+            if ranked or where:
+                rows = self.r.rows(select + f"rowid IN ({','.join('?' * len(ids))})",
+                                   [MARK_START, MARK_END, expression, *ids])
+            else:
+                # Unfiltered newest-first pages are a run of consecutive matches: one range
+                # scan of the doclist, instead of re-expanding a prefix query for every id.
+                wanted = set(ids)
+                rows = [r for r in self.r.rows(select + "rowid BETWEEN ? AND ?",
+                                               [MARK_START, MARK_END, expression, min(ids),
+                                                max(ids)]) if r["id"] in wanted]
+            snippets = {r["id"]: r["snippet"] for r in rows}
         rows = self._hydrate(ids)
         for row in rows:
             row["snippet"] = snippets.get(row["message_id"], "")

@@ -138,6 +138,7 @@ class SessionStore:
         self.r = reader
         self.schema = reader.schema
         self._cache: dict[str, tuple[float, Any]] = {}
+        self._order_cache: dict[tuple, tuple[str, list]] = {}
 
     def col(self, name: str, alias: str = "s") -> str:
         return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
@@ -226,17 +227,20 @@ class SessionStore:
         key = self.sort_expr(q.sort_key)
         direction = "DESC" if q.descending else "ASC"
         op = "<" if q.descending else ">"
-        if q.after:
-            after_key, after_id = decode_cursor(q.after)
-            if after_key is None:
-                after_key = 0
-            # The extra single-column bound lets SQLite range-scan an index on the sort key.
-            where += f" AND {key} {op}= ? AND ({key} {op} ? OR ({key} = ? AND s.id {op} ?))"
-            params += [after_key, after_key, after_key, after_id]
-        # Step 1 orders bare ids (cheap); step 2 computes the display columns for one page only.
-        ids = self.r.rows(
-            f"SELECT s.id AS id, {key} AS k FROM sessions s WHERE {where} "
-            f"ORDER BY k {direction}, s.id {direction} LIMIT ?", [*params, q.limit + 1])
+        if q.sort_key == "last_active":
+            ids = self._last_active_page(q, where, params, key, direction)
+        else:
+            if q.after:
+                after_key, after_id = decode_cursor(q.after)
+                if after_key is None:
+                    after_key = 0
+                # The extra single-column bound lets SQLite range-scan an index on the key.
+                where += f" AND {key} {op}= ? AND ({key} {op} ? OR ({key} = ? AND s.id {op} ?))"
+                params += [after_key, after_key, after_key, after_id]
+            # Step 1 orders bare ids (cheap); step 2 computes display columns for one page.
+            ids = self.r.rows(
+                f"SELECT s.id AS id, {key} AS k FROM sessions s WHERE {where} "
+                f"ORDER BY k {direction}, s.id {direction} LIMIT ?", [*params, q.limit + 1])
         more = len(ids) > q.limit
         ids = ids[: q.limit]
         if not ids:
@@ -308,6 +312,39 @@ class SessionStore:
                 out.append(d)
         cursor = encode_cursor(rows[-1]["k"], rows[-1]["newest_id"]) if more else None
         return out, cursor
+
+    def _last_active_page(self, q: SessionQuery, where: str, params: list[Any], key: str,
+                          direction: str) -> list[dict[str, Any]]:
+        """Last activity is not a column: ordering by it costs one index seek per session.
+        The ordered (key, id) list is kept per filter and reused until the database changes
+        (a new message, a new or deleted session), so paging and repeated views are cheap."""
+        token = self.order_token()
+        cache_key = (where, tuple(params), direction)
+        hit = self._order_cache.get(cache_key)
+        if hit is None or hit[0] != token:
+            rows = self.r.rows(f"SELECT s.id AS id, {key} AS k FROM sessions s WHERE {where} "
+                               f"ORDER BY k {direction}, s.id {direction}", params)
+            hit = (token, [(r["k"], r["id"]) for r in rows])
+            if len(self._order_cache) >= 8:
+                try:
+                    self._order_cache.pop(next(iter(self._order_cache)), None)
+                except (RuntimeError, StopIteration):   # another thread got there first
+                    pass
+            self._order_cache[cache_key] = hit
+        ordered = hit[1]
+        start = 0
+        if q.after:
+            after = decode_cursor(q.after)
+            beyond = (lambda kv: kv < after) if q.descending else (lambda kv: kv > after)
+            start = next((i for i, kv in enumerate(ordered) if beyond(kv)), len(ordered))
+        return [{"id": i, "k": k} for k, i in ordered[start:start + q.limit + 1]]
+
+    def order_token(self) -> str:
+        """Changes whenever a message is added or a session appears or goes: cheap (rowid and
+        index maxima, a covering-index count)."""
+        row = self.r.one("SELECT (SELECT MAX(id) FROM messages) AS m, (SELECT COUNT(*) FROM "
+                         "sessions) AS n, (SELECT MAX(started_at) FROM sessions) AS s") or {}
+        return f"{row.get('m')}-{row.get('n')}-{row.get('s')}"
 
     def count(self, q: SessionQuery) -> tuple[int, bool]:
         """The number of matching sessions, capped: (n, capped?)."""

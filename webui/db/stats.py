@@ -76,7 +76,10 @@ class StatsStore:
     def where(self, q: StatsQuery) -> tuple[str, list[Any]]:
         clauses, params = [], []
         if q.start is not None:
-            clauses.append("started_at >= ?")
+            # For long periods a plain scan beats walking idx_sessions_started and fetching
+            # almost every row through it ("+" keeps SQLite off the index).
+            wide = (q.end or q.now) - q.start > 60 * 86400
+            clauses.append("+started_at >= ?" if wide else "started_at >= ?")
             params.append(q.start)
         if q.end is not None:
             clauses.append("started_at < ?")
@@ -158,9 +161,12 @@ class StatsStore:
         return self.r.rows("SELECT source, COUNT(*) AS sessions FROM sessions GROUP BY source "
                            "ORDER BY sessions DESC, source")
 
-    def counts(self) -> dict[str, int]:
-        return {"sessions": self.r.scalar("SELECT COUNT(*) FROM sessions"),
-                "messages": self.r.scalar("SELECT COUNT(*) FROM messages")}
+    def counts(self, rollup_messages: int | None = None) -> dict[str, int]:
+        """Sessions and messages in the whole database; an up-to-date rollup already knows
+        the second."""
+        messages = rollup_messages if rollup_messages is not None else \
+            self.r.scalar("SELECT COUNT(*) FROM messages")
+        return {"sessions": self.r.scalar("SELECT COUNT(*) FROM sessions"), "messages": messages}
 
     def aux_usage(self, q: StatsQuery) -> list[dict[str, Any]]:
         """Newer Hermes records per-task model usage (title generation, compression, …)."""

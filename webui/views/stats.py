@@ -63,7 +63,8 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
         "query": {"period": q.period, "since": q.start, "until": q.end, "source": q.sources,
                   "model": q.models, "lineage": q.lineage, "bucket": bucket,
                   "cost_by": q.cost_by},
-        "overview": {**st.counts(), "size_bytes": lb.size_bytes(),
+        "overview": {**st.counts(rollup_messages=coverage.messages if coverage.complete
+                                else None), "size_bytes": lb.size_bytes(),
                      "sessions_by_source": st.sources_overview(),
                      "messages_by_source": lb.rollup.messages_by_source()},
         "totals": st.totals(q),
