@@ -33,7 +33,17 @@ def execute_write(conn: sqlite3.Connection, fn, stats: dict) -> None:
             raise
 
 
+class Stop(Exception):
+    pass
+
+
 def main() -> int:
+    import signal
+
+    def stop(*_):
+        raise Stop
+
+    signal.signal(signal.SIGTERM, stop)
     db, seconds, rate, marker = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
     conn = sqlite3.connect(db, timeout=1.0, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA foreign_keys=ON")
@@ -47,22 +57,26 @@ def main() -> int:
     interval = 1.0 / rate
     next_at = time.monotonic()
     n = 0
-    while time.monotonic() < deadline:
-        n += 1
-        content = f"{marker} message {n}"
+    try:
+        while time.monotonic() < deadline:
+            n += 1
+            content = f"{marker} message {n}"
 
-        def append(c, content=content):
-            c.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
-                      "(?, 'user', ?, ?)", (sid, content, time.time()))
-            c.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?", (sid,))
-        try:
-            execute_write(conn, append, stats)
-            stats["written"] += 1
-        except sqlite3.Error as exc:
-            stats["failures"] += 1
-            stats["errors"].append(str(exc))
-        next_at += interval
-        time.sleep(max(0.0, next_at - time.monotonic()))
+            def append(c, content=content):
+                c.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+                          "(?, 'user', ?, ?)", (sid, content, time.time()))
+                c.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?",
+                          (sid,))
+            try:
+                execute_write(conn, append, stats)
+                stats["written"] += 1
+            except sqlite3.Error as exc:
+                stats["failures"] += 1
+                stats["errors"].append(str(exc))
+            next_at += interval
+            time.sleep(max(0.0, next_at - time.monotonic()))
+    except Stop:
+        pass
     conn.close()
     print(json.dumps(stats))
     return 0

@@ -192,7 +192,7 @@ class Actions:
                     took = self.w.last_transaction_s
                     self._note(job, took)
                     job.messages_deleted += n
-                    msg_batch = _adapt(used, took, 50, 2000)
+                    msg_batch = _adapt(used, took, 50, 1000)
                     if n < used:
                         break
 
@@ -211,7 +211,7 @@ class Actions:
                 job.deleted += self.w.run(fn)
                 took = self.w.last_transaction_s
                 self._note(job, took)
-                batch = _adapt(batch, took, 1, 500)
+                batch = _adapt(batch, took, 1, 200)
                 self.w.checkpoint()
         except Exception as exc:  # noqa: BLE001 - reported to the user through the job
             job.error = getattr(exc, "message", None) or str(exc)
