@@ -185,7 +185,11 @@
     var results = document.getElementById("results");
     var url = new URL(window.location.href);
     if (!results || url.searchParams.get("after")) return;   // live only on the first page
-    fetch("/changes" + (listToken ? "?since=" + encodeURIComponent(listToken) : ""),
+    // The URL comes from the page, so it carries the profile being looked at.
+    var changes = new URL(document.body.getAttribute("data-changes-url") || "/changes",
+                          window.location.href);
+    if (listToken) changes.searchParams.set("since", listToken);
+    fetch(changes.toString(),
           {headers: {"Accept": "application/json"}})
       .then(function (r) { return r.status === 200 ? r.json() : null; })
       .then(function (body) {
@@ -236,8 +240,8 @@
     if (e.key === "g") { pendingG = Date.now(); return; }
     if (pendingG && Date.now() - pendingG < 1500) {
       pendingG = 0;
-      if (e.key === "s") window.location.href = "/sessions";
-      if (e.key === "t") window.location.href = "/stats";
+      if (e.key === "s") window.location.href = document.body.getAttribute("data-sessions-url") || "/sessions";
+      if (e.key === "t") window.location.href = document.body.getAttribute("data-stats-url") || "/stats";
     }
   });
 

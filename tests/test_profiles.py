@@ -169,3 +169,19 @@ def test_switch_profile_in_the_browser(root, tmp_path):
             browser.close()
     finally:
         srv.close()
+
+
+def test_grouped_merged_search_and_live_checks_keep_the_profile(client, root):
+    html = client.get("/search?q=docker&profile=all&group=session").get_data(as_text=True)
+    heads = re.findall(r'<h2><a href="(/sessions/[^"]+)"', html)
+    assert heads and all("profile=" in h for h in heads)
+    body = client.get("/sessions?profile=old").get_data(as_text=True)
+    assert 'data-changes-url="/changes?profile=old"' in body
+    token = client.get("/changes?profile=old").get_json()["token"]
+    with sqlite3.connect(root / DBS["old"]) as conn:
+        sid = conn.execute("SELECT id FROM sessions LIMIT 1").fetchone()[0]
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+                     "(?, 'user', 'new', 2e9)", (sid,))
+    assert client.get(f"/changes?profile=old&since={token}").status_code == 200
+    fresh = client.get("/changes").get_json()["token"]
+    assert client.get(f"/changes?since={fresh}").status_code == 204

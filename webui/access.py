@@ -28,8 +28,27 @@ bp = Blueprint("access", __name__)
 OPEN_ENDPOINTS = {"access.login", "access.logout", "static"}
 
 
+def _token_mark() -> str:
+    """A keyed digest of the configured token: rotating the token logs everyone out."""
+    token = current_app.config.get("LOGBOOK_TOKEN") or ""
+    return hmac.new(current_app.config["SECRET_KEY"].encode(), token.encode(),
+                    "sha256").hexdigest()
+
+
 def is_admin() -> bool:
-    return bool(session.get("admin"))
+    return bool(token_configured() and session.get("admin")
+                and hmac.compare_digest(str(session["admin"]), _token_mark()))
+
+
+def safe_next(value: str | None, default: str) -> str:
+    """A same-site path to go back to, never another site (//evil, /\t/evil, http://…)."""
+    if not value:
+        return default
+    cleaned = "".join(ch for ch in value if ch not in "\t\r\n").replace("\\", "/")
+    parts = urlsplit(cleaned)
+    if parts.scheme or parts.netloc or not cleaned.startswith("/") or cleaned.startswith("//"):
+        return default
+    return cleaned
 
 
 def token_configured() -> bool:
@@ -115,15 +134,13 @@ def init_app(app: Flask) -> None:
 @limiter.limit("5 per minute", methods=["POST"])
 def login():
     error = None
-    nxt = request.values.get("next") or url_for("sessions.list_sessions")
-    if not nxt.startswith("/") or nxt.startswith("//"):
-        nxt = url_for("sessions.list_sessions")
+    nxt = safe_next(request.values.get("next"), url_for("sessions.list_sessions"))
     if request.method == "POST":
         expected = current_app.config.get("LOGBOOK_TOKEN") or ""
         given = request.form.get("token", "")
         if expected and hmac.compare_digest(given.encode(), expected.encode()):
             session.clear()
-            session["admin"] = True
+            session["admin"] = _token_mark()
             session.permanent = True
             return redirect(nxt)
         error = "That token is not right." if expected else \

@@ -18,7 +18,7 @@ def decode_content(content: Any) -> Any:
     if isinstance(content, str) and content.startswith(MULTIMODAL_PREFIX):
         try:
             return json.loads(content[len(MULTIMODAL_PREFIX):])
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return content[len(MULTIMODAL_PREFIX):]
     return content
 
@@ -77,7 +77,7 @@ def load_tool_calls(raw: Any) -> list:
         return []
     try:
         value = json.loads(raw) if isinstance(raw, str) else raw
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return []
     return value if isinstance(value, list) else [value]
 
@@ -96,7 +96,7 @@ def parse_tool_calls(raw: Any) -> list[dict[str, Any]]:
         if isinstance(args, str):
             try:
                 parsed = json.loads(args)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 parsed = args
         out.append({"id": str(call.get("id") or call.get("call_id") or ""), "name": str(name),
                     "arguments": parsed, "raw_arguments": args})
@@ -110,14 +110,14 @@ def pretty_json(value: Any) -> str:
         if stripped[:1] in ("{", "["):
             try:
                 value = json.loads(stripped)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 return value
         else:
             return value
     try:
         return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
-    except (TypeError, ValueError):
-        return str(value)
+    except (TypeError, ValueError, RecursionError):
+        return "[too deeply nested to show]" if isinstance(value, (list, dict)) else str(value)
 
 
 def looks_like_json(text: Any) -> bool:
@@ -129,5 +129,5 @@ def looks_like_json(text: Any) -> bool:
     try:
         json.loads(s)
         return True
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return False

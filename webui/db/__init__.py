@@ -79,7 +79,8 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
     logbook = Logbook(opened, reader, sessions, MessageStore(reader),
                       SearchStore(reader), LineageStore(reader), StatsStore(reader),
                       Rollup(reader, rollup_path), Exporter(reader, sessions),
-                      Actions(reader, Writer(opened, newest_known_version=NEWEST_KNOWN_VERSION)))
+                      Actions(reader, Writer(opened, newest_known_version=NEWEST_KNOWN_VERSION),
+                              on_change=sessions.invalidate))
     return logbook
 
 

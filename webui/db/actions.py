@@ -48,9 +48,10 @@ class PruneJob:
 
 
 class Actions:
-    def __init__(self, reader: Reader, writer: Writer):
+    def __init__(self, reader: Reader, writer: Writer, on_change=lambda: None):
         self.r = reader
         self.w = writer
+        self.on_change = on_change   # caches of what was just changed are dropped
         self.jobs: dict[str, PruneJob] = {}
         self._jobs_lock = threading.Lock()
 
@@ -72,6 +73,7 @@ class Actions:
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
 
         self.w.run(fn)
+        self.on_change()
         return title
 
     # -- delete ------------------------------------------------------------------------------
@@ -82,10 +84,13 @@ class Actions:
         transaction holds the gateway off for long."""
         if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
             return False
-        while self.w.run(lambda c: c.execute(
+        # Like Hermes, one transaction does it all, unless the transcript is so long that one
+        # transaction would hold the gateway off: then its messages go first, in batches.
+        n = self.r.scalar("SELECT COUNT(*) FROM messages WHERE session_id = ?", [session_id])
+        while n > 2 * MESSAGE_BATCH:
+            n -= self.w.run(lambda c: c.execute(
                 "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? "
-                "LIMIT ?)", (session_id, MESSAGE_BATCH)).rowcount) >= MESSAGE_BATCH:
-            pass
+                "ORDER BY timestamp DESC, id DESC LIMIT ?)", (session_id, MESSAGE_BATCH)).rowcount)
 
         def fn(conn: sqlite3.Connection) -> bool:
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
@@ -97,6 +102,7 @@ class Actions:
             return True
 
         deleted = self.w.run(fn)
+        self.on_change()
         self.w.checkpoint()
         return deleted
 
@@ -181,9 +187,13 @@ class Actions:
                     break
                 marks = ",".join("?" * len(ids))
                 sw, sp = self._rule(job.cutoff, job.source, "s")
-                # 1. transcripts, a bounded number of messages per transaction; only of
-                #    sessions that still match the rule (one may have been resumed meanwhile)
-                while True:
+                pending = self.r.scalar(f"SELECT COUNT(*) FROM messages WHERE session_id IN "
+                                        f"({marks})", ids)
+                # 1. Only when the batch's transcripts are too long for one short transaction:
+                #    their messages first, a bounded number per transaction, only of sessions
+                #    that still match the rule (one may have been resumed meanwhile). Usually
+                #    the batch goes whole in step 2, as Hermes does it: one transaction.
+                while pending > msg_batch:
                     used = msg_batch
                     n = self.w.run(lambda c: c.execute(
                         f"DELETE FROM messages WHERE id IN (SELECT m.id FROM messages m JOIN "
@@ -193,22 +203,28 @@ class Actions:
                     self._note(job, took)
                     job.messages_deleted += n
                     msg_batch = _adapt(used, took, 50, 1000)
+                    pending -= n
                     if n < used:
                         break
 
                 # 2. the rows themselves, Hermes's order: orphan children, messages, sessions
-                def fn(conn: sqlite3.Connection) -> int:
+                def fn(conn: sqlite3.Connection) -> tuple[int, int]:
                     live = [r[0] for r in conn.execute(
                         f"SELECT id FROM sessions s WHERE id IN ({marks}) AND {sw}", [*ids, *sp])]
                     if not live:
-                        return 0
+                        return 0, 0
                     lm = ",".join("?" * len(live))
                     conn.execute(f"UPDATE sessions SET parent_session_id = NULL WHERE "
                                  f"parent_session_id IN ({lm})", live)
-                    conn.execute(f"DELETE FROM messages WHERE session_id IN ({lm})", live)
-                    return conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})", live).rowcount
+                    msgs = conn.execute(f"DELETE FROM messages WHERE session_id IN ({lm})",
+                                        live).rowcount
+                    return conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})",
+                                        live).rowcount, msgs
 
-                job.deleted += self.w.run(fn)
+                sessions_gone, messages_gone = self.w.run(fn)
+                self.on_change()
+                job.deleted += sessions_gone
+                job.messages_deleted += messages_gone
                 took = self.w.last_transaction_s
                 self._note(job, took)
                 batch = _adapt(batch, took, 1, 200)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import sqlite3
 
 import orjson
@@ -109,8 +110,12 @@ class Exporter:
             for sid in ids:
                 rec = self.record(conn, sid)
                 if rec is not None:
-                    out.append(orjson.dumps(rec, default=_jsonable,
-                                            option=orjson.OPT_APPEND_NEWLINE))
+                    try:
+                        out.append(orjson.dumps(rec, default=_jsonable,
+                                                option=orjson.OPT_APPEND_NEWLINE))
+                    except orjson.JSONEncodeError:   # nesting deeper than orjson goes
+                        out.append((json.dumps(rec, ensure_ascii=False, default=_jsonable)
+                                    + "\n").encode())
         # Yield outside the connection: a slow client never holds a read transaction open.
         yield from out
 
@@ -154,8 +159,7 @@ class Exporter:
                 if s.get(key) is not None:
                     value = _iso(s[key]) if key in ("started_at", "ended_at") else s[key]
                     yield f"- **{key}**: {value}\n"
-            for m in self.r.stream("SELECT * FROM messages WHERE session_id = ? ORDER BY "
-                                   "timestamp, id", [sid], time_limit_s=EXPORT_TIME_LIMIT):
+            for m in self._messages_in_batches(sid):
                 who = m["role"] + (f" · {m['tool_name']}" if m.get("tool_name") else "")
                 yield f"\n## {who} — {_iso(m['timestamp'])}\n\n"
                 text = "\n\n".join(p["text"] for p in content_parts(m.get("content")))
@@ -166,6 +170,22 @@ class Exporter:
                 for call in parse_tool_calls(m.get("tool_calls")):
                     yield f"\n**Tool call** `{call['name']}`\n\n" + _fence(
                         pretty_json(call["arguments"]), "json")
+
+    def _messages_in_batches(self, session_id: str, size: int = 500) -> Iterator[dict[str, Any]]:
+        """A session's messages in keyset batches: each batch is one short read, and nothing
+        stays open while a slow client downloads."""
+        after: tuple[float, int] | None = None
+        while True:
+            cond, params = "", [session_id]
+            if after:
+                cond = " AND (timestamp, id) > (?, ?)"
+                params += list(after)
+            rows = self.r.rows(f"SELECT * FROM messages WHERE session_id = ?{cond} "
+                               "ORDER BY timestamp, id LIMIT ?", [*params, size])
+            yield from rows
+            if len(rows) < size:
+                return
+            after = (rows[-1]["timestamp"], rows[-1]["id"])
 
 
 def _jsonable(value: Any) -> Any:

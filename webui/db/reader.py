@@ -21,12 +21,22 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import QueuePool
 
-from .errors import DatabaseBusy, DatabaseUnavailable, QueryTimeout
+from .errors import BadRequest, DatabaseBusy, DatabaseUnavailable, QueryTimeout
 from .schema import OpenedDatabase, Schema, connect_readonly
 
 db = SQLAlchemy()
 
-TRANSIENT = ("database is locked", "database table is locked", "busy", "disk i/o error")
+# SQLite's primary result codes (extended codes keep these in their low byte).
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_INTERRUPT, SQLITE_IOERR = 5, 6, 9, 10
+TRANSIENT = {SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR}
+
+
+def _code(exc: BaseException) -> int | None:
+    """The SQLite result code: by number, never by the message text (FTS5 errors quote the
+    user's own words, which may well say "busy")."""
+    inner = getattr(exc, "orig", exc)
+    code = getattr(inner, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
 # The progress handler runs every this many SQLite VM instructions: often enough to stop
 # within a millisecond or two of the deadline, rarely enough to cost nothing measurable.
 PROGRESS_STEPS = 1_000
@@ -81,19 +91,22 @@ class Reader:
             try:
                 with self._raw(time_limit_s) as raw:
                     return fn(raw)
+            except OverflowError:
+                raise BadRequest("A number in the request is too large.") from None
             except (sqlite3.OperationalError, sa_exc.OperationalError) as exc:
                 msg = str(getattr(exc, "orig", exc)).lower()
-                if "interrupted" in msg:
+                code = _code(exc)
+                if code == SQLITE_INTERRUPT:
                     limit = self.time_limit_s if time_limit_s is None else time_limit_s
                     raise QueryTimeout(
                         f"This query took longer than {limit:g} s and was stopped so the "
                         "server stays responsive. Narrow it (a source, a date range, "
                         "more specific words) and try again.") from None
-                if any(t in msg for t in TRANSIENT) and attempt < self.retries:
+                if code in TRANSIENT and attempt < self.retries:
                     attempt += 1
                     time.sleep(random.uniform(0.02, 0.12) * attempt)
                     continue
-                if any(t in msg for t in TRANSIENT):
+                if code in TRANSIENT:
                     raise DatabaseBusy(
                         "The Hermes database is busy (locked by the gateway or a "
                         "checkpoint). Try again in a moment.") from None
@@ -132,16 +145,3 @@ class Reader:
         sessions instead of checking one out per query)."""
         with self._raw(time_limit_s) as raw:
             yield raw
-
-    def stream(self, sql: str, params: Sequence[Any] = (), *, batch: int = 500,
-               time_limit_s: float | None = None) -> Iterator[dict[str, Any]]:
-        """Rows one batch at a time, for exports: memory stays flat whatever the size."""
-        with self._raw(time_limit_s) as raw:
-            cur = raw.execute(sql, tuple(params))
-            names = [d[0] for d in cur.description or ()]
-            while True:
-                chunk = cur.fetchmany(batch)
-                if not chunk:
-                    return
-                for r in chunk:
-                    yield dict(zip(names, r))

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..content import plain_text
 from ..searchsyntax import Plan
-from .errors import BadRequest
+from .errors import BadRequest, LogbookDBError
 from .reader import Reader
 from .sessions import date_range, like_escape
 
@@ -94,8 +94,8 @@ class SearchStore:
         try:
             self.r.rows(f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT 1", [expression])
             return None
-        except sqlite3.OperationalError as exc:
-            return str(exc)
+        except (sqlite3.Error, LogbookDBError) as exc:
+            return getattr(exc, "message", None) or str(exc)
 
     def fts(self, table: str, expression: str, f: SearchFilters, page: int) -> SearchResult:
         where, params = self._filters(f)

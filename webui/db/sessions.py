@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,9 +33,9 @@ def parse_day(value: str, *, end: bool = False) -> float:
             moment = datetime.combine(d + timedelta(days=1) if end else d, dtime())
         else:
             moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise BadRequest(f"'{value}' is not a date; use YYYY-MM-DD.") from None
-    return moment.astimezone().timestamp() if moment.tzinfo is None else moment.timestamp()
+        return moment.astimezone().timestamp() if moment.tzinfo is None else moment.timestamp()
+    except (ValueError, OverflowError, OSError):
+        raise BadRequest(f"'{value}' is not a usable date; use YYYY-MM-DD.") from None
 
 
 def date_range(column: str, since: str | None, until: str | None) -> tuple[list[str], list]:
@@ -123,7 +124,11 @@ def decode_cursor(cursor: str) -> tuple[Any, str | int]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         key, sid = json.loads(raw)
-        if not isinstance(sid, (str, int)) or not isinstance(key, (int, float, type(None))):
+        if not isinstance(sid, (str, int)) or isinstance(sid, bool) \
+                or not isinstance(key, (int, float)) or isinstance(key, bool):
+            raise ValueError
+        if not math.isfinite(key) or abs(key) >= 2 ** 63 or \
+                (isinstance(sid, int) and abs(sid) >= 2 ** 63):
             raise ValueError
         return key, sid
     except (ValueError, TypeError, json.JSONDecodeError):
@@ -224,6 +229,7 @@ class SessionStore:
     def page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
         """One keyset page: the rows and the cursor of the next page (or None)."""
         where, params = self.where(q)
+        where_only, where_params = where, list(params)
         key = self.sort_expr(q.sort_key)
         direction = "DESC" if q.descending else "ASC"
         op = "<" if q.descending else ">"
@@ -245,9 +251,12 @@ class SessionStore:
         ids = ids[: q.limit]
         if not ids:
             return [], None
+        # The filter again: an order kept from an earlier request (last activity) must not show
+        # a session that no longer matches (renamed, ended, archived since).
         details = self.r.rows(
             f"SELECT {self.list_columns()} FROM sessions s "
-            f"WHERE s.id IN ({','.join('?' * len(ids))})", [r["id"] for r in ids])
+            f"WHERE s.id IN ({','.join('?' * len(ids))}) AND {where_only}",
+            [r["id"] for r in ids] + where_params)
         by_id = {d["id"]: d for d in details}
         rows = []
         for r in ids:
@@ -338,6 +347,11 @@ class SessionStore:
             beyond = (lambda kv: kv < after) if q.descending else (lambda kv: kv > after)
             start = next((i for i, kv in enumerate(ordered) if beyond(kv)), len(ordered))
         return [{"id": i, "k": k} for k, i in ordered[start:start + q.limit + 1]]
+
+    def invalidate(self) -> None:
+        """After one of Logbook's own writes: nothing cached may outlive it."""
+        self._order_cache.clear()
+        self._cache.clear()
 
     def order_token(self) -> str:
         """Changes whenever a message is added or a session appears or goes: cheap (rowid and

@@ -98,7 +98,8 @@ class Writer:
                     result = fn(conn)
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    if conn.in_transaction:   # SQLite may have rolled back already
+                        conn.execute("ROLLBACK")
                     raise
                 took = time.perf_counter() - started
                 self.stats["transactions"] += 1

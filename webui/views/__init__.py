@@ -21,3 +21,9 @@ def render_page(template: str, fragments: dict[str, str], **context: Any) -> str
     if block:
         return render_block(template, block, **context)
     return render_template(template, **context)
+
+
+def query_args() -> dict[str, list[str]]:
+    """The request's query as url_for arguments, without url_for's own reserved names
+    (_anchor, _external, _scheme, _method): a visitor's query must not steer those."""
+    return {k: v for k, v in request.args.to_dict(flat=False).items() if not k.startswith("_")}

@@ -4,6 +4,7 @@ CSRF token, refused when changes are off (read-only, remote without admin, newer
 from __future__ import annotations
 
 import json
+import math
 import time
 
 from flask import (Blueprint, abort, current_app, flash, g, jsonify, redirect, render_template,
@@ -201,12 +202,18 @@ def prune_run():
 def _cutoff(value: str | None, days: int) -> float:
     """The preview's cutoff travels with the confirmation, so the POST deletes by the very
     rule the user looked at; without one, now minus the days."""
+    latest = time.time() - days * 86400
     if not value:
-        return time.time() - days * 86400
+        return latest
     try:
-        return float(value)
+        cutoff = float(value)
     except ValueError:
-        abort(400, description="cutoff must be a timestamp (seconds).")
+        cutoff = float("nan")
+    # Never later than "older than N days" says (a minute's grace for a slow confirmation).
+    if not math.isfinite(cutoff) or cutoff > latest + 60:
+        abort(400, description="cutoff must be a timestamp no later than the “older than” "
+                               "days allow.")
+    return cutoff
 
 
 @bp.get("/prune/jobs/<job_id>")

@@ -38,7 +38,8 @@ def _ids():
 
 def _download(chunks, name: str, ext: str, mimetype: str) -> Response:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)[:80]
+    safe = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-_" else "_"
+                   for ch in name)[:80]
     return Response(stream_with_context(chunks), mimetype=mimetype, headers={
         "Content-Disposition": f'attachment; filename="hermes-{safe}-{stamp}.{ext}"',
         "X-Content-Type-Options": "nosniff"})

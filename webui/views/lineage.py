@@ -7,7 +7,7 @@ from flask import Blueprint, abort, jsonify, redirect, request, url_for
 from ..db import get_logbook
 from ..lineage_layout import clip, layout
 from ..present import session_label
-from . import render_page, wants_json
+from . import query_args, render_page, wants_json
 
 bp = Blueprint("lineage", __name__)
 
@@ -33,7 +33,7 @@ def lineage(session_id: str):
         matches = lb.sessions.resolve_prefix(session_id)
         if len(matches) == 1:
             return redirect(url_for("lineage.lineage", session_id=matches[0]["id"],
-                                    **request.args.to_dict(flat=False)))
+                                    **query_args()))
         abort(404, description=f"No session has the id “{session_id}”.")
     tree = lb.lineage.tree(session_id)
     if wants_json():

@@ -72,7 +72,8 @@ def search():
     else:
         p = plan(query, has_fts=lb.schema.has_fts, has_trigram=lb.schema.has_trigram)
         result, searched = run(lb.search, p, f, page)
-    args = {k: request.args.getlist(k) for k in request.args if k not in ("page", "format")}
+    args = {k: request.args.getlist(k) for k in request.args
+            if k not in ("page", "format") and not k.startswith("_")}
     notice = " ".join(result.notices) or None
     if wants_json():
         nxt = url_for("search.search", **args, page=page + 1, format="json") \
@@ -83,14 +84,15 @@ def search():
     hits = [search_hit_view(r) for r in result.rows]
     groups: list[dict] = []
     if group:
-        index: dict[str, dict] = {}
+        index: dict[tuple, dict] = {}
         for h in hits:
-            grp = index.get(h["session_id"])
+            key = (h.get("profile"), h["session_id"])
+            grp = index.get(key)
             if grp is None:
-                grp = index[h["session_id"]] = {"session_id": h["session_id"], "hits": [],
-                                              "label": h["session_label"], "source": h["source"],
-                                              "model": h["model"],
-                                              "started": h["session_started"]}
+                grp = index[key] = {"session_id": h["session_id"], "hits": [],
+                                    "label": h["session_label"], "source": h["source"],
+                                    "model": h["model"], "started": h["session_started"],
+                                    "profile": h.get("profile")}
                 groups.append(grp)
             grp["hits"].append(h)
     session = lb.sessions.brief(f.session) if f.session else None

@@ -13,14 +13,14 @@ from ..db.schema import KNOWN_SESSION_COLUMNS
 from ..db.sessions import encode_cursor
 from ..present import message_view, session_json, session_label
 from ..profiles_web import merged_logbooks
-from . import merged, render_page, wants_json
+from . import merged, query_args, render_page, wants_json
 
 bp = Blueprint("sessions", __name__)
 
 
 @bp.get("/")
 def index():
-    return redirect(url_for("sessions.list_sessions", **request.args.to_dict(flat=False)))
+    return redirect(url_for("sessions.list_sessions", **query_args()))
 
 
 @bp.get("/sessions")
@@ -70,9 +70,12 @@ def _int_arg(name: str) -> int | None:
     if value in (None, ""):
         return None
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        raise BadRequest(f"'{name}' must be a message id (a number).") from None
+        number = None
+    if number is None or abs(number) >= 2 ** 63:
+        raise BadRequest(f"'{name}' must be a message id (a number).")
+    return number
 
 
 @bp.get("/sessions/<session_id>")
@@ -183,7 +186,7 @@ def _resolve_prefix(prefix: str):
     lb = get_logbook()
     matches = lb.sessions.resolve_prefix(prefix)
     if len(matches) == 1:
-        args = request.args.to_dict(flat=False)
+        args = query_args()
         return redirect(url_for("sessions.view_session", session_id=matches[0]["id"], **args))
     if not matches:
         abort(404, description=f"No session has the id or id prefix “{prefix}”.")

@@ -152,7 +152,8 @@ def stats():
     if wants_json():
         return jsonify(report)
     lb = get_logbook()
-    args = {k: request.args.getlist(k) for k in request.args if k not in ("format", "panel")}
+    args = {k: request.args.getlist(k) for k in request.args
+            if k not in ("format", "panel") and not k.startswith("_")}
     return render_page(
         "stats.html", {"stats-body": "body"}, report=report, charts=build_charts(report), q=q,
         args=args, periods=list(PERIODS), sources=lb.sessions.all_sources(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, redirect, request, url_for
 
+from ..access import safe_next
 from ..db import get_logbook
 
 bp = Blueprint("ui", __name__)
@@ -15,9 +16,7 @@ THEMES = ("light", "dark", "auto")
 @bp.get("/theme")
 def set_theme():
     choice = request.args.get("set", "auto")
-    nxt = request.args.get("next") or url_for("sessions.list_sessions")
-    if not nxt.startswith("/") or nxt.startswith("//"):
-        nxt = url_for("sessions.list_sessions")
+    nxt = safe_next(request.args.get("next"), url_for("sessions.list_sessions"))
     resp = redirect(nxt)
     if choice in ("light", "dark"):
         resp.set_cookie("theme", choice, max_age=365 * 86400, samesite="Lax", httponly=False)
