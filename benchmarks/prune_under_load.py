@@ -36,11 +36,27 @@ def main() -> int:
         actions = app.extensions["logbook"].actions
         job = actions.run_prune(time.time() - args.days * 86400, None)
     took = time.perf_counter() - started
-    writer.terminate()
-    out, _ = writer.communicate(timeout=30)
+    out = ""
+    for _ in range(3):   # the writer prints its summary when told to stop
+        writer.terminate()
+        try:
+            out, _ = writer.communicate(timeout=10)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:
+        writer.kill()
+        out, _ = writer.communicate(timeout=10)
     stats = json.loads(out) if out.strip() else {}
+    times = sorted(job.txn_times)
+
+    def pct(p: float) -> float:
+        return round(times[min(len(times) - 1, int(p * len(times)))] * 1000, 1) if times else 0.0
+
     print(json.dumps({"deleted_sessions": job.deleted, "deleted_messages": job.messages_deleted,
-                      "transactions": job.transactions, "longest_txn_ms": round(job.longest_txn_s * 1000, 1),
+                      "transactions": job.transactions, "txn_ms_p50": pct(0.5),
+                      "txn_ms_p95": pct(0.95), "txn_ms_p99": pct(0.99),
+                      "longest_txn_ms": round(job.longest_txn_s * 1000, 1),
                       "seconds": round(took, 1), "error": job.error,
                       "writer": {k: stats.get(k) for k in ("written", "failures", "retries", "max_wait_s")}}))
     shutil.rmtree(work, ignore_errors=True)

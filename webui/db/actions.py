@@ -17,6 +17,10 @@ from .errors import BadRequest, LogbookDBError
 from .reader import Reader
 from .writer import MESSAGE_BATCH, TARGET_TXN_S, Writer
 
+# At most this many messages go in the same transaction as their sessions' rows (Hermes's
+# one-transaction delete); longer transcripts are trimmed to it first, in batches.
+ONE_TXN_MESSAGES = 150
+
 
 class NotFound(LogbookDBError):
     status = 404
@@ -45,6 +49,7 @@ class PruneJob:
     finished: float | None = None
     longest_txn_s: float = 0.0
     transactions: int = 0
+    txn_times: list[float] = field(default_factory=list, repr=False)
 
 
 class Actions:
@@ -87,7 +92,7 @@ class Actions:
         # Like Hermes, one transaction does it all, unless the transcript is so long that one
         # transaction would hold the gateway off: then its messages go first, in batches.
         n = self.r.scalar("SELECT COUNT(*) FROM messages WHERE session_id = ?", [session_id])
-        while n > 2 * MESSAGE_BATCH:
+        while n > ONE_TXN_MESSAGES:
             n -= self.w.run(lambda c: c.execute(
                 "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? "
                 "ORDER BY timestamp DESC, id DESC LIMIT ?)", (session_id, MESSAGE_BATCH)).rowcount)
@@ -193,18 +198,19 @@ class Actions:
                 #    their messages first, a bounded number per transaction, only of sessions
                 #    that still match the rule (one may have been resumed meanwhile). Usually
                 #    the batch goes whole in step 2, as Hermes does it: one transaction.
-                while pending > msg_batch:
+                while pending > ONE_TXN_MESSAGES:
                     used = msg_batch
                     n = self.w.run(lambda c: c.execute(
                         f"DELETE FROM messages WHERE id IN (SELECT m.id FROM messages m JOIN "
                         f"sessions s ON s.id = m.session_id WHERE m.session_id IN ({marks}) AND "
-                        f"{sw} LIMIT ?)", [*ids, *sp, used]).rowcount)
+                        f"{sw} LIMIT ?)", [*ids, *sp, min(used, pending - ONE_TXN_MESSAGES)]
+                    ).rowcount)
                     took = self.w.last_transaction_s
                     self._note(job, took)
                     job.messages_deleted += n
-                    msg_batch = _adapt(used, took, 50, 1000)
+                    msg_batch = _adapt(used, took, 50, 600)
                     pending -= n
-                    if n < used:
+                    if n == 0:
                         break
 
                 # 2. the rows themselves, Hermes's order: orphan children, messages, sessions
@@ -227,7 +233,7 @@ class Actions:
                 job.messages_deleted += messages_gone
                 took = self.w.last_transaction_s
                 self._note(job, took)
-                batch = _adapt(batch, took, 1, 200)
+                batch = _adapt(batch, took, 1, 100)
                 self.w.checkpoint()
         except Exception as exc:  # noqa: BLE001 - reported to the user through the job
             job.error = getattr(exc, "message", None) or str(exc)
@@ -238,6 +244,7 @@ class Actions:
     def _note(self, job: PruneJob, took: float) -> None:
         job.transactions += 1
         job.longest_txn_s = max(job.longest_txn_s, took)
+        job.txn_times.append(took)
 
     def job(self, job_id: str) -> PruneJob:
         job = self.jobs.get(job_id)

@@ -25,7 +25,7 @@ T = TypeVar("T")
 BUSY_TIMEOUT_S = 0.2
 ATTEMPTS = 15
 MESSAGE_BATCH = 400          # messages deleted per transaction
-TARGET_TXN_S = 0.04          # a prune batch aims at this duration
+TARGET_TXN_S = 0.025         # a prune batch aims at this duration
 PAUSE_MIN_S = 0.005          # and the lock stays free at least this long after each
 
 
