@@ -711,9 +711,10 @@ def write_results(out: Path, machine: dict, d: dict, first_s: float, cold: dict,
         m = re.search(re.escape(LOAD_START) + r".*?" + re.escape(LOAD_END), old, re.S)
         if m:
             kept += m.group(0) + "\n"
-        m = re.search(r"<!-- diagnosis:start -->.*?<!-- diagnosis:end -->", old, re.S)
-        if m:
-            kept += "\n" + m.group(0) + "\n"
+        for name in ("prune", "diagnosis"):
+            m = re.search(rf"<!-- {name}:start -->.*?<!-- {name}:end -->", old, re.S)
+            if m:
+                kept += "\n" + m.group(0) + "\n"
     if not kept:
         kept = f"{LOAD_START}\n## Load\n\nNot run yet: `benchmarks/load.py`.\n{LOAD_END}\n"
     out.write_text("\n".join(lines) + "\n" + kept)
