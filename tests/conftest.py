@@ -54,6 +54,12 @@ def fixture_client(fixture_db, tmp_path_factory):
     return app.test_client()
 
 
+@pytest.fixture(scope="module")
+def fx(fixture_db, fixture_client):
+    """(database, client) over a private copy of each shared fixture, for read-only tests."""
+    return fixture_db, fixture_client
+
+
 @pytest.fixture(scope="session")
 def gen_app(generated_db, tmp_path_factory):
     return make_app(generated_db[0], tmp_path_factory.mktemp("inst"))

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import FIXTURE_NAMES, copy_fixture, make_app, sql
-from helpers import csrf_token, fts_consistent, post
+from helpers import fts_consistent, post
 from reference import rebuild_long_title_inputs, title_cases
 from webui.titles import TitleError, sanitize_title
 

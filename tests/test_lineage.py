@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from conftest import FIXTURE_NAMES, copy_fixture, make_app, sql
+from conftest import copy_fixture, make_app, sql
 from reference import resolve_title_cases
 
 ROOT_SQL = """
@@ -18,13 +18,6 @@ SELECT id FROM up WHERE parent IS NULL OR parent NOT IN (SELECT id FROM sessions
 DOWN_SQL = """
 WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN down
   ON s.parent_session_id = down.id) SELECT id FROM down"""
-
-
-@pytest.fixture(scope="module", params=FIXTURE_NAMES)
-def fx(request, tmp_path_factory):
-    d = tmp_path_factory.mktemp("lin")
-    db = copy_fixture(request.param, d)
-    return db, make_app(db, d / "inst").test_client()
 
 
 def test_every_family_equals_recursive_sql(fx):

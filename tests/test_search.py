@@ -28,13 +28,6 @@ def test_sanitizer_matches_hermes(row, query, v11, v8):
 
 # --- on every fixture ---------------------------------------------------------------------
 
-@pytest.fixture(scope="module", params=["hermes-v8.db", "hermes-v11.db", "hermes-v22.db"])
-def fx(request, tmp_path_factory):
-    d = tmp_path_factory.mktemp("s")
-    db = copy_fixture(request.param, d)
-    return db, make_app(db, d / "inst").test_client()
-
-
 def hermes_fts(db, match: str, where: str = "", params=()) -> list[int]:
     """Hermes's own FTS route (reference §3.2) over the same file."""
     active = ""

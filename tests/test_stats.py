@@ -7,18 +7,11 @@ from datetime import datetime
 
 import pytest
 
-from conftest import FIXTURE_NAMES, copy_fixture, make_app, sql
+from conftest import copy_fixture, make_app, sql
 
 KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
          "reasoning_tokens")
 COST = "COALESCE(actual_cost_usd, estimated_cost_usd, 0)"
-
-
-@pytest.fixture(scope="module", params=FIXTURE_NAMES)
-def fx(request, tmp_path_factory):
-    d = tmp_path_factory.mktemp("st")
-    db = copy_fixture(request.param, d)
-    return db, make_app(db, d / "inst").test_client()
 
 
 def filters(db):

@@ -5,6 +5,8 @@ presentation."""
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, Callable
 
 from .content import content_parts, looks_like_json, parse_tool_calls, plain_text, pretty_json
@@ -91,7 +93,7 @@ def readable_snippet(snippet: str) -> str:
     """Tool-call JSON in snippets (Hermes indexes the raw JSON) made readable: string escapes
     undone, runs of whitespace collapsed."""
     text = snippet.replace('\\"', '"').replace("\\n", " ").replace("\\t", " ")
-    return " ".join(text.split(" ")) if text else text
+    return re.sub(r"[ \t]{2,}", " ", text)
 
 
 def search_hit_view(row: dict[str, Any]) -> dict[str, Any]:

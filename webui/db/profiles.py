@@ -19,7 +19,7 @@ from sqlalchemy import create_engine
 
 from .errors import LogbookDBError, StartupError
 from .reader import engine_options
-from .schema import OpenedDatabase, check_database
+from .schema import check_database
 
 if TYPE_CHECKING:
     from flask import Flask

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, jsonify, redirect, request, url_for
+from flask import Blueprint, abort, jsonify, redirect, url_for
 
 from ..db import get_logbook
 from ..lineage_layout import clip, layout
