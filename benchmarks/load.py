@@ -2,7 +2,7 @@
 
 Copies the benchmark database (the writer appends to the copy, never to bench-1m.db), starts the
 real server on it (``python -m webui``, fresh instance folder), brings the stats rollup up to date,
-then runs ``tests/hermes_like_writer.py COPY SECONDS RATE MARKER`` and USERS threads, each with its
+then runs ``tests/support/hermes_like_writer.py COPY SECONDS RATE MARKER`` and USERS threads, each with its
 own keep-alive HTTP connection to 127.0.0.1, picking pages at random (list, viewer, search,
 lineage, stats, JSON twins) with a think time between requests.  Reports requests, errors (must be
 0), p50/p95 per page kind, the writer's summary (failures must be 0) and the server's peak memory,
@@ -35,51 +35,109 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import (DEFAULT_DB, DEFAULT_OUT, LOAD_END, LOAD_START, ROOT, Client, Quietness,  # noqa: E402
-                 RssSampler, Server, pct, proc_status, ro_connect, wait_until_quiet)
+from run import (  # noqa: E402
+    DEFAULT_DB,
+    DEFAULT_OUT,
+    LOAD_END,
+    LOAD_START,
+    ROOT,
+    Client,
+    Quietness,
+    RssSampler,
+    Server,
+    pct,
+    proc_status,
+    ro_connect,
+    wait_until_quiet,
+)
 
-WRITER = ROOT / "tests" / "hermes_like_writer.py"
+WRITER = ROOT / "tests" / "support" / "hermes_like_writer.py"
 
 
 def targets(conn: sqlite3.Connection) -> dict[str, list[str]]:
     """URLs per page kind, from the database itself."""
     q = urllib.parse.quote
     rng = random.Random(11)
-    long_id, long_n = conn.execute("SELECT id, message_count FROM sessions ORDER BY message_count DESC "
-                                   "LIMIT 1").fetchone()
-    deep = conn.execute("SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id LIMIT 1 "
-                        "OFFSET ?", (long_id, min(4500, long_n) - 1)).fetchone()[0]
-    ids = [r[0] for r in conn.execute("SELECT id FROM sessions WHERE message_count > 0 "
-                                      "ORDER BY random() LIMIT 300")]
-    parents = [r[0] for r in conn.execute("SELECT DISTINCT parent_session_id FROM sessions "
-                                          "WHERE parent_session_id IS NOT NULL ORDER BY random() LIMIT 100")]
+    long_id, long_n = conn.execute(
+        "SELECT id, message_count FROM sessions ORDER BY message_count DESC LIMIT 1"
+    ).fetchone()
+    deep = conn.execute(
+        "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id LIMIT 1 OFFSET ?",
+        (long_id, min(4500, long_n) - 1),
+    ).fetchone()[0]
+    ids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM sessions WHERE message_count > 0 ORDER BY random() LIMIT 300"
+        )
+    ]
+    parents = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT parent_session_id FROM sessions "
+            "WHERE parent_session_id IS NOT NULL ORDER BY random() LIMIT 100"
+        )
+    ]
     sources = [r[0] for r in conn.execute("SELECT source FROM sessions GROUP BY source")]
-    deep_key = conn.execute("SELECT started_at, id FROM sessions ORDER BY started_at DESC, id DESC "
-                            "LIMIT 1 OFFSET 999").fetchone()
+    deep_key = conn.execute(
+        "SELECT started_at, id FROM sessions ORDER BY started_at DESC, id DESC LIMIT 1 OFFSET 999"
+    ).fetchone()
     import base64
-    cursor = base64.urlsafe_b64encode(json.dumps(list(deep_key), separators=(",", ":")).encode()
-                                      ).decode().rstrip("=")
+
+    cursor = (
+        base64.urlsafe_b64encode(json.dumps(list(deep_key), separators=(",", ":")).encode())
+        .decode()
+        .rstrip("=")
+    )
     rng.shuffle(ids)
     return {
-        "list": ["/sessions", "/sessions?sort=-last_active", "/sessions?sort=-tokens",
-                 f"/sessions?after={cursor}"] + [f"/sessions?source={s}" for s in sources[:6]],
+        "list": [
+            "/sessions",
+            "/sessions?sort=-last_active",
+            "/sessions?sort=-tokens",
+            f"/sessions?after={cursor}",
+        ]
+        + [f"/sessions?source={s}" for s in sources[:6]],
         "viewer": [f"/sessions/{long_id}", f"/sessions/{long_id}?at={deep}"]
-                  + [f"/sessions/{i}" for i in ids[:200]],
-        "search": [f"/search?q={q(w)}" for w in ("sourdough", "the", '"docker compose"', "deploy*",
-                                                  "大别山项目", "通信", "nginx certbot", "kubectl",
-                                                  "OOMKilled", "pytest fixture")],
+        + [f"/sessions/{i}" for i in ids[:200]],
+        "search": [
+            f"/search?q={q(w)}"
+            for w in (
+                "sourdough",
+                "the",
+                '"docker compose"',
+                "deploy*",
+                "大别山项目",
+                "通信",
+                "nginx certbot",
+                "kubectl",
+                "OOMKilled",
+                "pytest fixture",
+            )
+        ],
         "lineage": [f"/sessions/{p}/lineage" for p in parents],
         "stats": ["/stats?period=30", "/stats?period=365", "/stats?period=7"],
-        "json": ["/sessions?format=json", f"/sessions/{long_id}?format=json",
-                 f"/search?q={q('docker')}&format=json"] + [f"/sessions/{i}?format=json" for i in ids[200:260]],
+        "json": [
+            "/sessions?format=json",
+            f"/sessions/{long_id}?format=json",
+            f"/search?q={q('docker')}&format=json",
+        ]
+        + [f"/sessions/{i}?format=json" for i in ids[200:260]],
     }
 
 
 MIX = (("list", 30), ("viewer", 25), ("search", 20), ("lineage", 8), ("stats", 7), ("json", 10))
 
 
-def user(n: int, port: int, urls: dict[str, list[str]], deadline: float, think: float,
-         results: list, errors: list) -> None:
+def user(
+    n: int,
+    port: int,
+    urls: dict[str, list[str]],
+    deadline: float,
+    think: float,
+    results: list,
+    errors: list,
+) -> None:
     rng = random.Random(1000 + n)
     kinds = [k for k, _ in MIX]
     weights = [w for _, w in MIX]
@@ -99,7 +157,9 @@ def user(n: int, port: int, urls: dict[str, list[str]], deadline: float, think: 
         if status != 200:
             errors.append((kind, url, f"HTTP {status}"))
         if think:
-            time.sleep(min(rng.uniform(think / 2, think * 1.5), max(0.0, deadline - time.monotonic())))
+            time.sleep(
+                min(rng.uniform(think / 2, think * 1.5), max(0.0, deadline - time.monotonic()))
+            )
     client.close()
 
 
@@ -110,12 +170,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--users", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--rate", type=float, default=20, help="writer: messages per second")
-    ap.add_argument("--think", type=float, default=1.0,
-                    help="mean think time between a user's requests, seconds (0.5x-1.5x; 0 = none)")
-    ap.add_argument("--threads", type=int, default=None, help="server --threads (default: its own, 8)")
+    ap.add_argument(
+        "--think",
+        type=float,
+        default=1.0,
+        help="mean think time between a user's requests, seconds (0.5x-1.5x; 0 = none)",
+    )
+    ap.add_argument(
+        "--threads", type=int, default=None, help="server --threads (default: its own, 8)"
+    )
     ap.add_argument("--keep-copy", action="store_true")
-    ap.add_argument("--wait-quiet", type=float, default=600, metavar="S",
-                    help="first wait up to S seconds for other processes to go quiet (default 600; 0: don't)")
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=600,
+        metavar="S",
+        help="first wait up to S seconds for other processes to go quiet (default 600; 0: don't)",
+    )
     args = ap.parse_args(argv)
     src = args.db.resolve()
     if not src.exists():
@@ -150,11 +221,22 @@ def main(argv: list[str] | None = None) -> int:
         if args.wait_quiet > 0:
             wait_until_quiet(args.wait_quiet)
         quiet = Quietness()
-        writer = subprocess.Popen([sys.executable, str(WRITER), str(copy), str(args.seconds), str(args.rate),
-                                   marker], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        writer = subprocess.Popen(
+            [sys.executable, str(WRITER), str(copy), str(args.seconds), str(args.rate), marker],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + args.seconds
-        threads = [threading.Thread(target=user, args=(i, server.port, urls, deadline, args.think, results, errors),
-                                    daemon=True) for i in range(args.users)]
+        threads = [
+            threading.Thread(
+                target=user,
+                args=(i, server.port, urls, deadline, args.think, results, errors),
+                daemon=True,
+            )
+            for i in range(args.users)
+        ]
         t0 = time.perf_counter()
         with RssSampler(server.pid, every=0.1) as rss:
             for th in threads:
@@ -189,31 +271,42 @@ def main(argv: list[str] | None = None) -> int:
     for kind, ms, _ in results:
         by_kind.setdefault(kind, []).append(ms)
     all_ms = [ms for _, ms, _ in results]
-    lines = [LOAD_START, "## Load", "",
-             f"`benchmarks/load.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {args.users} "
-             f"concurrent users (threads, one keep-alive connection each, think time "
-             f"{args.think / 2:g}–{args.think * 1.5:g} s) for {args.seconds:g} s, mixing "
-             + ", ".join(f"{k} {w}%" for k, w in MIX)
-             + f", against a copy of the benchmark database while `tests/hermes_like_writer.py` "
-             f"appended {args.rate:g} messages/s to it. Server: waitress, "
-             f"{args.threads or 8} threads.", "",
-             f"* requests: **{len(results):,}** in {elapsed:.0f} s ({len(results) / elapsed:.1f}/s); "
-             f"errors: **{len(errors)}**" + (f" (first: {errors[0]})" if errors else ""),
-             f"* writer: {writer_out.get('written', '?')} messages written, failures: "
-             f"**{writer_out.get('failures', '?')}**, lock retries {writer_out.get('retries', '?')}, "
-             f"longest write {1000 * float(writer_out.get('max_wait_s', 0) or 0):.0f} ms; the server "
-             f"then showed the writer's session with {seen} messages",
-             f"* server peak RSS during the load: {rss.peak_kb / 1024:.0f} MB (VmHWM over its life {hwm:.0f} MB)",
-             quiet.line(),
-             "", "| page kind | requests | p50 ms | p95 ms | max ms |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        LOAD_START,
+        "## Load",
+        "",
+        f"`benchmarks/load.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {args.users} "
+        f"concurrent users (threads, one keep-alive connection each, think time "
+        f"{args.think / 2:g}–{args.think * 1.5:g} s) for {args.seconds:g} s, mixing "
+        + ", ".join(f"{k} {w}%" for k, w in MIX)
+        + f", against a copy of the benchmark database while `tests/support/hermes_like_writer.py` "
+        f"appended {args.rate:g} messages/s to it. Server: waitress, "
+        f"{args.threads or 8} threads.",
+        "",
+        f"* requests: **{len(results):,}** in {elapsed:.0f} s ({len(results) / elapsed:.1f}/s); "
+        f"errors: **{len(errors)}**" + (f" (first: {errors[0]})" if errors else ""),
+        f"* writer: {writer_out.get('written', '?')} messages written, failures: "
+        f"**{writer_out.get('failures', '?')}**, lock retries {writer_out.get('retries', '?')}, "
+        f"longest write {1000 * float(writer_out.get('max_wait_s', 0) or 0):.0f} ms; the server "
+        f"then showed the writer's session with {seen} messages",
+        f"* server peak RSS during the load: {rss.peak_kb / 1024:.0f} MB (VmHWM over its life {hwm:.0f} MB)",
+        quiet.line(),
+        "",
+        "| page kind | requests | p50 ms | p95 ms | max ms |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for kind, _ in MIX:
         v = by_kind.get(kind, [])
         if v:
-            lines.append(f"| {kind} | {len(v)} | {statistics.median(v):,.0f} | {pct(v, 95):,.0f} | "
-                         f"{max(v):,.0f} |")
+            lines.append(
+                f"| {kind} | {len(v)} | {statistics.median(v):,.0f} | {pct(v, 95):,.0f} | "
+                f"{max(v):,.0f} |"
+            )
     if all_ms:
-        lines.append(f"| **all** | {len(all_ms)} | {statistics.median(all_ms):,.0f} | {pct(all_ms, 95):,.0f} | "
-                     f"{max(all_ms):,.0f} |")
+        lines.append(
+            f"| **all** | {len(all_ms)} | {statistics.median(all_ms):,.0f} | {pct(all_ms, 95):,.0f} | "
+            f"{max(all_ms):,.0f} |"
+        )
     lines += ["", LOAD_END]
     section = "\n".join(lines)
     print(section)

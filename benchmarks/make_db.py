@@ -1,6 +1,6 @@
 """Build the benchmark database ``benchmarks/data/bench-1m.db`` (skipped when it exists).
 
-About 20,000 sessions and 1,000,000 messages written by :func:`webui.generator.generate` in
+About 20,000 sessions and 1,000,000 messages written by :func:`webui.demo.generate` in
 Hermes's exact schema 11 (both FTS5 tables and their triggers), plus one 5,000-message session for
 the viewer's deep pages.  The history spans the 365 days before today (00:00 UTC) unless
 ``--now`` fixes another anchor; seed and arguments are fixed, so a rebuild on the same day is
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from webui.generator import generate  # noqa: E402
+from webui.demo import generate  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
 DEFAULT_DB = DATA / "bench-1m.db"
@@ -44,9 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long-session", type=int, default=LONG_SESSION)
     ap.add_argument("--text-scale", type=float, default=TEXT_SCALE)
     ap.add_argument("--seed", type=int, default=SEED)
-    ap.add_argument("--now", type=float, default=None,
-                    help="anchor of the synthetic year (default: today 00:00 UTC, so that the stats "
-                         "periods '30 days' and '365 days' cover real data, as the demo does)")
+    ap.add_argument(
+        "--now",
+        type=float,
+        default=None,
+        help="anchor of the synthetic year (default: today 00:00 UTC, so that the stats "
+        "periods '30 days' and '365 days' cover real data, as the demo does)",
+    )
     args = ap.parse_args(argv)
     now = args.now if args.now is not None else time.time() // 86400 * 86400
 
@@ -63,17 +67,34 @@ def main(argv: list[str] | None = None) -> int:
             last[0] = t
             print(f"  {done:,}/{total:,} messages", file=sys.stderr, flush=True)
 
-    info = generate(out, sessions=args.sessions, seed=args.seed, now=now,
-                    messages_per_session=args.messages_per_session, long_session_messages=args.long_session,
-                    text_scale=args.text_scale, progress=progress)
+    info = generate(
+        out,
+        sessions=args.sessions,
+        seed=args.seed,
+        now=now,
+        messages_per_session=args.messages_per_session,
+        long_session_messages=args.long_session,
+        text_scale=args.text_scale,
+        progress=progress,
+    )
     size = os.path.getsize(out)
-    facts = {"path": str(out), "sessions": info.sessions, "messages": info.messages,
-             "long_session_id": info.long_session_id, "text_scale": args.text_scale, "seed": args.seed, "now": now,
-             "bytes": size, "build_seconds": info.seconds}
+    facts = {
+        "path": str(out),
+        "sessions": info.sessions,
+        "messages": info.messages,
+        "long_session_id": info.long_session_id,
+        "text_scale": args.text_scale,
+        "seed": args.seed,
+        "now": now,
+        "bytes": size,
+        "build_seconds": info.seconds,
+    }
     out.with_suffix(".json").write_text(json.dumps(facts, indent=1) + "\n")
-    print(f"wrote {out}: {info.sessions:,} sessions, {info.messages:,} messages, {size / 1e9:.2f} GB "
-          f"({size / max(info.messages, 1):,.0f} B/message) in {info.seconds:.0f}s; "
-          f"long session {info.long_session_id}")
+    print(
+        f"wrote {out}: {info.sessions:,} sessions, {info.messages:,} messages, {size / 1e9:.2f} GB "
+        f"({size / max(info.messages, 1):,.0f} B/message) in {info.seconds:.0f}s; "
+        f"long session {info.long_session_id}"
+    )
     return 0
 
 

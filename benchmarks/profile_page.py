@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     instance = args.instance or Path(tempfile.mkdtemp(prefix="logbook-prof-"))
     try:
         opened = check_database(str(args.db))
-        app = create_app({"LOGBOOK_DB": str(opened.path)}, opened=opened, instance_path=str(instance))
+        app = create_app(
+            {"LOGBOOK_DB": str(opened.path)}, opened=opened, instance_path=str(instance)
+        )
         client = app.test_client()
         for _ in range(50):  # warm-up; for /stats, until the rollup is complete
             r = client.get(args.url)
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         assert r.status_code == 200, r.status_code
         prof = cProfile.Profile()
         times = []
-        for i in range(args.repeat):
+        for _i in range(args.repeat):
             log.entries.clear()
             log.on = True
             t = time.perf_counter()
@@ -97,9 +99,13 @@ def main(argv: list[str] | None = None) -> int:
             log.on = False
         times.sort()
         sql_total = sum(e[0] for e in log.entries)
-        print(f"{args.url}: {len(r.data):,} bytes; request median {times[len(times) // 2]:.1f} ms "
-              f"(min {times[0]:.1f}, max {times[-1]:.1f}) with the profiler on")
-        print(f"\nSQL of the last request: {len(log.entries)} statements, {sql_total:.1f} ms in all")
+        print(
+            f"{args.url}: {len(r.data):,} bytes; request median {times[len(times) // 2]:.1f} ms "
+            f"(min {times[0]:.1f}, max {times[-1]:.1f}) with the profiler on"
+        )
+        print(
+            f"\nSQL of the last request: {len(log.entries)} statements, {sql_total:.1f} ms in all"
+        )
         grouped: dict[str, list] = {}
         for ms, n, sql in log.entries:  # the same statement run many times is one line
             g = grouped.setdefault(" ".join(sql.split()), [0.0, 0, 0])

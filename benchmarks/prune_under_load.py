@@ -28,8 +28,18 @@ def main() -> int:
     db = work / "state.db"
     shutil.copyfile(args.db, db)
     app = create_app({"LOGBOOK_DB": str(db), "TESTING": True}, instance_path=str(work / "inst"))
-    writer = subprocess.Popen([sys.executable, str(ROOT / "tests" / "hermes_like_writer.py"),
-                               str(db), "600", "50", "bench"], stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "support" / "hermes_like_writer.py"),
+            str(db),
+            "600",
+            "50",
+            "bench",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(1)
     started = time.perf_counter()
     with app.app_context():
@@ -37,7 +47,7 @@ def main() -> int:
         job = actions.run_prune(time.time() - args.days * 86400, None)
     took = time.perf_counter() - started
     out = ""
-    for _ in range(3):   # the writer prints its summary when told to stop
+    for _ in range(3):  # the writer prints its summary when told to stop
         writer.terminate()
         try:
             out, _ = writer.communicate(timeout=10)
@@ -53,12 +63,24 @@ def main() -> int:
     def pct(p: float) -> float:
         return round(times[min(len(times) - 1, int(p * len(times)))] * 1000, 1) if times else 0.0
 
-    print(json.dumps({"deleted_sessions": job.deleted, "deleted_messages": job.messages_deleted,
-                      "transactions": job.transactions, "txn_ms_p50": pct(0.5),
-                      "txn_ms_p95": pct(0.95), "txn_ms_p99": pct(0.99),
-                      "longest_txn_ms": round(job.longest_txn_s * 1000, 1),
-                      "seconds": round(took, 1), "error": job.error,
-                      "writer": {k: stats.get(k) for k in ("written", "failures", "retries", "max_wait_s")}}))
+    print(
+        json.dumps(
+            {
+                "deleted_sessions": job.deleted,
+                "deleted_messages": job.messages_deleted,
+                "transactions": job.transactions,
+                "txn_ms_p50": pct(0.5),
+                "txn_ms_p95": pct(0.95),
+                "txn_ms_p99": pct(0.99),
+                "longest_txn_ms": round(job.longest_txn_s * 1000, 1),
+                "seconds": round(took, 1),
+                "error": job.error,
+                "writer": {
+                    k: stats.get(k) for k in ("written", "failures", "retries", "max_wait_s")
+                },
+            }
+        )
+    )
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -53,6 +53,7 @@ REQUEST_TIMEOUT = 120.0
 # small helpers
 # ------------------------------------------------------------------------------------------
 
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
@@ -121,11 +122,15 @@ class Quietness:
 
     def line(self) -> str:
         share = self.other_s / self.wall if self.wall else 0.0
-        text = (f"* other processes used {self.other_s:.1f} CPU-seconds during the {self.wall:.0f} s of "
-                f"measurements ({share:.0%} of one core); the server used {self.server_cpu:.1f}")
+        text = (
+            f"* other processes used {self.other_s:.1f} CPU-seconds during the {self.wall:.0f} s of "
+            f"measurements ({share:.0%} of one core); the server used {self.server_cpu:.1f}"
+        )
         if share > 0.1:
-            text += (" — **the machine was not quiet: these numbers are pessimistic; run again with "
-                     "nothing else running**")
+            text += (
+                " — **the machine was not quiet: these numbers are pessimistic; run again with "
+                "nothing else running**"
+            )
         return text
 
 
@@ -142,7 +147,9 @@ def wait_until_quiet(max_wait_s: float, threshold: float = 0.25, window_s: float
         if time.monotonic() > deadline:
             print(f"the machine is still busy ({load:.0%} of a core): measuring anyway", flush=True)
             return False
-        print(f"waiting for a quiet machine (other processes use {load:.0%} of a core)…", flush=True)
+        print(
+            f"waiting for a quiet machine (other processes use {load:.0%} of a core)…", flush=True
+        )
 
 
 def reset_hwm(pid: int) -> bool:
@@ -207,7 +214,7 @@ class Client:
                 if resp.getheader("Connection", "").lower() == "close":
                     self.close()
                 return resp.status, body, n
-            except (http.client.HTTPException, ConnectionError, socket.timeout):
+            except (TimeoutError, http.client.HTTPException, ConnectionError):
                 self.close()
                 if attempt:
                     raise
@@ -241,6 +248,7 @@ def sql_ms(conn: sqlite3.Connection, statements: list[tuple[str, tuple]], repeat
 # the server
 # ------------------------------------------------------------------------------------------
 
+
 class Server:
     def __init__(self, db: Path, instance: Path, threads: int | None = None):
         self.db, self.instance, self.threads = db, instance, threads
@@ -251,13 +259,25 @@ class Server:
 
     def start(self) -> float:
         """Start; returns seconds from process start to the first 200 of /sessions."""
-        cmd = [sys.executable, "-m", "webui", "--db", str(self.db), "--host", HOST,
-               "--port", str(self.port), "--instance", str(self.instance)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "webui",
+            "--db",
+            str(self.db),
+            "--host",
+            HOST,
+            "--port",
+            str(self.port),
+            "--instance",
+            str(self.instance),
+        ]
         if self.threads:
             cmd += ["--threads", str(self.threads)]
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        )
         threading.Thread(target=self._drain, daemon=True).start()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -302,12 +322,13 @@ class Server:
 # what to measure
 # ------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Row:
     group: str
     name: str
     url: str
-    target_ms: float | None = None          # median target
+    target_ms: float | None = None  # median target
     target_text: str = "—"
     sql: list[tuple[str, tuple]] = field(default_factory=list)
     sql_note: str = ""
@@ -336,24 +357,33 @@ class Row:
 def facts_machine() -> dict[str, str]:
     cpu = "?"
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
     except OSError:
         pass
     mem = "?"
     try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemTotal"):
-                mem = f"{int(line.split()[1]) / 1024 / 1024:.0f} GiB"
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal"):
+                    mem = f"{int(line.split()[1]) / 1024 / 1024:.0f} GiB"
     except OSError:
         pass
     from importlib.metadata import version
-    return {"nproc": str(os.cpu_count()), "cpu": cpu, "memory": mem,
-            "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
-            "flask": version("flask"),
-            "waitress": version("waitress"), "kernel": platform.release()}
+
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "memory": mem,
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "flask": version("flask"),
+        "waitress": version("waitress"),
+        "kernel": platform.release(),
+    }
 
 
 def ro_connect(db: Path) -> sqlite3.Connection:
@@ -371,36 +401,56 @@ def discover(conn: sqlite3.Connection, db: Path) -> dict:
     meta = db.with_suffix(".json")
     d["build"] = json.loads(meta.read_text()) if meta.exists() else {}
     long_id, long_n = conn.execute(
-        "SELECT id, message_count FROM sessions ORDER BY message_count DESC LIMIT 1").fetchone()
+        "SELECT id, message_count FROM sessions ORDER BY message_count DESC LIMIT 1"
+    ).fetchone()
     d["long_id"], d["long_n"] = long_id, long_n
     k = min(4500, long_n) - 1
-    d["deep_msg"] = conn.execute("SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id "
-                                 "LIMIT 1 OFFSET ?", (long_id, k)).fetchone()[0]
+    d["deep_msg"] = conn.execute(
+        "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id LIMIT 1 OFFSET ?",
+        (long_id, k),
+    ).fetchone()[0]
     d["deep_msg_rank"] = k + 1
     # the largest lineage tree: every session's root, counted
     root, size = conn.execute(
         "WITH RECURSIVE fam(id, root) AS (SELECT id, id FROM sessions WHERE parent_session_id IS NULL "
         "OR parent_session_id NOT IN (SELECT id FROM sessions) UNION "
         "SELECT s.id, fam.root FROM sessions s JOIN fam ON s.parent_session_id = fam.id) "
-        "SELECT root, COUNT(*) AS n FROM fam GROUP BY root ORDER BY n DESC, root LIMIT 1").fetchone()
+        "SELECT root, COUNT(*) AS n FROM fam GROUP BY root ORDER BY n DESC, root LIMIT 1"
+    ).fetchone()
     d["tree_root"], d["tree_size"] = root, size
-    d["source"] = conn.execute("SELECT source FROM sessions GROUP BY source ORDER BY COUNT(*) DESC "
-                               "LIMIT 1 OFFSET 1").fetchone()[0]   # the second most common source
+    d["source"] = conn.execute(
+        "SELECT source FROM sessions GROUP BY source ORDER BY COUNT(*) DESC LIMIT 1 OFFSET 1"
+    ).fetchone()[0]  # the second most common source
     # a rare word: the candidate with the fewest matches, at least 20
     counts = {}
-    for w in ("onmouseover", "acetone", "sourdough", "zigbee", "restic", "itinerary", "vacuum", "ramen"):
-        counts[w] = conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?",
-                                 (w,)).fetchone()[0]
+    for w in (
+        "onmouseover",
+        "acetone",
+        "sourdough",
+        "zigbee",
+        "restic",
+        "itinerary",
+        "vacuum",
+        "ramen",
+    ):
+        counts[w] = conn.execute(
+            "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?", (w,)
+        ).fetchone()[0]
     rare = min((w for w in counts if counts[w] >= 20), key=lambda w: counts[w], default="sourdough")
     d["rare"], d["rare_count"] = rare, counts.get(rare)
     d["counts"] = {}
-    for label, table, expr in (("the", "messages_fts", "the"),
-                               ("docker compose", "messages_fts", '"docker compose"'),
-                               ("deploy*", "messages_fts", "deploy*"),
-                               ("大别山项目", "messages_fts_trigram", '"大别山项目"')):
-        d["counts"][label] = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ?",
-                                          (expr,)).fetchone()[0]
-    d["counts"]["通信"] = conn.execute("SELECT COUNT(*) FROM messages WHERE content LIKE '%通信%'").fetchone()[0]
+    for label, table, expr in (
+        ("the", "messages_fts", "the"),
+        ("docker compose", "messages_fts", '"docker compose"'),
+        ("deploy*", "messages_fts", "deploy*"),
+        ("大别山项目", "messages_fts_trigram", '"大别山项目"'),
+    ):
+        d["counts"][label] = conn.execute(
+            f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ?", (expr,)
+        ).fetchone()[0]
+    d["counts"]["通信"] = conn.execute(
+        "SELECT COUNT(*) FROM messages WHERE content LIKE '%通信%'"
+    ).fetchone()[0]
     d["counts"][rare] = d["rare_count"]
     return d
 
@@ -409,22 +459,32 @@ def list_sql(order: str, where: str = "", params: tuple = ()) -> list[tuple[str,
     return [(f"SELECT * FROM sessions s {where} ORDER BY {order} LIMIT 50", params)]
 
 
-LAST_ACTIVE = "COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at)"
-HERMES_SEARCH = ("SELECT m.id, m.session_id, m.role, snippet({t}, 0, '>>>', '<<<', '...', 40) AS snippet, "
-                 "m.content, m.timestamp, m.tool_name, s.source, s.model, s.started_at "
-                 "FROM {t} JOIN messages m ON m.id = {t}.rowid JOIN sessions s ON s.id = m.session_id "
-                 "WHERE {t} MATCH ? ORDER BY rank LIMIT 50")
+LAST_ACTIVE = (
+    "COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at)"
+)
+HERMES_SEARCH = (
+    "SELECT m.id, m.session_id, m.role, snippet({t}, 0, '>>>', '<<<', '...', 40) AS snippet, "
+    "m.content, m.timestamp, m.tool_name, s.source, s.model, s.started_at "
+    "FROM {t} JOIN messages m ON m.id = {t}.rowid JOIN sessions s ON s.id = m.session_id "
+    "WHERE {t} MATCH ? ORDER BY rank LIMIT 50"
+)
 
 
 def stats_sql(since: float | None) -> list[tuple[str, tuple]]:
     where, params = ("WHERE started_at >= ?", (since,)) if since is not None else ("", ())
-    sums = ("COUNT(*), SUM(message_count), SUM(tool_call_count), SUM(input_tokens), SUM(output_tokens), "
-            "SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(reasoning_tokens), "
-            "SUM(COALESCE(actual_cost_usd, estimated_cost_usd, 0))")
-    return [(f"SELECT {sums} FROM sessions {where}", params),
-            (f"SELECT model, {sums} FROM sessions {where} GROUP BY model", params),
-            (f"SELECT strftime('%Y-%m-%d', started_at, 'unixepoch'), {sums} FROM sessions {where} GROUP BY 1",
-             params)]
+    sums = (
+        "COUNT(*), SUM(message_count), SUM(tool_call_count), SUM(input_tokens), SUM(output_tokens), "
+        "SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(reasoning_tokens), "
+        "SUM(COALESCE(actual_cost_usd, estimated_cost_usd, 0))"
+    )
+    return [
+        (f"SELECT {sums} FROM sessions {where}", params),
+        (f"SELECT model, {sums} FROM sessions {where} GROUP BY model", params),
+        (
+            f"SELECT strftime('%Y-%m-%d', started_at, 'unixepoch'), {sums} FROM sessions {where} GROUP BY 1",
+            params,
+        ),
+    ]
 
 
 def build_rows(d: dict, client: Client, now: float) -> list[Row]:
@@ -432,18 +492,46 @@ def build_rows(d: dict, client: Client, now: float) -> list[Row]:
     q = urllib.parse.quote
     # list pages
     for name, url, sql in (
-            ("list: default (newest first)", "/sessions", list_sql("s.started_at DESC, s.id DESC")),
-            (f"list: source={d['source']}", f"/sessions?source={d['source']}",
-             list_sql("s.started_at DESC, s.id DESC", "WHERE s.source = ?", (d["source"],))),
-            ("list: sort=-last_active", "/sessions?sort=-last_active",
-             [(f"SELECT s.*, {LAST_ACTIVE} AS la FROM sessions s ORDER BY la DESC, s.id DESC LIMIT 50", ())]),
-            ("list: sort=-messages", "/sessions?sort=-messages", list_sql("s.message_count DESC, s.id DESC")),
-            ("list: sort=-tokens", "/sessions?sort=-tokens",
-             list_sql("(s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_write_tokens) DESC, "
-                      "s.id DESC")),
-            ("list: sort=-cost", "/sessions?sort=-cost",
-             list_sql("COALESCE(s.actual_cost_usd, s.estimated_cost_usd, 0) DESC, s.id DESC")),
-            ("list: sort=started (oldest first)", "/sessions?sort=started", list_sql("s.started_at, s.id"))):
+        ("list: default (newest first)", "/sessions", list_sql("s.started_at DESC, s.id DESC")),
+        (
+            f"list: source={d['source']}",
+            f"/sessions?source={d['source']}",
+            list_sql("s.started_at DESC, s.id DESC", "WHERE s.source = ?", (d["source"],)),
+        ),
+        (
+            "list: sort=-last_active",
+            "/sessions?sort=-last_active",
+            [
+                (
+                    f"SELECT s.*, {LAST_ACTIVE} AS la FROM sessions s ORDER BY la DESC, s.id DESC LIMIT 50",
+                    (),
+                )
+            ],
+        ),
+        (
+            "list: sort=-messages",
+            "/sessions?sort=-messages",
+            list_sql("s.message_count DESC, s.id DESC"),
+        ),
+        (
+            "list: sort=-tokens",
+            "/sessions?sort=-tokens",
+            list_sql(
+                "(s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_write_tokens) DESC, "
+                "s.id DESC"
+            ),
+        ),
+        (
+            "list: sort=-cost",
+            "/sessions?sort=-cost",
+            list_sql("COALESCE(s.actual_cost_usd, s.estimated_cost_usd, 0) DESC, s.id DESC"),
+        ),
+        (
+            "list: sort=started (oldest first)",
+            "/sessions?sort=started",
+            list_sql("s.started_at, s.id"),
+        ),
+    ):
         rows.append(Row("list", name, url, 50, "≤ 50 ms", sql))
     # deep page: follow `next` of the JSON twin 20 times, time only the last
     url = "/sessions?format=json"
@@ -458,67 +546,218 @@ def build_rows(d: dict, client: Client, now: float) -> list[Row]:
     qs = [(k, v) for k, v in urllib.parse.parse_qsl(parsed.query) if k != "format"]
     deep_html = parsed.path + "?" + urllib.parse.urlencode(qs)
     # the key of the 21st page, for the raw keyset query
-    k = conn_holder["conn"].execute("SELECT started_at, id FROM sessions ORDER BY started_at DESC, id DESC "
-                                    "LIMIT 1 OFFSET 999").fetchone()
-    deep_sql = [("SELECT * FROM sessions s WHERE (s.started_at, s.id) < (?, ?) "
-                 "ORDER BY s.started_at DESC, s.id DESC LIMIT 50", tuple(k))]
-    rows.append(Row("list", "list: deep page (21st, after 20 × next)", deep_html, 50, "≤ 50 ms", deep_sql))
-    rows.append(Row("list", "list JSON: default", "/sessions?format=json", 50, "≤ 50 ms",
-                    list_sql("s.started_at DESC, s.id DESC")))
-    rows.append(Row("list", "list JSON: sort=-last_active", "/sessions?sort=-last_active&format=json", 50,
-                    "≤ 50 ms", rows[2].sql))
+    k = (
+        conn_holder["conn"]
+        .execute(
+            "SELECT started_at, id FROM sessions ORDER BY started_at DESC, id DESC "
+            "LIMIT 1 OFFSET 999"
+        )
+        .fetchone()
+    )
+    deep_sql = [
+        (
+            "SELECT * FROM sessions s WHERE (s.started_at, s.id) < (?, ?) "
+            "ORDER BY s.started_at DESC, s.id DESC LIMIT 50",
+            tuple(k),
+        )
+    ]
+    rows.append(
+        Row("list", "list: deep page (21st, after 20 × next)", deep_html, 50, "≤ 50 ms", deep_sql)
+    )
+    rows.append(
+        Row(
+            "list",
+            "list JSON: default",
+            "/sessions?format=json",
+            50,
+            "≤ 50 ms",
+            list_sql("s.started_at DESC, s.id DESC"),
+        )
+    )
+    rows.append(
+        Row(
+            "list",
+            "list JSON: sort=-last_active",
+            "/sessions?sort=-last_active&format=json",
+            50,
+            "≤ 50 ms",
+            rows[2].sql,
+        )
+    )
     rows.append(Row("list", "list JSON: deep page", deep_json, 50, "≤ 50 ms", deep_sql))
     # viewer
     lid, mid = d["long_id"], d["deep_msg"]
-    first_sql = [("SELECT * FROM sessions WHERE id = ?", (lid,)),
-                 ("SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id LIMIT 100", (lid,))]
-    anchor = conn_holder["conn"].execute("SELECT timestamp, id FROM messages WHERE id = ?", (mid,)).fetchone()
-    deep_v_sql = [("SELECT * FROM sessions WHERE id = ?", (lid,)),
-                  ("SELECT * FROM messages WHERE session_id = ? AND (timestamp, id) >= (?, ?) "
-                   "ORDER BY timestamp, id LIMIT 100", (lid, anchor[0], anchor[1]))]
-    rows.append(Row("viewer", f"viewer: first page ({d['long_n']:,}-message session)",
-                    f"/sessions/{lid}", 100, "≤ 100 ms", first_sql))
-    rows.append(Row("viewer", f"viewer: deep page (?at= message #{d['deep_msg_rank']:,})",
-                    f"/sessions/{lid}?at={mid}", 100, "≤ 100 ms (as first)", deep_v_sql))
-    rows.append(Row("viewer", "viewer JSON: first page", f"/sessions/{lid}?format=json", 100, "≤ 100 ms",
-                    first_sql))
-    rows.append(Row("viewer", "viewer JSON: deep page", f"/sessions/{lid}?at={mid}&format=json", 100,
-                    "≤ 100 ms (as first)", deep_v_sql))
+    first_sql = [
+        ("SELECT * FROM sessions WHERE id = ?", (lid,)),
+        ("SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id LIMIT 100", (lid,)),
+    ]
+    anchor = (
+        conn_holder["conn"]
+        .execute("SELECT timestamp, id FROM messages WHERE id = ?", (mid,))
+        .fetchone()
+    )
+    deep_v_sql = [
+        ("SELECT * FROM sessions WHERE id = ?", (lid,)),
+        (
+            "SELECT * FROM messages WHERE session_id = ? AND (timestamp, id) >= (?, ?) "
+            "ORDER BY timestamp, id LIMIT 100",
+            (lid, anchor[0], anchor[1]),
+        ),
+    ]
+    rows.append(
+        Row(
+            "viewer",
+            f"viewer: first page ({d['long_n']:,}-message session)",
+            f"/sessions/{lid}",
+            100,
+            "≤ 100 ms",
+            first_sql,
+        )
+    )
+    rows.append(
+        Row(
+            "viewer",
+            f"viewer: deep page (?at= message #{d['deep_msg_rank']:,})",
+            f"/sessions/{lid}?at={mid}",
+            100,
+            "≤ 100 ms (as first)",
+            deep_v_sql,
+        )
+    )
+    rows.append(
+        Row(
+            "viewer",
+            "viewer JSON: first page",
+            f"/sessions/{lid}?format=json",
+            100,
+            "≤ 100 ms",
+            first_sql,
+        )
+    )
+    rows.append(
+        Row(
+            "viewer",
+            "viewer JSON: deep page",
+            f"/sessions/{lid}?at={mid}&format=json",
+            100,
+            "≤ 100 ms (as first)",
+            deep_v_sql,
+        )
+    )
     # search
     c = d["counts"]
     for label, query, table, expr, target in (
-            (f"rare word “{d['rare']}”", d["rare"], "messages_fts", d["rare"], 150),
-            ("commonest word “the”", "the", "messages_fts", "the", 500),
-            ("phrase “\"docker compose\"”", '"docker compose"', "messages_fts", '"docker compose"', 150),
-            ("prefix “deploy*”", "deploy*", "messages_fts", "deploy*", 150),
-            ("CJK “大别山项目” (trigram)", "大别山项目", "messages_fts_trigram", '"大别山项目"', 150)):
-        rows.append(Row("search", f"search: {label} — {c.get(query.strip(chr(34)), c.get(query, 0)):,} matches",
-                        f"/search?q={q(query)}", target, f"≤ {target} ms",
-                        [(HERMES_SEARCH.format(t=table), (expr,))]))
-    rows.append(Row("search", f"search: 2-char CJK “通信” (substring) — {c['通信']:,} matches",
-                    f"/search?q={q('通信')}", 150, "≤ 150 ms",
-                    [("SELECT m.id, m.content FROM messages m WHERE m.content LIKE '%通信%' "
-                      "ORDER BY m.id DESC LIMIT 50", ())]))
-    rows.append(Row("search", "search JSON: rare word", f"/search?q={q(d['rare'])}&format=json", 150,
-                    "≤ 150 ms", [(HERMES_SEARCH.format(t="messages_fts"), (d["rare"],))]))
-    rows.append(Row("search", "search JSON: “the”", "/search?q=the&format=json", 500, "≤ 500 ms",
-                    [(HERMES_SEARCH.format(t="messages_fts"), ("the",))]))
+        (f"rare word “{d['rare']}”", d["rare"], "messages_fts", d["rare"], 150),
+        ("commonest word “the”", "the", "messages_fts", "the", 500),
+        (
+            "phrase “\"docker compose\"”",
+            '"docker compose"',
+            "messages_fts",
+            '"docker compose"',
+            150,
+        ),
+        ("prefix “deploy*”", "deploy*", "messages_fts", "deploy*", 150),
+        ("CJK “大别山项目” (trigram)", "大别山项目", "messages_fts_trigram", '"大别山项目"', 150),
+    ):
+        rows.append(
+            Row(
+                "search",
+                f"search: {label} — {c.get(query.strip(chr(34)), c.get(query, 0)):,} matches",
+                f"/search?q={q(query)}",
+                target,
+                f"≤ {target} ms",
+                [(HERMES_SEARCH.format(t=table), (expr,))],
+            )
+        )
+    rows.append(
+        Row(
+            "search",
+            f"search: 2-char CJK “通信” (substring) — {c['通信']:,} matches",
+            f"/search?q={q('通信')}",
+            150,
+            "≤ 150 ms",
+            [
+                (
+                    "SELECT m.id, m.content FROM messages m WHERE m.content LIKE '%通信%' "
+                    "ORDER BY m.id DESC LIMIT 50",
+                    (),
+                )
+            ],
+        )
+    )
+    rows.append(
+        Row(
+            "search",
+            "search JSON: rare word",
+            f"/search?q={q(d['rare'])}&format=json",
+            150,
+            "≤ 150 ms",
+            [(HERMES_SEARCH.format(t="messages_fts"), (d["rare"],))],
+        )
+    )
+    rows.append(
+        Row(
+            "search",
+            "search JSON: “the”",
+            "/search?q=the&format=json",
+            500,
+            "≤ 500 ms",
+            [(HERMES_SEARCH.format(t="messages_fts"), ("the",))],
+        )
+    )
     # lineage
-    tree_sql = [("WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN down "
-                 "ON s.parent_session_id = down.id) SELECT s.* FROM down JOIN sessions s ON s.id = down.id "
-                 "ORDER BY s.started_at, s.id", (d["tree_root"],))]
-    rows.append(Row("lineage", f"lineage: largest tree ({d['tree_size']} sessions)",
-                    f"/sessions/{d['tree_root']}/lineage", 200, "≤ 200 ms", tree_sql))
-    rows.append(Row("lineage", "lineage JSON", f"/sessions/{d['tree_root']}/lineage?format=json", 200,
-                    "≤ 200 ms", tree_sql))
+    tree_sql = [
+        (
+            "WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN down "
+            "ON s.parent_session_id = down.id) SELECT s.* FROM down JOIN sessions s ON s.id = down.id "
+            "ORDER BY s.started_at, s.id",
+            (d["tree_root"],),
+        )
+    ]
+    rows.append(
+        Row(
+            "lineage",
+            f"lineage: largest tree ({d['tree_size']} sessions)",
+            f"/sessions/{d['tree_root']}/lineage",
+            200,
+            "≤ 200 ms",
+            tree_sql,
+        )
+    )
+    rows.append(
+        Row(
+            "lineage",
+            "lineage JSON",
+            f"/sessions/{d['tree_root']}/lineage?format=json",
+            200,
+            "≤ 200 ms",
+            tree_sql,
+        )
+    )
     # stats (warm; the cold numbers are measured separately)
     for period, days in (("30", 30), ("365", 365), ("all", None)):
         since = None if days is None else now - days * 86400
         target = 500 if period == "365" else None
-        rows.append(Row("stats", f"stats: period={period} (warm)", f"/stats?period={period}", target,
-                        "≤ 500 ms warm" if target else "—", stats_sql(since)))
-    rows.append(Row("stats", "stats JSON: period=365 (warm)", "/stats?period=365&format=json", 500,
-                    "≤ 500 ms warm", stats_sql(now - 365 * 86400)))
+        rows.append(
+            Row(
+                "stats",
+                f"stats: period={period} (warm)",
+                f"/stats?period={period}",
+                target,
+                "≤ 500 ms warm" if target else "—",
+                stats_sql(since),
+            )
+        )
+    rows.append(
+        Row(
+            "stats",
+            "stats JSON: period=365 (warm)",
+            "/stats?period=365&format=json",
+            500,
+            "≤ 500 ms warm",
+            stats_sql(now - 365 * 86400),
+        )
+    )
     return rows
 
 
@@ -529,8 +768,11 @@ conn_holder: dict = {}
 # the run
 # ------------------------------------------------------------------------------------------
 
-def measure_row(row: Row, client: Client, repeat: int, conn: sqlite3.Connection, budget_s: float) -> None:
-    ms, status, body = timed_get(client, row.url)          # warm-up
+
+def measure_row(
+    row: Row, client: Client, repeat: int, conn: sqlite3.Connection, budget_s: float
+) -> None:
+    ms, status, body = timed_get(client, row.url)  # warm-up
     row.status = status
     row.bytes = len(body)
     if status != 200:
@@ -595,9 +837,17 @@ def export(client: Client, pid: int, conn: sqlite3.Connection) -> dict:
             break
         raw_rows += len(chunk)
     raw_s = time.perf_counter() - t
-    return {"status": status, "bytes": n, "seconds": secs, "mb_s": n / 1e6 / secs if secs else 0,
-            "peak_rss_mb": max(sampler.peak_kb, hwm) / 1024, "sampled_peak_mb": sampler.peak_kb / 1024,
-            "hwm_reset": reset, "raw_s": raw_s, "raw_rows": raw_rows}
+    return {
+        "status": status,
+        "bytes": n,
+        "seconds": secs,
+        "mb_s": n / 1e6 / secs if secs else 0,
+        "peak_rss_mb": max(sampler.peak_kb, hwm) / 1024,
+        "sampled_peak_mb": sampler.peak_kb / 1024,
+        "hwm_reset": reset,
+        "raw_s": raw_s,
+        "raw_rows": raw_rows,
+    }
 
 
 def fmt(v: float | None, digits: int = 1) -> str:
@@ -616,12 +866,24 @@ def export_lines(exp: dict) -> list[str]:
         f"({exp['raw_rows']:,} rows) takes {exp['raw_s']:.1f} s",
         f"* server peak RSS during the export: **{exp['peak_rss_mb']:.0f} MB** (target ≤ 200 MB: "
         f"{'met' if exp['peak_rss_mb'] <= 200 else 'not met'}; VmHWM after a reset"
-        + (", sampled every 50 ms" if not exp["hwm_reset"] else "") + ")",
+        + (", sampled every 50 ms" if not exp["hwm_reset"] else "")
+        + ")",
     ]
 
 
-def write_results(out: Path, machine: dict, d: dict, first_s: float, cold: dict, rows: list[Row],
-                  exp: dict, mem: dict, started: str, wall_s: float, quiet: Quietness) -> None:
+def write_results(
+    out: Path,
+    machine: dict,
+    d: dict,
+    first_s: float,
+    cold: dict,
+    rows: list[Row],
+    exp: dict,
+    mem: dict,
+    started: str,
+    wall_s: float,
+    quiet: Quietness,
+) -> None:
     b = d.get("build", {})
     lines = [
         "# Benchmark results",
@@ -641,7 +903,7 @@ def write_results(out: Path, machine: dict, d: dict, first_s: float, cold: dict,
         f"* `{d['path']}`: {d['size'] / 1e9:.2f} GB ({d['size'] / 2**30:.2f} GiB), "
         f"{d['sessions']:,} sessions, {d['messages']:,} messages "
         f"({d['size'] / max(d['messages'], 1):,.0f} bytes per message)",
-        f"* built by `benchmarks/make_db.py` (webui.generator, schema 11 with both FTS5 tables): "
+        f"* built by `benchmarks/make_db.py` (webui.demo, schema 11 with both FTS5 tables): "
         f"seed {b.get('seed', '?')}, text_scale {b.get('text_scale', '?')}, anchored at "
         f"{time.strftime('%Y-%m-%d', time.gmtime(b['now'])) if b.get('now') else '?'}, "
         f"built in {b.get('build_seconds', 0):.0f} s",
@@ -658,20 +920,26 @@ def write_results(out: Path, machine: dict, d: dict, first_s: float, cold: dict,
         "|---|---|---:|---:|---:|---:|---|---|",
     ]
     first_ok = first_s <= 2.0
-    lines.append(f"| first request after start | `/sessions` | {first_s * 1000:,.0f} | — | — | — | ≤ 2 s | "
-                 f"{'yes' if first_ok else '**no**'} |")
+    lines.append(
+        f"| first request after start | `/sessions` | {first_s * 1000:,.0f} | — | — | — | ≤ 2 s | "
+        f"{'yes' if first_ok else '**no**'} |"
+    )
     for period in ("30", "365", "all"):
         ms, status = cold["first"][period]
-        lines.append(f"| stats: period={period} (cold, first request) | `/stats?period={period}` | "
-                     f"{ms:,.0f} | — | — | — | — | {'' if status == 200 else f'HTTP {status}'} |")
+        lines.append(
+            f"| stats: period={period} (cold, first request) | `/stats?period={period}` | "
+            f"{ms:,.0f} | — | — | — | — | {'' if status == 200 else f'HTTP {status}'} |"
+        )
     for r in rows:
         ratio = r.median / r.sql_median if r.sql_median else None
         met = r.met
         mark = "—" if met is None else ("yes" if met else "**no**")
         note = f" ({r.note})" if r.note else ""
         url = r.url if len(r.url) <= 70 else r.url[:67] + "…"
-        lines.append(f"| {r.name}{note} | `{url}` | {fmt(r.median)} | {fmt(r.p95)} | {fmt(r.sql_median, 2)} | "
-                     f"{fmt(ratio)}× | {r.target_text} | {mark} |")
+        lines.append(
+            f"| {r.name}{note} | `{url}` | {fmt(r.median)} | {fmt(r.p95)} | {fmt(r.sql_median, 2)} | "
+            f"{fmt(ratio)}× | {r.target_text} | {mark} |"
+        )
     lines += [
         "",
         "## Stats rollup",
@@ -679,7 +947,8 @@ def write_results(out: Path, machine: dict, d: dict, first_s: float, cold: dict,
         f"* The instance folder starts empty, so the rollup (tool usage, heatmap, messages per source) is "
         f"built by the stats requests themselves, a time budget per request: coverage.complete after "
         f"{cold['until_complete_s']:.1f} s and {cold['requests']} back-to-back stats requests"
-        + ("" if cold["complete"] else f" (NOT complete: {cold['coverage']})") + ".",
+        + ("" if cold["complete"] else f" (NOT complete: {cold['coverage']})")
+        + ".",
         "",
         "## Export and memory",
         "",
@@ -692,18 +961,29 @@ def write_results(out: Path, machine: dict, d: dict, first_s: float, cold: dict,
     ]
     misses = []
     if not first_ok:
-        misses.append(f"* first request after start: {first_s:.2f} s, target 2 s (+{first_s - 2:.2f} s)")
+        misses.append(
+            f"* first request after start: {first_s:.2f} s, target 2 s (+{first_s - 2:.2f} s)"
+        )
     for r in rows:
         if r.met is False:
-            misses.append(f"* {r.name}: median {r.median:,.0f} ms, target {r.target_ms:,.0f} ms "
-                          f"(+{r.median - r.target_ms:,.0f} ms, {r.median / r.target_ms:.1f}×)")
+            misses.append(
+                f"* {r.name}: median {r.median:,.0f} ms, target {r.target_ms:,.0f} ms "
+                f"(+{r.median - r.target_ms:,.0f} ms, {r.median / r.target_ms:.1f}×)"
+            )
     if exp["bytes"] and exp["mb_s"] < 50:
-        misses.append(f"* export: {exp['mb_s']:.1f} MB/s, target 50 MB/s ({50 / exp['mb_s']:.1f}× too slow)")
+        misses.append(
+            f"* export: {exp['mb_s']:.1f} MB/s, target 50 MB/s ({50 / exp['mb_s']:.1f}× too slow)"
+        )
     if exp["bytes"] and exp["peak_rss_mb"] > 200:
         misses.append(f"* export peak RSS: {exp['peak_rss_mb']:.0f} MB, target 200 MB")
     lines += misses or ["Every target is met."]
-    lines += ["", "See the diagnosis section below (kept between runs) for why, where a target is missed."
-              if misses else "", ""]
+    lines += [
+        "",
+        "See the diagnosis section below (kept between runs) for why, where a target is missed."
+        if misses
+        else "",
+        "",
+    ]
     # keep the load section (and a diagnosis section) written by others
     kept = ""
     if out.exists():
@@ -725,11 +1005,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", type=Path, default=DEFAULT_DB)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--repeat", type=int, default=15, help="timed requests per page (default 15)")
-    ap.add_argument("--budget", type=float, default=45.0, help="seconds at most per page (default 45)")
+    ap.add_argument(
+        "--budget", type=float, default=45.0, help="seconds at most per page (default 45)"
+    )
     ap.add_argument("--no-export", action="store_true")
     ap.add_argument("--json", type=Path, help="also write the raw numbers here")
-    ap.add_argument("--wait-quiet", type=float, default=600, metavar="S",
-                    help="first wait up to S seconds for other processes to go quiet (default 600; 0: don't)")
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=600,
+        metavar="S",
+        help="first wait up to S seconds for other processes to go quiet (default 600; 0: don't)",
+    )
     args = ap.parse_args(argv)
     db = args.db.resolve()
     if not db.exists():
@@ -758,17 +1045,32 @@ def main(argv: list[str] | None = None) -> int:
         client = Client(server.port)
         now = time.time()
         cold = stats_cold(client, now)
-        print(f"stats cold: {cold['first']}; rollup complete after {cold['until_complete_s']:.1f} s "
-              f"({cold['requests']} requests)", flush=True)
+        print(
+            f"stats cold: {cold['first']}; rollup complete after {cold['until_complete_s']:.1f} s "
+            f"({cold['requests']} requests)",
+            flush=True,
+        )
         rows = build_rows(d, client, now)
         for r in rows:
             measure_row(r, client, args.repeat, conn, args.budget)
-            print(f"  {r.name:60s} median {r.median:8.1f} ms  p95 {r.p95:8.1f}  sql "
-                  f"{(r.sql_median or 0):8.2f}  {r.note}", flush=True)
+            print(
+                f"  {r.name:60s} median {r.median:8.1f} ms  p95 {r.p95:8.1f}  sql "
+                f"{(r.sql_median or 0):8.2f}  {r.note}",
+                flush=True,
+            )
         mem["pages_hwm_mb"] = proc_status(server.pid).get("VmHWM", 0) / 1024
         if args.no_export:
-            exp = {"status": 0, "bytes": 0, "seconds": 0, "mb_s": 0, "peak_rss_mb": 0, "sampled_peak_mb": 0,
-                   "hwm_reset": False, "raw_s": 0, "raw_rows": 0}
+            exp = {
+                "status": 0,
+                "bytes": 0,
+                "seconds": 0,
+                "mb_s": 0,
+                "peak_rss_mb": 0,
+                "sampled_peak_mb": 0,
+                "hwm_reset": False,
+                "raw_s": 0,
+                "raw_rows": 0,
+            }
         else:
             print("export…", flush=True)
             exp = export(client, server.pid, conn)
@@ -779,14 +1081,48 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.stop()
         shutil.rmtree(instance, ignore_errors=True)
-    write_results(args.out, machine, d, first_s, cold, rows, exp, mem, started, time.perf_counter() - wall,
-                  quiet)
+    write_results(
+        args.out,
+        machine,
+        d,
+        first_s,
+        cold,
+        rows,
+        exp,
+        mem,
+        started,
+        time.perf_counter() - wall,
+        quiet,
+    )
     if args.json:
-        args.json.write_text(json.dumps({
-            "machine": machine, "db": {k: v for k, v in d.items()}, "first_s": first_s, "cold": cold,
-            "rows": [{"name": r.name, "url": r.url, "times_ms": r.times, "median": r.median, "p95": r.p95,
-                      "sql_ms": r.sql_median, "target_ms": r.target_ms, "bytes": r.bytes} for r in rows],
-            "export": exp, "memory": mem}, indent=1, ensure_ascii=False, default=str))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "machine": machine,
+                    "db": dict(d.items()),
+                    "first_s": first_s,
+                    "cold": cold,
+                    "rows": [
+                        {
+                            "name": r.name,
+                            "url": r.url,
+                            "times_ms": r.times,
+                            "median": r.median,
+                            "p95": r.p95,
+                            "sql_ms": r.sql_median,
+                            "target_ms": r.target_ms,
+                            "bytes": r.bytes,
+                        }
+                        for r in rows
+                    ],
+                    "export": exp,
+                    "memory": mem,
+                },
+                indent=1,
+                ensure_ascii=False,
+                default=str,
+            )
+        )
     print(f"wrote {args.out}")
     return 0
 

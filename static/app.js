@@ -81,21 +81,53 @@
     var t = e.detail && e.detail.target;
     if (t) t.setAttribute("aria-busy", "false");
   });
-  // A failed htmx request shows the server's message instead of failing silently.
+  // A failed htmx request says why, in the page (a banner that stays until the next request
+  // succeeds) and as a toast: never only in the console.
+  function showRequestError(text) {
+    var banner = document.getElementById("request-error");
+    if (banner) {
+      banner.querySelector(".text").textContent = text;
+      banner.hidden = false;
+    }
+  }
   document.addEventListener("htmx:responseError", function (e) {
     var xhr = e.detail.xhr;
-    var box = document.getElementById("toast");
-    if (!box) {
-      box = document.createElement("div");
-      box.id = "toast";
-      box.setAttribute("role", "alert");
-      document.body.appendChild(box);
-    }
     var doc = new DOMParser().parseFromString(xhr.responseText, "text/html");
     var msg = doc.querySelector(".error-page p");
-    box.textContent = (msg ? msg.textContent : "Request failed") + " (" + xhr.status + ")";
-    box.className = "toast show";
-    setTimeout(function () { box.className = "toast"; }, 6000);
+    showRequestError((msg ? msg.textContent : "The request failed.") + " (" + xhr.status + ")");
+  });
+  document.addEventListener("htmx:sendError", function () {
+    showRequestError("Logbook did not answer: is it still running?");
+  });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var banner = document.getElementById("request-error");
+    if (banner && e.detail.successful) banner.hidden = true;
+  });
+  document.addEventListener("click", function (e) {
+    if (e.target.closest && e.target.closest("#request-error .close")) {
+      document.getElementById("request-error").hidden = true;
+    }
+  });
+
+  // Stats period: a date applies when complete (Apply, Enter or leaving the field), never
+  // on each typed digit; choosing dates unticks the preset periods and vice versa.
+  document.addEventListener("change", function (e) {
+    var t = e.target;
+    var form = t.closest && t.closest("#stats-form");
+    if (!form) return;
+    if (t.type === "date") {
+      e.stopPropagation();  // the form's htmx "change" trigger must not see half-typed dates
+      form.querySelectorAll("input[name=period]").forEach(function (r) { r.checked = false; });
+      t.dataset.pending = "1";
+    } else if (t.name === "period") {
+      form.querySelectorAll("input[type=date]").forEach(function (d) { d.value = ""; });
+    }
+  }, true);
+  document.addEventListener("focusout", function (e) {
+    var t = e.target;
+    if (t.type !== "date" || !t.dataset.pending || !t.closest("#stats-form")) return;
+    delete t.dataset.pending;
+    if (window.htmx) window.htmx.trigger(t.closest("#stats-form"), "submit");
   });
 })();
 
@@ -216,6 +248,21 @@
       "table.sessions tbody tr .title-slot a:first-child, ol.hits li.hit a.snippet");
     return Array.prototype.slice.call(links);
   }
+  // After a search, focus moves to the results so j/k walk the hits (instead of typing into
+  // the query box); search-as-you-type keeps the focus where the reader types.
+  function focusResults() {
+    var r = document.getElementById("search-results");
+    if (r && r.querySelector("ol.hits li")) r.focus({preventScroll: true});
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    if (new URLSearchParams(window.location.search).get("q")) focusResults();
+  });
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var cfg = e.detail.requestConfig;
+    if (e.detail.target && e.detail.target.id === "search-results" && cfg &&
+        cfg.triggeringEvent && cfg.triggeringEvent.type === "submit") focusResults();
+  });
+
   var pendingG = 0;
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.metaKey || e.altKey || typing(e)) return;
@@ -260,9 +307,54 @@
 
   // --- copy buttons (shown only where JavaScript can copy) ------------------------------
   function revealCopy(root) {
-    (root || document).querySelectorAll("button.copy[hidden], button[data-shortcuts][hidden]")
+    (root || document).querySelectorAll(
+      "button.copy[hidden], button[data-shortcuts][hidden], .viewer-nav button[hidden]")
       .forEach(function (b) { b.hidden = false; });
   }
+
+  // --- long conversations: previous / next question, and "message N of T" -----------------
+  function topMessage() {
+    var msgs = document.querySelectorAll("article.msg[data-n]");
+    var nav = document.querySelector(".viewer-nav");
+    var edge = nav ? nav.getBoundingClientRect().bottom + 4 : 0;
+    for (var i = 0; i < msgs.length; i++) {
+      if (msgs[i].getBoundingClientRect().bottom > edge) return msgs[i];
+    }
+    return msgs.length ? msgs[msgs.length - 1] : null;
+  }
+  function updatePosition() {
+    var pos = document.querySelector(".viewer-nav .pos");
+    var top = topMessage();
+    if (!pos || !top) return;
+    var total = Number(pos.getAttribute("data-total"));
+    pos.textContent = "message " + Number(top.getAttribute("data-n")).toLocaleString() +
+      " of " + total.toLocaleString();
+  }
+  var posTimer = 0;
+  window.addEventListener("scroll", function () {
+    if (posTimer) return;
+    posTimer = setTimeout(function () { posTimer = 0; updatePosition(); }, 120);
+  }, {passive: true});
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest && e.target.closest(".viewer-nav button[data-turn]");
+    if (!b) return;
+    var users = Array.prototype.slice.call(document.querySelectorAll("article.msg.role-user"));
+    var nav = document.querySelector(".viewer-nav");
+    var edge = (nav ? nav.getBoundingClientRect().bottom : 0) + 8;
+    var target = null;
+    if (b.getAttribute("data-turn") === "next") {
+      target = users.filter(function (u) { return u.getBoundingClientRect().top > edge + 2; })[0];
+    } else {
+      var above = users.filter(function (u) { return u.getBoundingClientRect().top < edge - 2; });
+      target = above[above.length - 1];
+    }
+    if (target) {
+      window.scrollBy(0, target.getBoundingClientRect().top - edge + 4);
+      target.setAttribute("tabindex", "-1");
+      target.focus({preventScroll: true});
+      updatePosition();
+    }
+  });
   document.addEventListener("click", function (e) {
     var b = e.target.closest && e.target.closest("button.copy");
     if (b) {
@@ -292,7 +384,13 @@
       document.querySelectorAll("details.meta[open]").forEach(function (d) { d.open = false; });
     }
   }
-  ready(function () { revealCopy(); localTimes(); foldOnPhones(); });
+  // Sticky bars sit just under the sticky site header, whatever height it wraps to.
+  function headerHeight() {
+    var h = document.querySelector("header.top");
+    if (h) document.documentElement.style.setProperty("--header-h", h.offsetHeight + "px");
+  }
+  window.addEventListener("resize", headerHeight);
+  ready(function () { headerHeight(); revealCopy(); localTimes(); foldOnPhones(); updatePosition(); });
   document.addEventListener("htmx:afterSettle", function (e) { revealCopy(e.target); localTimes(e.target); });
 })();
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from browser import LiveServer, chromium, page, screenshot  # noqa: F401 - fixtures
-from conftest import sql
+from support import sql
+from support.browser import LiveServer, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -21,24 +21,30 @@ def live(gen_app):
 
 def test_filter_by_source_open_session_expand_tool_call(live, page, generated_db):
     db, _ = generated_db
-    source, count = sql(db, "SELECT source, COUNT(*) FROM sessions GROUP BY source "
-                            "ORDER BY 2 DESC LIMIT 1 OFFSET 1")[0]
+    source, count = sql(
+        db, "SELECT source, COUNT(*) FROM sessions GROUP BY source ORDER BY 2 DESC LIMIT 1 OFFSET 1"
+    )[0]
     page.goto(f"{live.url}/sessions")
     screenshot(page, "sessions.png")
     page.evaluate("window.__notReloaded = true")
     page.locator(f".facet:has(input[value='{source}'])").click()
     page.wait_for_url(re.compile(rf"source={source}"))
-    page.wait_for_function("document.querySelector('#results .summary').textContent"
-                           f".includes('{count} session')")
+    page.wait_for_function(
+        f"document.querySelector('#results .summary').textContent.includes('{count} session')"
+    )
     # htmx swapped the table in place: no page load happened
     assert page.evaluate("window.__notReloaded") is True
     badges = page.locator("table.sessions tbody td[data-label='Source'] .badge").all_inner_texts()
     assert badges and set(badges) == {source}
 
     # open a session of that source that has tool calls
-    sid = sql(db, "SELECT s.id FROM sessions s WHERE s.source = ? AND EXISTS (SELECT 1 FROM "
-                  "messages m WHERE m.session_id = s.id AND m.tool_calls IS NOT NULL) "
-                  "ORDER BY s.started_at DESC LIMIT 1", (source,))[0][0]
+    sid = sql(
+        db,
+        "SELECT s.id FROM sessions s WHERE s.source = ? AND EXISTS (SELECT 1 FROM "
+        "messages m WHERE m.session_id = s.id AND m.tool_calls IS NOT NULL) "
+        "ORDER BY s.started_at DESC LIMIT 1",
+        (source,),
+    )[0][0]
     page.goto(f"{live.url}/sessions/{sid}")
     call = page.locator("details.tool-call").first
     assert call.get_attribute("open") is None
@@ -67,17 +73,26 @@ def test_long_session_loads_more_as_you_scroll(live, page, generated_db):
         if page.locator("article.msg").count() >= 300:
             break
     assert page.locator("article.msg").count() >= 300
-    ids = [int(x.split("-")[1]) for x in page.locator("article.msg").evaluate_all(
-        "els => els.map(e => e.id)")]
-    expected = [r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
-                                      "timestamp, id", (long_id,))][: len(ids)]
+    ids = [
+        int(x.split("-")[1])
+        for x in page.locator("article.msg").evaluate_all("els => els.map(e => e.id)")
+    ]
+    expected = [
+        r[0]
+        for r in sql(
+            db, "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id", (long_id,)
+        )
+    ][: len(ids)]
     assert ids == expected and total > len(ids)
 
 
 def test_anchor_to_a_deep_message_loads_its_page(live, page, generated_db):
     db, long_id = generated_db
-    mid = sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id "
-                  "LIMIT 1 OFFSET 520", (long_id,))[0][0]
+    mid = sql(
+        db,
+        "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id LIMIT 1 OFFSET 520",
+        (long_id,),
+    )[0][0]
     page.goto(f"{live.url}/sessions/{long_id}#m-{mid}")
     page.wait_for_url(re.compile(rf"at={mid}"))
     target = page.locator(f"#m-{mid}")
@@ -86,8 +101,7 @@ def test_anchor_to_a_deep_message_loads_its_page(live, page, generated_db):
     assert page.locator("#earlier-messages").count() == 1
 
 
-def test_search_as_you_type_and_click_through_to_the_highlighted_message(live, page,
-                                                                          generated_db):
+def test_search_as_you_type_and_click_through_to_the_highlighted_message(live, page, generated_db):
     db, long_id = generated_db
     page.goto(f"{live.url}/search")
     page.evaluate("window.__notReloaded = true")
@@ -100,8 +114,14 @@ def test_search_as_you_type_and_click_through_to_the_highlighted_message(live, p
     screenshot(page, "search.png")
 
     # a hit deep inside the long session opens the page that holds it, highlighted
-    first_page = {r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
-                                        "timestamp, id LIMIT 100", (long_id,))}
+    first_page = {
+        r[0]
+        for r in sql(
+            db,
+            "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id LIMIT 100",
+            (long_id,),
+        )
+    }
     page.goto(f"{live.url}/search?q=docker&session={long_id}")
     hrefs = page.locator("a.snippet").evaluate_all("els => els.map(e => e.getAttribute('href'))")
     deep = [h for h in hrefs if int(h.split("#m-")[1]) not in first_page]
@@ -117,10 +137,13 @@ def test_search_as_you_type_and_click_through_to_the_highlighted_message(live, p
 
 def test_lineage_graph_and_follow_a_node(live, page, generated_db):
     db, _ = generated_db
-    sid, n = sql(db, "WITH RECURSIVE d(id, root) AS (SELECT id, id FROM sessions WHERE "
-                     "parent_session_id IS NULL UNION SELECT s.id, d.root FROM sessions s JOIN d "
-                     "ON s.parent_session_id = d.id) SELECT root, COUNT(*) FROM d GROUP BY root "
-                     "ORDER BY 2 DESC LIMIT 1")[0]
+    sid, n = sql(
+        db,
+        "WITH RECURSIVE d(id, root) AS (SELECT id, id FROM sessions WHERE "
+        "parent_session_id IS NULL UNION SELECT s.id, d.root FROM sessions s JOIN d "
+        "ON s.parent_session_id = d.id) SELECT root, COUNT(*) FROM d GROUP BY root "
+        "ORDER BY 2 DESC LIMIT 1",
+    )[0]
     assert n >= 4
     page.goto(f"{live.url}/sessions/{sid}/lineage")
     svg = page.locator("svg.lineage")
@@ -142,8 +165,9 @@ def test_stats_period_change_updates_charts_in_place(live, page):
     before = page.locator("#chart-sessions svg rect.bar").count()
     page.locator("label.facet", has_text="all time").click()
     page.wait_for_url(re.compile(r"period=all"))
-    page.wait_for_function(f"document.querySelectorAll('#chart-sessions svg rect.bar').length "
-                           f"!== {before}")
+    page.wait_for_function(
+        f"document.querySelectorAll('#chart-sessions svg rect.bar').length !== {before}"
+    )
     assert page.evaluate("window.__notReloaded") is True
     assert page.locator("#chart-tokens svg rect.bar").count() > 0
     tip = page.locator("#chart-sessions svg rect.bar title").first.text_content()

@@ -4,31 +4,21 @@ everywhere with the real Content-Security-Policy on: no dialog, no injected scri
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
-from browser import LiveServer, chromium, page  # noqa: F401 - fixtures
-from conftest import make_app, sql
+from support import sql
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def fresh(generated_db, tmp_path):
-    """A private copy of the generated database and a live server over it."""
-    src, long_id = generated_db
-    db = tmp_path / "state.db"
-    shutil.copyfile(src, db)
-    srv = LiveServer(make_app(db, tmp_path / "inst"))
-    yield db, srv, long_id
-    srv.close()
-
-
 def test_rename_inline_enter_saves_escape_cancels(fresh, page):
     db, srv, _ = fresh
-    sid, old = sql(db, "SELECT id, title FROM sessions WHERE title IS NOT NULL AND "
-                       "title NOT LIKE '%<%' ORDER BY started_at DESC LIMIT 1")[0]
+    sid, old = sql(
+        db,
+        "SELECT id, title FROM sessions WHERE title IS NOT NULL AND "
+        "title NOT LIKE '%<%' ORDER BY started_at DESC LIMIT 1",
+    )[0]
     page.goto(f"{srv.url}/sessions/{sid}")
     page.evaluate("window.__notReloaded = true")
     page.locator("h1 .title-edit").click()
@@ -43,16 +33,21 @@ def test_rename_inline_enter_saves_escape_cancels(fresh, page):
     box.fill("Renamed in the browser")
     box.press("Enter")
     page.locator("h1 .title-text", has_text="Renamed in the browser").wait_for()
-    assert sql(db, "SELECT title FROM sessions WHERE id = ?", (sid,))[0][0] == "Renamed in the browser"
+    assert (
+        sql(db, "SELECT title FROM sessions WHERE id = ?", (sid,))[0][0] == "Renamed in the browser"
+    )
     page.locator("#toasts .toast", has_text="Renamed").wait_for()
     # a duplicate title is refused inline, with a link to the session that has it
-    other = sql(db, "SELECT title FROM sessions WHERE title IS NOT NULL AND id != ? LIMIT 1",
-                (sid,))[0][0]
+    other = sql(
+        db, "SELECT title FROM sessions WHERE title IS NOT NULL AND id != ? LIMIT 1", (sid,)
+    )[0][0]
     page.locator("h1 .title-edit").click()
     page.locator("h1 input.title-input").fill(other)
     page.locator("h1 input.title-input").press("Enter")
     page.locator(".field-error", has_text="already in use by").wait_for()
-    assert sql(db, "SELECT title FROM sessions WHERE id = ?", (sid,))[0][0] == "Renamed in the browser"
+    assert (
+        sql(db, "SELECT title FROM sessions WHERE id = ?", (sid,))[0][0] == "Renamed in the browser"
+    )
     assert page.evaluate("window.__notReloaded") is True
 
 
@@ -62,34 +57,59 @@ def test_bulk_delete_rows_leave_with_a_toast(fresh, page):
     boxes = page.locator("table.sessions td.sel input[type=checkbox]")
     ids = [boxes.nth(i).get_attribute("value") for i in range(3)]
     boxes.nth(0).click()
-    boxes.nth(2).click(modifiers=["Shift"])          # shift-click selects the range
+    boxes.nth(2).click(modifiers=["Shift"])  # shift-click selects the range
     assert all(boxes.nth(i).is_checked() for i in range(3))
     page.locator("button", has_text="Delete selected").click()
     page.locator("#bulk-panel button", has_text="Delete them").click()
     page.locator("#toasts .toast", has_text="Deleted 3 sessions").wait_for()
     for sid in ids:
         assert page.locator(f"input[value='{sid}']").count() == 0
-    assert sql(db, f"SELECT COUNT(*) FROM sessions WHERE id IN ({','.join('?' * 3)})",
-               tuple(ids))[0][0] == 0
+    assert (
+        sql(db, f"SELECT COUNT(*) FROM sessions WHERE id IN ({','.join('?' * 3)})", tuple(ids))[0][
+            0
+        ]
+        == 0
+    )
 
 
 def test_prune_preview_then_run_with_progress(fresh, page):
     db, srv, _ = fresh
     page.goto(f"{srv.url}/prune?older_than=300")
-    count = int(re.search(r"([\d,]+) session", page.locator("#prune-preview .summary")
-                          .inner_text()).group(1).replace(",", ""))
-    assert count == sql(db, "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND "
-                            "started_at < strftime('%s','now') - 300 * 86400")[0][0]
+    count = int(
+        re.search(r"([\d,]+) session", page.locator("#prune-preview .summary").inner_text())
+        .group(1)
+        .replace(",", "")
+    )
+    assert (
+        count
+        == sql(
+            db,
+            "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND "
+            "started_at < strftime('%s','now') - 300 * 86400",
+        )[0][0]
+    )
     page.locator("#days, #p-days").fill("200")
     page.wait_for_url(re.compile(r"older_than=200"))
-    expected = sql(db, "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND "
-                       "started_at < strftime('%s','now') - 200 * 86400")[0][0]
+    expected = sql(
+        db,
+        "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND "
+        "started_at < strftime('%s','now') - 200 * 86400",
+    )[0][0]
     page.locator("#prune-preview .summary", has_text=f"{expected:,} session").wait_for()
+    box = page.locator("form.prune-run input[name=confirm][type=checkbox]")
+    if expected > 10:
+        box.check()  # a big prune asks "yes, delete these" first
     page.locator("#prune-preview button.danger").click()
     page.locator(".prune-job", has_text="Deleted").wait_for(timeout=60_000)
     assert f"Deleted {expected:,} session" in page.locator(".prune-job").inner_text()
-    assert sql(db, "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND "
-                   "started_at < strftime('%s','now') - 200 * 86400")[0][0] == 0
+    assert (
+        sql(
+            db,
+            "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND "
+            "started_at < strftime('%s','now') - 200 * 86400",
+        )[0][0]
+        == 0
+    )
 
 
 def test_export_downloads_jsonl(fresh, page, tmp_path):
@@ -111,14 +131,34 @@ def test_xss_corpus_never_runs_anywhere(fresh, page):
     any dialog opens or any script error happens."""
     db, srv, _ = fresh
     page.add_init_script("window.__xss = 0")
-    sids = [r[0] for r in sql(db, "SELECT DISTINCT session_id FROM messages WHERE content LIKE "
-                                  "'%<script%' OR content LIKE '%onerror%' OR tool_calls LIKE '%<%' "
-                                  "OR reasoning LIKE '%<%' LIMIT 12")]
-    sids += [r[0] for r in sql(db, "SELECT id FROM sessions WHERE title LIKE '%<%' OR "
-                                   "system_prompt LIKE '%<%' OR model_config LIKE '%<%' LIMIT 4")]
+    sids = [
+        r[0]
+        for r in sql(
+            db,
+            "SELECT DISTINCT session_id FROM messages WHERE content LIKE "
+            "'%<script%' OR content LIKE '%onerror%' OR tool_calls LIKE '%<%' "
+            "OR reasoning LIKE '%<%' LIMIT 12",
+        )
+    ]
+    sids += [
+        r[0]
+        for r in sql(
+            db,
+            "SELECT id FROM sessions WHERE title LIKE '%<%' OR "
+            "system_prompt LIKE '%<%' OR model_config LIKE '%<%' LIMIT 4",
+        )
+    ]
     assert sids
-    urls = ["/sessions", "/sessions?q=%3Cscript", "/search?q=script", "/search?q=onerror",
-            "/search?q=%3Cimg+src%3Dx", "/stats?period=all", "/export", "/prune?older_than=1"]
+    urls = [
+        "/sessions",
+        "/sessions?q=%3Cscript",
+        "/search?q=script",
+        "/search?q=onerror",
+        "/search?q=%3Cimg+src%3Dx",
+        "/stats?period=all",
+        "/export",
+        "/prune?older_than=1",
+    ]
     urls += [f"/sessions/{s}" for s in sids] + [f"/sessions/{s}/lineage" for s in sids[:4]]
     for url in urls:
         page.goto(srv.url + url)

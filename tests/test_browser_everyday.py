@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from browser import CHROMIUM_ARGS, SCREENSHOTS, LiveServer, chromium, page, require_chromium  # noqa: F401
-from conftest import sql
+from support import sql
+from support.browser import LiveServer, screenshot
 
 pytestmark = pytest.mark.browser
 AXE = Path(__file__).with_name("vendor") / "axe.min.js"
@@ -26,30 +26,48 @@ def live(gen_app):
 
 def pages(db, long_id) -> dict[str, str]:
     """Every page of Logbook, each on data that shows it at its best."""
-    family = sql(db, "WITH RECURSIVE d(id, root) AS (SELECT id, id FROM sessions WHERE "
-                     "parent_session_id IS NULL UNION SELECT s.id, d.root FROM sessions s JOIN d "
-                     "ON s.parent_session_id = d.id) SELECT root FROM d GROUP BY root "
-                     "ORDER BY COUNT(*) DESC LIMIT 1")[0][0]
-    rich = sql(db, "SELECT session_id FROM messages WHERE tool_calls IS NOT NULL GROUP BY 1 "
-                   "ORDER BY COUNT(*) DESC LIMIT 1")[0][0]
-    return {"sessions": "/sessions", "viewer": f"/sessions/{rich}", "search": "/search?q=docker",
-            "lineage": f"/sessions/{family}/lineage", "stats": "/stats?period=all",
-            "export": "/export", "prune": "/prune?older_than=200", "long": f"/sessions/{long_id}",
-            "notfound": "/sessions/no-such-session"}
+    family = sql(
+        db,
+        "WITH RECURSIVE d(id, root) AS (SELECT id, id FROM sessions WHERE "
+        "parent_session_id IS NULL UNION SELECT s.id, d.root FROM sessions s JOIN d "
+        "ON s.parent_session_id = d.id) SELECT root FROM d GROUP BY root "
+        "ORDER BY COUNT(*) DESC LIMIT 1",
+    )[0][0]
+    rich = sql(
+        db,
+        "SELECT session_id FROM messages WHERE tool_calls IS NOT NULL GROUP BY 1 "
+        "ORDER BY COUNT(*) DESC LIMIT 1",
+    )[0][0]
+    return {
+        "sessions": "/sessions",
+        "viewer": f"/sessions/{rich}",
+        "search": "/search?q=docker",
+        "lineage": f"/sessions/{family}/lineage",
+        "stats": "/stats?period=all",
+        "export": "/export",
+        "prune": "/prune?older_than=200",
+        "long": f"/sessions/{long_id}",
+        "notfound": "/sessions/no-such-session",
+    }
 
 
 def test_live_update_appends_new_message_without_reload(live, page, generated_db):
     db, _ = generated_db
-    sid = sql(db, "SELECT id FROM sessions WHERE ended_at IS NULL AND message_count BETWEEN 1 "
-                  "AND 90 LIMIT 1")[0][0]
+    sid = sql(
+        db,
+        "SELECT id FROM sessions WHERE ended_at IS NULL AND message_count BETWEEN 1 AND 90 LIMIT 1",
+    )[0][0]
     page.goto(f"{live.url}/sessions/{sid}")
     page.evaluate("window.__notReloaded = true")
     assert page.locator("#live-tail").count() == 1
     before = page.locator("article.msg").count()
     conn = sqlite3.connect(db, timeout=1.0)
     with conn:
-        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
-                     "(?, 'assistant', 'Live from the gateway: **hello**', ?)", (sid, time.time()))
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+            "(?, 'assistant', 'Live from the gateway: **hello**', ?)",
+            (sid, time.time()),
+        )
     conn.close()
     deadline = time.time() + 20
     while page.locator("article.msg").count() <= before and time.time() < deadline:
@@ -99,8 +117,9 @@ def test_theme_toggle_is_remembered(live, page):
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_page_in_both_themes_passes_axe(live, chromium, generated_db, scheme):
     db, long_id = generated_db
-    context = chromium.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme,
-                                   bypass_csp=True)
+    context = chromium.new_context(
+        viewport={"width": 1280, "height": 900}, color_scheme=scheme, bypass_csp=True
+    )
     pg = context.new_page()
     problems = []
     try:
@@ -111,12 +130,14 @@ def test_every_page_in_both_themes_passes_axe(live, chromium, generated_db, sche
                 for d in pg.locator("details").all()[:30]:
                     d.evaluate("el => el.open = true")
             if name in ("sessions", "viewer", "search", "lineage", "stats", "export", "prune"):
-                pg.screenshot(path=str(SCREENSHOTS / f"{name}-{scheme}.png"))
+                screenshot(pg, f"{name}-{scheme}.png")
             pg.evaluate(AXE.read_text(encoding="utf-8"))
             result = pg.evaluate("axe.run(document, {resultTypes: ['violations']})")
             for v in result["violations"]:
                 if v["impact"] in ("serious", "critical"):
-                    problems.append((name, v["id"], v["help"], [n["target"] for n in v["nodes"][:3]]))
+                    problems.append(
+                        (name, v["id"], v["help"], [n["target"] for n in v["nodes"][:3]])
+                    )
     finally:
         context.close()
     assert not problems, problems
@@ -131,7 +152,7 @@ def test_phone_layout_cards_and_folded_metadata(live, chromium, generated_db):
         assert pg.locator("table.sessions thead").is_hidden()
         width = pg.evaluate("document.documentElement.scrollWidth")
         assert width <= 400
-        pg.screenshot(path=str(SCREENSHOTS / "sessions-phone.png"))
+        screenshot(pg, "sessions-phone.png")
         pg.goto(f"{live.url}/sessions/{long_id}")
         assert pg.locator("details.meta").get_attribute("open") is None
     finally:

@@ -14,13 +14,22 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_NAMES, copy_fixture, sql
+from support import FIXTURE_NAMES, copy_fixture, sql
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "a-token-long-enough-to-resist-guessing"
 
 
 def run_cli(*args, env=None, timeout=60):
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "webui", *args], capture_output=True,
-                          text=True, timeout=timeout, env=full_env)
+    return subprocess.run(
+        [sys.executable, "-m", "webui", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+    )
 
 
 def assert_one_clear_line(proc, *needles):
@@ -51,7 +60,7 @@ def test_not_sqlite_file(tmp_path):
 def test_corrupt_database(tmp_path):
     f = copy_fixture("hermes-v11.db", tmp_path)
     data = bytearray(f.read_bytes())
-    data[100:4096 * 4] = os.urandom(4096 * 4 - 100)  # header kept, schema pages destroyed
+    data[100 : 4096 * 4] = os.urandom(4096 * 4 - 100)  # header kept, schema pages destroyed
     f.write_bytes(bytes(data))
     assert_one_clear_line(run_cli("--db", str(f)), str(f))
 
@@ -83,7 +92,10 @@ class Server:
         self.port = free_port()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "webui", "--port", str(self.port), *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         self.banner: list[str] = []
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -102,6 +114,7 @@ class Server:
     def close(self):
         self.proc.terminate()
         self.proc.wait(timeout=10)
+        self.proc.stdout.close()
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -147,15 +160,24 @@ def test_demo_is_built_once_and_served(tmp_path):
 def test_installed_wheel_carries_templates_and_static(tmp_path):
     """A normal (non-editable) install must find its templates and static files."""
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
-                           str(tmp_path), str(root)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     import zipfile
+
     (wheel,) = tmp_path.glob("hermes_logbook-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("webui/templates/base.html", "webui/templates/sessions.html",
-                   "webui/static/app.css", "webui/static/vendor/htmx-2.0.11.min.js",
-                   "webui/cli.py"):
+    for needed in (
+        "webui/templates/base.html",
+        "webui/templates/sessions.html",
+        "webui/static/app.css",
+        "webui/static/vendor/htmx-2.0.11.min.js",
+        "webui/cli.py",
+    ):
         assert needed in names, needed
 
 
@@ -165,12 +187,32 @@ def test_remote_mode_over_a_real_socket(tmp_path):
     import http.cookiejar
     import re
     import urllib.parse
+
     db = copy_fixture("hermes-v11.db", tmp_path)
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "webui", "--db", str(db), "--host", "0.0.0.0",
-                             "--port", str(port), "--insecure", "--token", "letmein",
-                             "--instance", str(tmp_path / "inst")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "webui",
+            "--db",
+            str(db),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(port),
+            "--insecure",
+            "--token-file",
+            str(token_file),
+            "--instance",
+            str(tmp_path / "inst"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         banner = ""
         while "Stop with" not in banner:
@@ -184,24 +226,66 @@ def test_remote_mode_over_a_real_socket(tmp_path):
         html = opener.open(base + "/sessions").read().decode()
         token = re.search(r'name="csrf-token" content="([^"]+)"', html).group(1)
         sid = sql(db, "SELECT id FROM sessions LIMIT 1")[0][0]
-        req = urllib.request.Request(base + f"/sessions/{sid}/title", method="POST",
-                                     data=urllib.parse.urlencode({"title": "remote"}).encode(),
-                                     headers={"X-CSRFToken": token})
+        req = urllib.request.Request(
+            base + f"/sessions/{sid}/title",
+            method="POST",
+            data=urllib.parse.urlencode({"title": "remote"}).encode(),
+            headers={"X-CSRFToken": token},
+        )
         try:
             opener.open(req)
             raise AssertionError("a change went through without the token")
         except urllib.error.HTTPError as exc:
             assert exc.code == 403
-        login = urllib.request.Request(base + "/login", method="POST", data=urllib.parse.urlencode(
-            {"token": "letmein", "csrf_token": token}).encode())
+        login = urllib.request.Request(
+            base + "/login",
+            method="POST",
+            data=urllib.parse.urlencode({"token": TOKEN, "csrf_token": token}).encode(),
+        )
         opener.open(login)
         html = opener.open(base + "/sessions").read().decode()
         token = re.search(r'name="csrf-token" content="([^"]+)"', html).group(1)
-        req = urllib.request.Request(base + f"/sessions/{sid}/title", method="POST",
-                                     data=urllib.parse.urlencode({"title": "remote"}).encode(),
-                                     headers={"X-CSRFToken": token})
+        req = urllib.request.Request(
+            base + f"/sessions/{sid}/title",
+            method="POST",
+            data=urllib.parse.urlencode({"title": "remote"}).encode(),
+            headers={"X-CSRFToken": token},
+        )
         assert opener.open(req).status == 200
         assert sql(db, "SELECT title FROM sessions WHERE id = ?", (sid,))[0][0] == "remote"
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+@pytest.mark.parametrize("how", ["--token", "--token-file"])
+def test_short_tokens_are_refused_at_start(tmp_path, how):
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    value = "short"
+    if how == "--token-file":
+        (tmp_path / "t").write_text(value)
+        value = str(tmp_path / "t")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "webui",
+            "--db",
+            str(db),
+            "--host",
+            "0.0.0.0",
+            "--insecure",
+            how,
+            value,
+            "--port",
+            str(free_port()),
+            "--instance",
+            str(tmp_path / "inst"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "at least 16" in proc.stderr and "Traceback" not in proc.stderr

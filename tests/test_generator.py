@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import closing
 import re
 import shutil
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from webui.generator import SCHEMA_VERSION, XSS_CORPUS, create_schema, generate
+from support import FIXTURES
+from webui.demo import SCHEMA_VERSION, XSS_CORPUS, create_schema, generate
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("LOGBOOK_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 V11 = FIXTURES / "hermes-v11.db"
 
 SESSIONS = 120
@@ -29,8 +28,6 @@ def _ro(path: Path, immutable: bool = False) -> sqlite3.Connection:
 
 def _fixture() -> sqlite3.Connection:
     """The real v11 database, opened without touching its folder (no -shm is created)."""
-    if not V11.exists():
-        pytest.fail(f"missing fixture {V11}: the shared fixtures must sit beside the repository")
     return closing(_ro(V11, immutable=True))
 
 
@@ -43,8 +40,13 @@ def _catalogue(conn: sqlite3.Connection) -> list[tuple]:
 def built(tmp_path_factory):
     path = tmp_path_factory.mktemp("gen") / "state.db"
     seen = []
-    info = generate(path, sessions=SESSIONS, seed=SEED, long_session_messages=LONG,
-                    progress=lambda done, total: seen.append((done, total)))
+    info = generate(
+        path,
+        sessions=SESSIONS,
+        seed=SEED,
+        long_session_messages=LONG,
+        progress=lambda done, total: seen.append((done, total)),
+    )
     # only the finished file is left behind: no temp file, no -wal/-shm after the checkpoint
     assert sorted(p.name for p in path.parent.iterdir()) == ["state.db"]
     conn = _ro(path)
@@ -60,7 +62,7 @@ def test_info_and_file(built):
     assert info.sessions == conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
     assert info.long_session_id is not None and info.seconds >= 0
     assert seen and seen[-1][0] == seen[-1][1] == info.messages
-    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:], strict=False))
 
 
 def test_schema_matches_the_real_v11_fixture(built):
@@ -68,11 +70,19 @@ def test_schema_matches_the_real_v11_fixture(built):
     with _fixture() as fx:
         assert _catalogue(conn) == _catalogue(fx)
         for table in ("sessions", "messages"):
-            assert conn.execute(f"PRAGMA table_info({table})").fetchall() == \
-                fx.execute(f"PRAGMA table_info({table})").fetchall()
+            assert (
+                conn.execute(f"PRAGMA table_info({table})").fetchall()
+                == fx.execute(f"PRAGMA table_info({table})").fetchall()
+            )
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(11,)]
-    assert conn.execute("SELECT key, value FROM state_meta").fetchall() == [("ghost_session_prune_v1", "1")]
+    assert (
+        conn.execute("SELECT version FROM schema_version").fetchall()
+        == [(SCHEMA_VERSION,)]
+        == [(11,)]
+    )
+    assert conn.execute("SELECT key, value FROM state_meta").fetchall() == [
+        ("ghost_session_prune_v1", "1")
+    ]
 
 
 def test_create_schema_alone(tmp_path):
@@ -98,15 +108,34 @@ def test_fts_tables_are_complete_and_consistent(built, tmp_path):
             rw.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
         assert rw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         # the index matches what the triggers are defined to index
-        row = rw.execute("SELECT m.id, f.content FROM messages m JOIN messages_fts f ON f.rowid = m.id "
-                         "WHERE m.tool_calls IS NOT NULL LIMIT 1").fetchone()
-        m = rw.execute("SELECT content, tool_name, tool_calls FROM messages WHERE id = ?", (row[0],)).fetchone()
+        row = rw.execute(
+            "SELECT m.id, f.content FROM messages m JOIN messages_fts f ON f.rowid = m.id "
+            "WHERE m.tool_calls IS NOT NULL LIMIT 1"
+        ).fetchone()
+        m = rw.execute(
+            "SELECT content, tool_name, tool_calls FROM messages WHERE id = ?", (row[0],)
+        ).fetchone()
         assert row[1] == f"{m[0] or ''} {m[1] or ''} {m[2] or ''}"
     # and it is searchable the way Hermes searches
-    assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'docker'").fetchone()[0] > 0
-    assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH '\"chat-send\"'").fetchone()[0] > 0
-    assert conn.execute("SELECT COUNT(*) FROM messages_fts_trigram "
-                        "WHERE messages_fts_trigram MATCH '\"大别山项目\"'").fetchone()[0] > 0
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'docker'"
+        ).fetchone()[0]
+        > 0
+    )
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH '\"chat-send\"'"
+        ).fetchone()[0]
+        > 0
+    )
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM messages_fts_trigram "
+            "WHERE messages_fts_trigram MATCH '\"大别山项目\"'"
+        ).fetchone()[0]
+        > 0
+    )
 
 
 def test_session_counters_match_messages(built):
@@ -120,7 +149,7 @@ def test_session_counters_match_messages(built):
     """).fetchall()
     assert bad == []
     # api_call_count: one per assistant message written by the model (branch copies excluded)
-    for sid, api, assistants, parent in conn.execute("""
+    for _sid, api, assistants, parent in conn.execute("""
             SELECT s.id, s.api_call_count, (SELECT COUNT(*) FROM messages m
                                             WHERE m.session_id = s.id AND m.role = 'assistant'),
                    s.parent_session_id
@@ -128,20 +157,31 @@ def test_session_counters_match_messages(built):
         assert api <= assistants
         if api < assistants:  # only /branch children hold copied assistant messages
             assert parent is not None
-    assert conn.execute("SELECT COUNT(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)"
-                        ).fetchone()[0] == 0
-    assert conn.execute("SELECT COUNT(*) FROM sessions WHERE parent_session_id IS NOT NULL "
-                        "AND parent_session_id NOT IN (SELECT id FROM sessions)").fetchone()[0] == 0
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)"
+        ).fetchone()[0]
+        == 0
+    )
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM sessions WHERE parent_session_id IS NOT NULL "
+            "AND parent_session_id NOT IN (SELECT id FROM sessions)"
+        ).fetchone()[0]
+        == 0
+    )
 
 
 def test_tokens_and_costs_are_plausible(built):
     _, _, conn, _ = built
-    rows = conn.execute("SELECT model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
-                        "billing_provider, estimated_cost_usd, actual_cost_usd, cost_status, api_call_count "
-                        "FROM sessions").fetchall()
+    rows = conn.execute(
+        "SELECT model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
+        "billing_provider, estimated_cost_usd, actual_cost_usd, cost_status, api_call_count "
+        "FROM sessions"
+    ).fetchall()
     statuses = {r[8] for r in rows}
     assert {"estimated", "included", "unknown", None} <= statuses
-    for model, inp, out, cr, cw, provider, est, act, status, calls in rows:
+    for _model, inp, out, cr, cw, provider, est, act, status, calls in rows:
         assert min(inp, out, cr, cw) >= 0
         if calls == 0:
             assert (inp, out, provider, est, status) == (0, 0, None, None, None)
@@ -192,10 +232,16 @@ def test_lineages_branches_and_subagents(built):
         WHERE p.end_reason IN ('branched', 'session_switch') AND c.started_at >= p.ended_at""").fetchone()
     assert branch
     child, parent = branch
-    copied = conn.execute("SELECT role, content, tool_calls FROM messages WHERE session_id = ? "
-                          "ORDER BY timestamp, id", (parent,)).fetchall()
-    mine = conn.execute("SELECT role, content, tool_calls FROM messages WHERE session_id = ? "
-                        "ORDER BY timestamp, id LIMIT ?", (child, len(copied))).fetchall()
+    copied = conn.execute(
+        "SELECT role, content, tool_calls FROM messages WHERE session_id = ? "
+        "ORDER BY timestamp, id",
+        (parent,),
+    ).fetchall()
+    mine = conn.execute(
+        "SELECT role, content, tool_calls FROM messages WHERE session_id = ? "
+        "ORDER BY timestamp, id LIMIT ?",
+        (child, len(copied)),
+    ).fetchall()
     assert mine == copied
     # subagents: started during the parent, same source, untitled; the parent did not end because of them
     subs = conn.execute("""
@@ -218,38 +264,60 @@ def test_large_structures_when_there_is_room(tmp_path):
         for (sid,) in conn.execute("SELECT id FROM sessions WHERE parent_session_id IS NULL"):
             n, cur = 1, sid
             while True:
-                nxt = conn.execute("SELECT id FROM sessions WHERE parent_session_id = ? AND "
-                                   "(SELECT end_reason FROM sessions WHERE id = ?) = 'compression'",
-                                   (cur, cur)).fetchone()
+                nxt = conn.execute(
+                    "SELECT id FROM sessions WHERE parent_session_id = ? AND "
+                    "(SELECT end_reason FROM sessions WHERE id = ?) = 'compression'",
+                    (cur, cur),
+                ).fetchone()
                 if not nxt:
                     break
                 n, cur = n + 1, nxt[0]
             longest = max(longest, n)
         assert longest >= 8
-        most = conn.execute("SELECT MAX(k) FROM (SELECT COUNT(*) AS k FROM sessions "
-                            "WHERE parent_session_id IS NOT NULL GROUP BY parent_session_id)").fetchone()[0]
+        most = conn.execute(
+            "SELECT MAX(k) FROM (SELECT COUNT(*) AS k FROM sessions "
+            "WHERE parent_session_id IS NOT NULL GROUP BY parent_session_id)"
+        ).fetchone()[0]
         assert most >= 12
 
 
 def test_active_and_empty_sessions(built):
     _, _, conn, _ = built
     now = 1793491200.0
-    active = conn.execute("SELECT started_at, end_reason FROM sessions WHERE ended_at IS NULL").fetchall()
+    active = conn.execute(
+        "SELECT started_at, end_reason FROM sessions WHERE ended_at IS NULL"
+    ).fetchall()
     assert len(active) >= 2
     assert all(now - 2 * 86400 <= s < now and r is None for s, r in active)
-    assert conn.execute("SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND "
-                        "(ended_at < started_at OR ended_at > ?)", (now,)).fetchone()[0] == 0
-    assert conn.execute("SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND end_reason IS NULL "
-                        "AND parent_session_id IS NULL").fetchone()[0] == 0
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND "
+            "(ended_at < started_at OR ended_at > ?)",
+            (now,),
+        ).fetchone()[0]
+        == 0
+    )
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND end_reason IS NULL "
+            "AND parent_session_id IS NULL"
+        ).fetchone()[0]
+        == 0
+    )
     assert conn.execute("SELECT MIN(started_at) FROM sessions").fetchone()[0] >= now - 366 * 86400
     assert conn.execute("SELECT MAX(timestamp) FROM messages").fetchone()[0] < now
     assert conn.execute("SELECT COUNT(*) FROM sessions WHERE message_count = 0").fetchone()[0] >= 2
     sources = {s for (s,) in conn.execute("SELECT DISTINCT source FROM sessions")}
     assert {"cli", "telegram", "cron", "discord"} <= sources and len(sources) >= 10
     # messages stay inside their session's lifetime
-    assert conn.execute("""SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id
+    assert (
+        conn.execute(
+            """SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id
                            WHERE m.timestamp < s.started_at OR m.timestamp > COALESCE(s.ended_at, ?)""",
-                        (now,)).fetchone()[0] == 0
+            (now,),
+        ).fetchone()[0]
+        == 0
+    )
 
 
 def test_tool_results_follow_their_calls(built):
@@ -258,8 +326,9 @@ def test_tool_results_follow_their_calls(built):
     last_ts: dict[str, float] = {}
     n_results = 0
     for sid, role, content, tc_id, tool_calls, tool_name, ts, finish, token_count in conn.execute(
-            "SELECT session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, finish_reason, "
-            "token_count FROM messages ORDER BY session_id, timestamp, id"):
+        "SELECT session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, finish_reason, "
+        "token_count FROM messages ORDER BY session_id, timestamp, id"
+    ):
         assert ts > last_ts.get(sid, float("-inf")), "timestamps strictly increase within a session"
         last_ts[sid] = ts
         if role == "assistant":
@@ -286,7 +355,7 @@ def test_ids_interleave_like_a_live_database(built):
     _, _, conn, _ = built
     # ids follow time across the whole database, so overlapping sessions interleave
     prev = None
-    for ts, in conn.execute("SELECT timestamp FROM messages ORDER BY id"):
+    for (ts,) in conn.execute("SELECT timestamp FROM messages ORDER BY id"):
         assert prev is None or ts >= prev
         prev = ts
     ids = [sid for (sid,) in conn.execute("SELECT id FROM sessions")]
@@ -306,24 +375,37 @@ def test_special_content_is_present(built):
     assert 0.02 * total < cjk < 0.2 * total
     for word in ("记忆断裂", "通信", "大别山项目"):
         assert count("instr(content, ?) > 0", word)
-    assert count("content LIKE '%🚀%' OR content LIKE '%✅%' OR content LIKE '%🔥%' OR content LIKE '%💡%'") > 0
+    assert (
+        count(
+            "content LIKE '%🚀%' OR content LIKE '%✅%' OR content LIKE '%🔥%' OR content LIKE '%💡%'"
+        )
+        > 0
+    )
     for payload in XSS_CORPUS:
         assert count("instr(content, ?) > 0", payload), payload
     assert count("role = 'tool' AND content LIKE '%<script>%'")
     assert count("tool_calls LIKE '%alert(1)%'")
     assert count("reasoning LIKE '%javascript:alert(1)%'")
-    assert conn.execute("SELECT COUNT(*) FROM sessions WHERE system_prompt LIKE '%onerror=alert(1)%'").fetchone()[0]
-    assert conn.execute("SELECT COUNT(*) FROM sessions WHERE model_config LIKE '%<script>%'").fetchone()[0]
+    assert conn.execute(
+        "SELECT COUNT(*) FROM sessions WHERE system_prompt LIKE '%onerror=alert(1)%'"
+    ).fetchone()[0]
+    assert conn.execute(
+        "SELECT COUNT(*) FROM sessions WHERE model_config LIKE '%<script>%'"
+    ).fetchone()[0]
     assert count("instr(content, '>>>') > 0") and count("instr(content, '<<<') > 0")
     for term in ("chat-send", "P2.2", "sp_new", "docker-compose-up", "my-app.config.ts"):
         assert count("instr(content, ?) > 0 OR instr(tool_calls, ?) > 0", term, term), term
     assert count("lower(content) LIKE '%docker%'") > 0.05 * total
     # (SQLite's text functions stop at the NUL, so the prefix is matched with LIKE)
-    multimodal = conn.execute("SELECT content FROM messages WHERE content LIKE char(0) || 'json:%'").fetchall()
+    multimodal = conn.execute(
+        "SELECT content FROM messages WHERE content LIKE char(0) || 'json:%'"
+    ).fetchall()
     assert multimodal
     for (content,) in multimodal:
         parts = json.loads(content[6:])
-        assert parts[0]["type"] == "text" and parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+        assert parts[0]["type"] == "text" and parts[1]["image_url"]["url"].startswith(
+            "data:image/png;base64,"
+        )
     for lang in ("python", "bash", "yaml", "json", "rust"):
         assert count("role = 'assistant' AND instr(content, ?) > 0", "```" + lang + "\n"), lang
     assert count("role = 'assistant' AND content LIKE '%|---|%'")
@@ -332,17 +414,25 @@ def test_special_content_is_present(built):
     assert count("role = 'system'")
     assert count("reasoning IS NOT NULL") and count("reasoning_details IS NOT NULL")
     assert count("codex_reasoning_items IS NOT NULL") and count("reasoning_content IS NOT NULL")
-    details = conn.execute("SELECT reasoning_details FROM messages WHERE reasoning_details IS NOT NULL").fetchone()[0]
+    details = conn.execute(
+        "SELECT reasoning_details FROM messages WHERE reasoning_details IS NOT NULL"
+    ).fetchone()[0]
     assert json.loads(details)[0]["type"] == "reasoning.text"
 
 
 def test_long_session(built):
     _, info, conn, _ = built
-    row = conn.execute("SELECT message_count, ended_at, end_reason FROM sessions WHERE id = ?",
-                       (info.long_session_id,)).fetchone()
+    row = conn.execute(
+        "SELECT message_count, ended_at, end_reason FROM sessions WHERE id = ?",
+        (info.long_session_id,),
+    ).fetchone()
     assert row[0] == LONG and row[1] is not None and row[2]
-    assert conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?",
-                        (info.long_session_id,)).fetchone()[0] == LONG
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ?", (info.long_session_id,)
+        ).fetchone()[0]
+        == LONG
+    )
 
 
 @pytest.mark.parametrize("n", [1, 7])
@@ -358,21 +448,28 @@ def test_deterministic(built, tmp_path):
     again = tmp_path / "again.db"
     generate(again, sessions=SESSIONS, seed=SEED, long_session_messages=LONG)
     with closing(_ro(again)) as other:
-        for sql in ("SELECT * FROM sessions ORDER BY id", "SELECT * FROM messages ORDER BY id",
-                    "SELECT rowid, * FROM messages_fts ORDER BY rowid"):
+        for sql in (
+            "SELECT * FROM sessions ORDER BY id",
+            "SELECT * FROM messages ORDER BY id",
+            "SELECT rowid, * FROM messages_fts ORDER BY rowid",
+        ):
             assert conn.execute(sql).fetchall() == other.execute(sql).fetchall(), sql
     different = tmp_path / "different.db"
     generate(different, sessions=SESSIONS, seed=SEED + 1, long_session_messages=LONG)
     with closing(_ro(different)) as other:
-        assert conn.execute("SELECT id FROM sessions ORDER BY id").fetchall() != \
-            other.execute("SELECT id FROM sessions ORDER BY id").fetchall()
+        assert (
+            conn.execute("SELECT id FROM sessions ORDER BY id").fetchall()
+            != other.execute("SELECT id FROM sessions ORDER BY id").fetchall()
+        )
 
 
 def test_now_anchor_moves_history(tmp_path):
     now = 1700000000.0
     generate(tmp_path / "a.db", sessions=30, now=now)
     with closing(_ro(tmp_path / "a.db")) as conn:
-        lo, hi = conn.execute("SELECT MIN(started_at), MAX(COALESCE(ended_at, started_at)) FROM sessions").fetchone()
+        lo, hi = conn.execute(
+            "SELECT MIN(started_at), MAX(COALESCE(ended_at, started_at)) FROM sessions"
+        ).fetchone()
         assert now - 366 * 86400 <= lo and hi < now
 
 
@@ -401,17 +498,33 @@ def test_small_and_empty(tmp_path):
         assert info.sessions == n
 
 
+@pytest.mark.slow
 def test_messages_per_session_scales(tmp_path):
     info = generate(tmp_path / "m.db", sessions=300, messages_per_session=30, seed=1)
     assert 0.75 * 300 * 30 < info.messages < 1.3 * 300 * 30
 
 
 def test_cli(tmp_path, capsys):
-    from webui.generator import main
+    from webui.demo.__main__ import main
 
     out = tmp_path / "cli.db"
-    assert main([str(out), "--sessions", "12", "--messages-per-session", "5", "--long-session", "20",
-                 "--seed", "2", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                str(out),
+                "--sessions",
+                "12",
+                "--messages-per-session",
+                "5",
+                "--long-session",
+                "20",
+                "--seed",
+                "2",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "13 sessions" in printed and "cli.db" in printed and out.exists()
     assert main([str(out), "--sessions", "3", "--quiet"]) == 2  # refuses to overwrite
@@ -429,21 +542,34 @@ def test_text_scale(built, tmp_path):
     small = tmp_path / "small.db"
     info = generate(small, sessions=SESSIONS, seed=SEED, long_session_messages=LONG, text_scale=0.1)
     shape = "SELECT id, session_id, role, timestamp FROM messages ORDER BY id"
-    text = ("SELECT SUM(LENGTH(content) + COALESCE(LENGTH(tool_calls), 0) + COALESCE(LENGTH(reasoning), 0)) "
-            "FROM messages")
+    text = (
+        "SELECT SUM(LENGTH(content) + COALESCE(LENGTH(tool_calls), 0) + COALESCE(LENGTH(reasoning), 0)) "
+        "FROM messages"
+    )
     with closing(_ro(small)) as other:
         assert other.execute(shape).fetchall() == conn.execute(shape).fetchall()
-        assert other.execute("SELECT id, title, parent_session_id, started_at, message_count FROM sessions "
-                             "ORDER BY id").fetchall() == \
-            conn.execute("SELECT id, title, parent_session_id, started_at, message_count FROM sessions "
-                         "ORDER BY id").fetchall()
+        assert (
+            other.execute(
+                "SELECT id, title, parent_session_id, started_at, message_count FROM sessions "
+                "ORDER BY id"
+            ).fetchall()
+            == conn.execute(
+                "SELECT id, title, parent_session_id, started_at, message_count FROM sessions "
+                "ORDER BY id"
+            ).fetchall()
+        )
         assert other.execute(text).fetchone()[0] < 0.5 * conn.execute(text).fetchone()[0]
         # still consistent: FTS complete, counters right, every tool call answered
         n = info.messages
         assert other.execute("SELECT COUNT(*) FROM messages_fts").fetchone()[0] == n
         assert other.execute("SELECT COUNT(*) FROM messages_fts_trigram").fetchone()[0] == n
-        assert other.execute("SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
-                             "WHERE m.role = 'tool' AND m.tool_call_id IS NULL").fetchone()[0] == 0
+        assert (
+            other.execute(
+                "SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
+                "WHERE m.role = 'tool' AND m.tool_call_id IS NULL"
+            ).fetchone()[0]
+            == 0
+        )
     assert os.path.getsize(small) < 0.7 * os.path.getsize(path)
     again = tmp_path / "again.db"
     generate(again, sessions=SESSIONS, seed=SEED, long_session_messages=LONG, text_scale=0.1)
@@ -457,7 +583,7 @@ def test_text_scale(built, tmp_path):
 
 
 def test_cli_text_scale(tmp_path, capsys):
-    from webui.generator import main
+    from webui.demo.__main__ import main
 
     out = tmp_path / "scaled.db"
     assert main([str(out), "--sessions", "20", "--text-scale", "0.3", "--quiet"]) == 0

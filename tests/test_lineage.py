@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from conftest import copy_fixture, make_app, sql
-from reference import resolve_title_cases
+from support import copy_fixture, make_app, sql
+from support.reference import resolve_title_cases
 
 ROOT_SQL = """
 WITH RECURSIVE up(id, parent) AS (
@@ -22,8 +22,14 @@ WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN down
 
 def test_every_family_equals_recursive_sql(fx):
     db, client = fx
-    ids = [r[0] for r in sql(db, "SELECT id FROM sessions WHERE parent_session_id IS NOT NULL "
-                                 "OR id IN (SELECT parent_session_id FROM sessions)")]
+    ids = [
+        r[0]
+        for r in sql(
+            db,
+            "SELECT id FROM sessions WHERE parent_session_id IS NOT NULL "
+            "OR id IN (SELECT parent_session_id FROM sessions)",
+        )
+    ]
     assert ids
     for sid in ids:
         (root,) = sql(db, ROOT_SQL, (sid,))[0]
@@ -32,22 +38,35 @@ def test_every_family_equals_recursive_sql(fx):
         assert body["root"] == root
         assert {n["id"] for n in body["nodes"]} == expected, sid
         marks = ",".join("?" * len(expected))
-        (sums,) = sql(db, f"SELECT SUM(COALESCE(message_count,0)), SUM(COALESCE(input_tokens,0)), "
-                          f"SUM(COALESCE(output_tokens,0)), SUM(COALESCE(cache_read_tokens,0)), "
-                          f"SUM(COALESCE(cache_write_tokens,0)), SUM(COALESCE(reasoning_tokens,0)), "
-                          f"SUM(COALESCE(actual_cost_usd, estimated_cost_usd, 0)), MIN(started_at) "
-                          f"FROM sessions WHERE id IN ({marks})", tuple(expected))
+        (sums,) = sql(
+            db,
+            f"SELECT SUM(COALESCE(message_count,0)), SUM(COALESCE(input_tokens,0)), "
+            f"SUM(COALESCE(output_tokens,0)), SUM(COALESCE(cache_read_tokens,0)), "
+            f"SUM(COALESCE(cache_write_tokens,0)), SUM(COALESCE(reasoning_tokens,0)), "
+            f"SUM(COALESCE(actual_cost_usd, estimated_cost_usd, 0)), MIN(started_at) "
+            f"FROM sessions WHERE id IN ({marks})",
+            tuple(expected),
+        )
         t = body["totals"]
-        assert (t["message_count"], t["input_tokens"], t["output_tokens"], t["cache_read_tokens"],
-                t["cache_write_tokens"], t["reasoning_tokens"]) == sums[:6]
+        assert (
+            t["message_count"],
+            t["input_tokens"],
+            t["output_tokens"],
+            t["cache_read_tokens"],
+            t["cache_write_tokens"],
+            t["reasoning_tokens"],
+        ) == sums[:6]
         assert t["cost_usd"] == pytest.approx(sums[6], abs=1e-9)
         assert t["started_at"] == sums[7] and t["segments"] == len(expected)
 
 
 def test_lineage_pages_render_and_link_every_node(fx):
     db, client = fx
-    sid = sql(db, "SELECT parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL "
-                  "GROUP BY parent_session_id ORDER BY COUNT(*) DESC LIMIT 1")[0][0]
+    sid = sql(
+        db,
+        "SELECT parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL "
+        "GROUP BY parent_session_id ORDER BY COUNT(*) DESC LIMIT 1",
+    )[0][0]
     html = client.get(f"/sessions/{sid}/lineage").get_data(as_text=True)
     assert "<svg class=\"lineage\"" in html
     for n in client.get(f"/sessions/{sid}/lineage?format=json").get_json()["nodes"]:
@@ -56,8 +75,11 @@ def test_lineage_pages_render_and_link_every_node(fx):
 
 def test_compression_edges_and_viewer_navigation(fx):
     db, client = fx
-    rows = sql(db, "SELECT c.id, p.id FROM sessions c JOIN sessions p ON p.id = c.parent_session_id "
-                   "WHERE p.end_reason = 'compression' AND c.started_at >= p.ended_at - 1 LIMIT 5")
+    rows = sql(
+        db,
+        "SELECT c.id, p.id FROM sessions c JOIN sessions p ON p.id = c.parent_session_id "
+        "WHERE p.end_reason = 'compression' AND c.started_at >= p.ended_at - 1 LIMIT 5",
+    )
     if not rows:
         pytest.skip("no compression chain in this fixture")
     for child, parent in rows:
@@ -81,10 +103,16 @@ def _write(db, statements):
 
 def test_dangling_parent(tmp_path):
     db = copy_fixture("hermes-v11.db", tmp_path)
-    child, parent = sql(db, "SELECT id, parent_session_id FROM sessions WHERE parent_session_id "
-                            "IS NOT NULL LIMIT 1")[0]
-    _write(db, [("DELETE FROM messages WHERE session_id = ?", (parent,)),
-                ("DELETE FROM sessions WHERE id = ?", (parent,))])
+    child, parent = sql(
+        db, "SELECT id, parent_session_id FROM sessions WHERE parent_session_id IS NOT NULL LIMIT 1"
+    )[0]
+    _write(
+        db,
+        [
+            ("DELETE FROM messages WHERE session_id = ?", (parent,)),
+            ("DELETE FROM sessions WHERE id = ?", (parent,)),
+        ],
+    )
     client = make_app(db, tmp_path / "inst").test_client()
     body = client.get(f"/sessions/{child}/lineage?format=json").get_json()
     assert body["root"] == child and body["dangling_parent"] == parent
@@ -95,11 +123,21 @@ def test_dangling_parent(tmp_path):
 
 def test_cycle_built_by_hand_never_loops(tmp_path):
     db = copy_fixture("hermes-v11.db", tmp_path)
-    a, b, c = [r[0] for r in sql(db, "SELECT id FROM sessions WHERE parent_session_id IS NULL "
-                                     "ORDER BY started_at LIMIT 3")]
-    _write(db, [("UPDATE sessions SET parent_session_id = ? WHERE id = ?", (a, b)),
-                ("UPDATE sessions SET parent_session_id = ? WHERE id = ?", (b, c)),
-                ("UPDATE sessions SET parent_session_id = ? WHERE id = ?", (c, a))])
+    a, b, c = [
+        r[0]
+        for r in sql(
+            db,
+            "SELECT id FROM sessions WHERE parent_session_id IS NULL ORDER BY started_at LIMIT 3",
+        )
+    ]
+    _write(
+        db,
+        [
+            ("UPDATE sessions SET parent_session_id = ? WHERE id = ?", (a, b)),
+            ("UPDATE sessions SET parent_session_id = ? WHERE id = ?", (b, c)),
+            ("UPDATE sessions SET parent_session_id = ? WHERE id = ?", (c, a)),
+        ],
+    )
     client = make_app(db, tmp_path / "inst").test_client()
     for sid in (a, b, c):
         body = client.get(f"/sessions/{sid}/lineage?format=json").get_json()
@@ -116,14 +154,19 @@ def _chain(db, n: int, fan: int = 0) -> tuple[str, str]:
         t = 1.7e9
         for i in range(n):
             sid = f"chain_{i:05d}"
-            conn.execute("INSERT INTO sessions (id, source, started_at, ended_at, end_reason, "
-                         "parent_session_id, title, message_count, input_tokens) VALUES "
-                         "(?, 'cli', ?, ?, 'compression', ?, ?, 2, 10)",
-                         (sid, t, t + 50, prev, "deep chain" if i == 0 else f"deep chain #{i + 1}"))
+            conn.execute(
+                "INSERT INTO sessions (id, source, started_at, ended_at, end_reason, "
+                "parent_session_id, title, message_count, input_tokens) VALUES "
+                "(?, 'cli', ?, ?, 'compression', ?, ?, 2, 10)",
+                (sid, t, t + 50, prev, "deep chain" if i == 0 else f"deep chain #{i + 1}"),
+            )
             prev, t = sid, t + 60
         for j in range(fan):
-            conn.execute("INSERT INTO sessions (id, source, started_at, parent_session_id) "
-                         "VALUES (?, 'cli', ?, 'chain_00000')", (f"fan_{j:03d}", 1.7e9 + 10 + j / 10))
+            conn.execute(
+                "INSERT INTO sessions (id, source, started_at, parent_session_id) "
+                "VALUES (?, 'cli', ?, 'chain_00000')",
+                (f"fan_{j:03d}", 1.7e9 + 10 + j / 10),
+            )
     conn.close()
     return "chain_00000", prev
 
@@ -161,11 +204,14 @@ def test_resolve_by_title_like_hermes(tmp_path):
     with conn:
         conn.execute("UPDATE sessions SET title = NULL")
         for i, (sid, title) in enumerate(probe):
-            conn.execute("INSERT INTO sessions (id, source, started_at, title) VALUES "
-                         "(?, 'cli', ?, ?)", (sid, 2e9 + i, title))
+            conn.execute(
+                "INSERT INTO sessions (id, source, started_at, title) VALUES (?, 'cli', ?, ?)",
+                (sid, 2e9 + i, title),
+            )
     conn.close()
     client = make_app(db, tmp_path / "inst").test_client()
     from urllib.parse import quote
+
     for title, expected in results:
         r = client.get(f"/t/{quote(title)}")
         if expected is None:
@@ -176,10 +222,17 @@ def test_resolve_by_title_like_hermes(tmp_path):
 
 def test_conversation_mode_lists_each_lineage_once_with_chain_totals(fx):
     db, client = fx
-    from helpers import follow
+    from support.http import follow
+
     rows = follow(client, "/sessions?format=json&view=conversations&archived=1", "sessions")
-    roots = {r[0] for r in sql(db, "SELECT id FROM sessions WHERE parent_session_id IS NULL OR "
-                                   "parent_session_id NOT IN (SELECT id FROM sessions)")}
+    roots = {
+        r[0]
+        for r in sql(
+            db,
+            "SELECT id FROM sessions WHERE parent_session_id IS NULL OR "
+            "parent_session_id NOT IN (SELECT id FROM sessions)",
+        )
+    }
     assert sorted(r["conversation"]["root"] for r in rows) == sorted(roots)
     starts = [r["started_at"] for r in rows]
     assert starts == sorted(starts, reverse=True)
@@ -187,12 +240,54 @@ def test_conversation_mode_lists_each_lineage_once_with_chain_totals(fx):
         conv = r["conversation"]
         members = {x[0] for x in sql(db, DOWN_SQL, (conv["root"],))}
         assert r["id"] in members
-        (newest,) = sql(db, f"SELECT MAX(started_at) FROM sessions WHERE id IN "
-                            f"({','.join('?' * len(members))})", tuple(members))[0]
+        (newest,) = sql(
+            db,
+            f"SELECT MAX(started_at) FROM sessions WHERE id IN ({','.join('?' * len(members))})",
+            tuple(members),
+        )[0]
         assert r["started_at"] == newest
         assert conv["segments"] == len(members)
-        (msgs,) = sql(db, f"SELECT SUM(COALESCE(message_count, 0)) FROM sessions WHERE id IN "
-                          f"({','.join('?' * len(members))})", tuple(members))[0]
+        (msgs,) = sql(
+            db,
+            f"SELECT SUM(COALESCE(message_count, 0)) FROM sessions WHERE id IN "
+            f"({','.join('?' * len(members))})",
+            tuple(members),
+        )[0]
         assert conv["message_count"] == msgs
     assert client.get("/sessions?view=conversations").status_code == 200
-    assert client.get("/sessions?view=conversations&sort=cost").status_code == 400
+    # every sort works in this mode: by the chain's totals, every page in order
+    by_msgs = follow(
+        client, "/sessions?format=json&view=conversations&archived=1&sort=-messages", "sessions"
+    )
+    totals = [r["conversation"]["message_count"] for r in by_msgs]
+    assert totals == sorted(totals, reverse=True)
+    assert sorted(r["id"] for r in by_msgs) == sorted(r["id"] for r in rows)
+    for sort in ("cost", "-tokens", "last_active"):
+        assert client.get(f"/sessions?view=conversations&sort={sort}").status_code == 200
+
+
+def test_conversation_matches_when_any_segment_matches(fx):
+    """Filtering by an older segment's title or id finds its conversation (shown by its
+    newest segment), not nothing."""
+    db, client = fx
+    chains = sql(
+        db,
+        "SELECT p.id, p.title FROM sessions p JOIN sessions c "
+        "ON c.parent_session_id = p.id WHERE p.title IS NOT NULL "
+        "AND c.started_at > p.started_at ORDER BY p.started_at LIMIT 5",
+    )
+    assert chains, "the fixture has compression chains"
+    for old_id, old_title in chains:
+        for q in (old_id, old_title):
+            rows = client.get(
+                "/sessions",
+                query_string={
+                    "format": "json",
+                    "view": "conversations",
+                    "archived": "1",
+                    "q": q,
+                },
+            ).get_json()["sessions"]
+            roots = [r["conversation"]["root"] for r in rows]
+            lineage = {x[0] for x in sql(db, DOWN_SQL, (roots[0],))} if roots else set()
+            assert old_id in lineage, (q, roots)

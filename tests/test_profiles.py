@@ -9,8 +9,8 @@ import sqlite3
 
 import pytest
 
-from conftest import FIXTURES, make_app, sql
-from helpers import follow, post
+from support import FIXTURES, make_app, sql
+from support.http import follow, post
 
 
 @pytest.fixture
@@ -34,8 +34,12 @@ def root(tmp_path):
 
 @pytest.fixture
 def client(root, tmp_path):
-    app = make_app(root / "state.db", tmp_path / "inst", LOGBOOK_HERMES_ROOT=str(root),
-                   LOGBOOK_PROFILE_NAME="default")
+    app = make_app(
+        root / "state.db",
+        tmp_path / "inst",
+        LOGBOOK_HERMES_ROOT=str(root),
+        LOGBOOK_PROFILE_NAME="default",
+    )
     return app.test_client()
 
 
@@ -44,7 +48,7 @@ DBS = {"default": "state.db", "old": "profiles/old/state.db", "new": "profiles/n
 
 def test_switcher_lists_profiles_with_their_state(client):
     html = client.get("/sessions").get_data(as_text=True)
-    select = html[html.index('<select id="profile-select"'):]
+    select = html[html.index('<select id="profile-select"') :]
     select = select[: select.index("</select>")]
     options = re.findall(r'<option value="([^"]+)"', select)
     assert options == ["default", "broken", "new", "nodb", "old", "all"]
@@ -58,19 +62,27 @@ def test_each_profile_equals_its_own_sql(client, root, name):
     cols = {r[1] for r in sql(db, "PRAGMA table_info(sessions)")}
     where = "COALESCE(archived, 0) = 0" if "archived" in cols else "1"
     got = [s["id"] for s in follow(client, f"/sessions?profile={name}&format=json", "sessions")]
-    assert got == [r[0] for r in sql(db, f"SELECT id FROM sessions WHERE {where} "
-                                         "ORDER BY started_at DESC, id DESC")]
+    assert got == [
+        r[0]
+        for r in sql(db, f"SELECT id FROM sessions WHERE {where} ORDER BY started_at DESC, id DESC")
+    ]
     sid = sql(db, "SELECT session_id FROM messages GROUP BY 1 ORDER BY COUNT(*) DESC")[0][0]
     msgs = follow(client, f"/sessions/{sid}?profile={name}&format=json", "messages")
-    assert [m["id"] for m in msgs] == [r[0] for r in sql(
-        db, "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id", (sid,))]
+    assert [m["id"] for m in msgs] == [
+        r[0]
+        for r in sql(
+            db, "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id", (sid,)
+        )
+    ]
     html = client.get(f"/sessions/{sid}?profile={name}").get_data(as_text=True)
     if name != "default":
-        assert f"profile={name}" in html       # every link keeps the profile
+        assert f"profile={name}" in html  # every link keeps the profile
     totals = client.get(f"/stats?period=all&profile={name}&format=json").get_json()["totals"]
     assert totals["sessions"] == sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
     hits = follow(client, f"/search?q=docker&profile={name}&format=json", "results")
-    ids = {r[0] for r in sql(db, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'docker'")}
+    ids = {
+        r[0] for r in sql(db, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'docker'")
+    }
     assert {h["message_id"] for h in hits} <= ids and hits
     lines = client.get(f"/export.jsonl?profile={name}").get_data(as_text=True).splitlines()
     assert len(lines) == sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
@@ -80,8 +92,10 @@ def test_merged_list_holds_every_session_once_in_order(client, root):
     rows = follow(client, "/sessions?profile=all&format=json&archived=1", "sessions")
     expected = []
     for name, rel in DBS.items():
-        expected += [(started, name, sid) for sid, started in
-                     sql(root / rel, "SELECT id, started_at FROM sessions")]
+        expected += [
+            (started, name, sid)
+            for sid, started in sql(root / rel, "SELECT id, started_at FROM sessions")
+        ]
     expected.sort(reverse=True)
     assert [(r["started_at"], r["profile"], r["id"]) for r in rows] == expected
     # other sort orders merge too
@@ -89,7 +103,9 @@ def test_merged_list_holds_every_session_once_in_order(client, root):
     assert len(rows) == len(expected)
     keys = [r["message_count"] or 0 for r in rows]
     assert keys == sorted(keys)
-    facets = client.get("/sessions?profile=all&format=json&archived=1").get_json()["facets"]["source"]
+    facets = client.get("/sessions?profile=all&format=json&archived=1").get_json()["facets"][
+        "source"
+    ]
     assert sum(facets.values()) == len(expected)
 
 
@@ -98,8 +114,9 @@ def test_merged_search_and_stats(client, root):
     assert {r["profile"] for r in body["results"]} == {"default", "old", "new"}
     stats = client.get("/stats?period=all&profile=all&format=json").get_json()
     per = {p["profile"]: p["totals"]["sessions"] for p in stats["profiles"]}
-    assert per == {n: sql(root / rel, "SELECT COUNT(*) FROM sessions")[0][0]
-                   for n, rel in DBS.items()}
+    assert per == {
+        n: sql(root / rel, "SELECT COUNT(*) FROM sessions")[0][0] for n, rel in DBS.items()
+    }
     assert client.get("/stats?period=all&profile=all").status_code == 200
     assert client.get("/search?q=docker&profile=all").status_code == 200
 
@@ -114,6 +131,7 @@ def test_broken_profile_is_reported_and_others_keep_working(client):
 
 def test_new_profile_appears_without_restart(client, root, monkeypatch):
     from webui.db import profiles
+
     monkeypatch.setattr(profiles, "RESCAN_S", 0.0)
     (root / "profiles" / "later").mkdir()
     shutil.copyfile(FIXTURES / "hermes-v11.db", root / "profiles" / "later" / "state.db")
@@ -130,13 +148,17 @@ def test_actions_touch_one_profile_only(client, root):
     assert sql(new_db, "SELECT title FROM sessions WHERE id = ?", (sid,))[0][0] == "only in new"
     for n in ("default", "old"):
         assert sql(root / DBS[n], "SELECT id, title FROM sessions") == before[n]
-    assert post(client, "/prune?profile=all", {"older_than": 1, "confirm": "yes"}).status_code == 400
+    assert (
+        post(client, "/prune?profile=all", {"older_than": 1, "confirm": "yes"}).status_code == 400
+    )
 
 
 def test_merged_pages_link_to_each_rows_own_profile(client, root):
     html = client.get("/sessions?profile=all&archived=1").get_data(as_text=True)
     for name in ("old", "new"):
-        sid = sql(root / DBS[name], "SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1")[0][0]
+        sid = sql(root / DBS[name], "SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1")[0][
+            0
+        ]
         if f"/sessions/{sid}" in html:
             assert f'href="/sessions/{sid}?profile={name}"' in html
     html = client.get("/search?q=docker&profile=all").get_data(as_text=True)
@@ -145,11 +167,17 @@ def test_merged_pages_link_to_each_rows_own_profile(client, root):
 
 @pytest.mark.browser
 def test_switch_profile_in_the_browser(root, tmp_path):
-    from browser import CHROMIUM_ARGS, LiveServer, require_chromium
     from playwright.sync_api import sync_playwright
+
+    from support.browser import CHROMIUM_ARGS, LiveServer, require_chromium
+
     path = require_chromium()
-    app = make_app(root / "state.db", tmp_path / "inst2", LOGBOOK_HERMES_ROOT=str(root),
-                   LOGBOOK_PROFILE_NAME="default")
+    app = make_app(
+        root / "state.db",
+        tmp_path / "inst2",
+        LOGBOOK_HERMES_ROOT=str(root),
+        LOGBOOK_PROFILE_NAME="default",
+    )
     srv = LiveServer(app)
     try:
         with sync_playwright() as p:
@@ -180,8 +208,11 @@ def test_grouped_merged_search_and_live_checks_keep_the_profile(client, root):
     token = client.get("/changes?profile=old").get_json()["token"]
     with sqlite3.connect(root / DBS["old"]) as conn:
         sid = conn.execute("SELECT id FROM sessions LIMIT 1").fetchone()[0]
-        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
-                     "(?, 'user', 'new', 2e9)", (sid,))
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+            "(?, 'user', 'new', 2e9)",
+            (sid,),
+        )
     assert client.get(f"/changes?profile=old&since={token}").status_code == 200
     fresh = client.get("/changes").get_json()["token"]
     assert client.get(f"/changes?since={fresh}").status_code == 204

@@ -7,11 +7,11 @@ import sqlite3
 
 import pytest
 
-from conftest import copy_fixture, make_app, sql
-from helpers import follow
-from htmlcheck import assert_inert
-from reference import sanitizer_cases
-from webui.searchsyntax import contains_cjk, plan, sanitize_fts5_query
+from support import copy_fixture, make_app, sql
+from support.htmlcheck import assert_inert
+from support.http import follow
+from support.reference import sanitizer_cases
+from webui.hermes.search import contains_cjk, plan, sanitize_fts5_query
 
 CASES = sanitizer_cases()
 
@@ -28,16 +28,23 @@ def test_sanitizer_matches_hermes(row, query, v11, v8):
 
 # --- on every fixture ---------------------------------------------------------------------
 
+
 def hermes_fts(db, match: str, where: str = "", params=()) -> list[int]:
     """Hermes's own FTS route (reference §3.2) over the same file."""
     active = ""
     cols = {r[1] for r in sql(db, "PRAGMA table_info(messages)")}
     if "active" in cols:
         active = " AND COALESCE(m.active, 1) != 0"
-    return [r[0] for r in sql(db, "SELECT m.id FROM messages_fts JOIN messages m ON m.id = "
-                                  "messages_fts.rowid JOIN sessions s ON s.id = m.session_id "
-                                  f"WHERE messages_fts MATCH ?{where}{active} ORDER BY rank, m.id",
-                              (match, *params))]
+    return [
+        r[0]
+        for r in sql(
+            db,
+            "SELECT m.id FROM messages_fts JOIN messages m ON m.id = "
+            "messages_fts.rowid JOIN sessions s ON s.id = m.session_id "
+            f"WHERE messages_fts MATCH ?{where}{active} ORDER BY rank, m.id",
+            (match, *params),
+        )
+    ]
 
 
 def common_words(db, n=8):
@@ -50,9 +57,21 @@ def common_words(db, n=8):
     return [w for w, _ in ranked[:n]] + [w for w, c in ranked if 3 <= c <= 10][:n]
 
 
-QUERIES = ["docker", "hello world", "deploy*", "chat-send", "docker OR kubernetes",
-           "python NOT java", '"exact phrase"', "content:docker", "session_search", "pytest",
-           "gpt-5", "e-mail", "café"]
+QUERIES = [
+    "docker",
+    "hello world",
+    "deploy*",
+    "chat-send",
+    "docker OR kubernetes",
+    "python NOT java",
+    '"exact phrase"',
+    "content:docker",
+    "session_search",
+    "pytest",
+    "gpt-5",
+    "e-mail",
+    "café",
+]
 
 
 def test_results_equal_hermes_fts_in_rank_order(fx):
@@ -71,18 +90,33 @@ def test_filters_restrict_like_hermes(fx):
     assert [r["message_id"] for r in got] == hermes_fts(db, q, " AND s.source IN (?)", (source,))
     assert {r["source"] for r in got} <= {source}
     got = follow(client, f"/search?format=json&q={q}&exclude_source={source}", "results")
-    assert [r["message_id"] for r in got] == hermes_fts(db, q, " AND s.source NOT IN (?)",
-                                                        (source,))
+    assert [r["message_id"] for r in got] == hermes_fts(
+        db, q, " AND s.source NOT IN (?)", (source,)
+    )
     got = follow(client, f"/search?format=json&q={q}&role=user", "results")
     assert [r["message_id"] for r in got] == hermes_fts(db, q, " AND m.role IN (?)", ("user",))
-    sid = sql(db, "SELECT session_id FROM messages GROUP BY session_id ORDER BY COUNT(*) DESC")[0][0]
+    sid = sql(db, "SELECT session_id FROM messages GROUP BY session_id ORDER BY COUNT(*) DESC")[0][
+        0
+    ]
     got = follow(client, f"/search?format=json&q=the&session={sid}", "results")
     assert {r["session_id"] for r in got} <= {sid}
     assert [r["message_id"] for r in got] == hermes_fts(db, "the", " AND m.session_id = ?", (sid,))
 
 
-@pytest.mark.parametrize("q", ["it's", "100%", "foo.", "-foo", "x:y", "a AND OR b",
-                               "<script>alert(1)</script>", "title:hello", "'single quoted'"])
+@pytest.mark.parametrize(
+    "q",
+    [
+        "it's",
+        "100%",
+        "foo.",
+        "-foo",
+        "x:y",
+        "a AND OR b",
+        "<script>alert(1)</script>",
+        "title:hello",
+        "'single quoted'",
+    ],
+)
 def test_invalid_fts_is_searched_literally_with_a_notice(fx, q):
     db, client = fx
     r = client.get("/search", query_string={"q": q, "format": "json"})
@@ -96,10 +130,24 @@ def test_invalid_fts_is_searched_literally_with_a_notice(fx, q):
 
 def test_literal_search_finds_what_is_there(fx):
     db, client = fx
-    rows = sql(db, "SELECT id FROM messages WHERE content LIKE '%<script>%'")
-    body = client.get("/search", query_string={"q": "<script>", "format": "json"}).get_json()
-    assert rows and {r["message_id"] for r in body["results"]} >= {r[0] for r in rows[:50]} \
-        or len(body["results"]) == 50
+    rows = sql(
+        db,
+        "SELECT id FROM messages WHERE content LIKE '%<script>%' OR "
+        "tool_calls LIKE '%<script>%' ORDER BY id DESC",
+    )
+    from support.http import follow
+
+    found = follow(client, "/search?q=%3Cscript%3E&format=json", "results")
+    found_ids = {r["message_id"] for r in found}
+    # every message that holds the text is found, and every hit holds the searched word
+    assert rows and found_ids >= {r[0] for r in rows}
+    texts = sql(
+        db,
+        f"SELECT lower(COALESCE(content, '') || COALESCE(tool_calls, '')) "
+        f"FROM messages WHERE id IN ({','.join('?' * len(found_ids))})",
+        tuple(found_ids),
+    )
+    assert all("script" in t for (t,) in texts)
 
 
 def test_leading_not_is_said(fx):
@@ -133,24 +181,39 @@ def test_snippets_mark_matches_and_escape_html(fx):
 def test_context_is_the_neighbours_in_the_same_session(fx):
     db, client = fx
     body = client.get("/search?q=docker&format=json").get_json()
-    for r in body["results"][:10]:
-        ids = [x[0] for x in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
-                                     "timestamp, id", (r["session_id"],))]
-        i = ids.index(r["message_id"])
-        assert len(r["context"]) == len(ids[max(0, i - 1): i + 2])
+    from webui.hermes.content import plain_text
+
+    assert body["results"]
+    for r in body["results"]:
+        msgs = sql(
+            db,
+            "SELECT id, role, content FROM messages WHERE session_id = ? ORDER BY timestamp, id",
+            (r["session_id"],),
+        )
+        i = [m[0] for m in msgs].index(r["message_id"])
+        expected = [
+            {"role": role, "content": plain_text(content, 200) if content else ""}
+            for _, role, content in msgs[max(0, i - 1) : i + 2]
+        ]
+        assert r["context"] == expected, r["message_id"]
 
 
 def test_cjk_routes(fx):
     db, client = fx
     has_trigram = bool(sql(db, "SELECT 1 FROM sqlite_master WHERE name = 'messages_fts_trigram'"))
     for term in ("项目", "大别山项目", "検索", "안녕"):
-        expected = {r[0] for r in sql(db, "SELECT m.id FROM messages m WHERE m.content LIKE ? OR "
-                                          "m.tool_calls LIKE ?", (f"%{term}%", f"%{term}%"))}
+        expected = {
+            r[0]
+            for r in sql(
+                db,
+                "SELECT m.id FROM messages m WHERE m.content LIKE ? OR m.tool_calls LIKE ?",
+                (f"%{term}%", f"%{term}%"),
+            )
+        }
         cols = {r[1] for r in sql(db, "PRAGMA table_info(messages)")}
         if "active" in cols:
             expected -= {r[0] for r in sql(db, "SELECT id FROM messages WHERE active = 0")}
-        got = {r["message_id"] for r in follow(client, f"/search?format=json&q={term}",
-                                               "results")}
+        got = {r["message_id"] for r in follow(client, f"/search?format=json&q={term}", "results")}
         assert got == expected, term
     if not has_trigram:
         assert "trigram" in client.get("/search?q=大别山项目&format=json").get_json()["notice"]
@@ -158,8 +221,13 @@ def test_cjk_routes(fx):
 
 def test_search_pages_render_with_filters_and_grouping(fx):
     _, client = fx
-    for qs in ("q=docker&group=session", "q=docker&role=assistant&page=2", "q=fix&since=2026-01-01",
-               "q=docker&session=nope", "q=test&exclude_source=cli"):
+    for qs in (
+        "q=docker&group=session",
+        "q=docker&role=assistant&page=2",
+        "q=fix&since=2026-01-01",
+        "q=docker&session=nope",
+        "q=test&exclude_source=cli",
+    ):
         r = client.get(f"/search?{qs}")
         assert r.status_code == 200, qs
         assert_inert(r.get_data(as_text=True))
@@ -169,17 +237,28 @@ def test_search_pages_render_with_filters_and_grouping(fx):
 
 # --- generated database: short CJK words and space-separated ones -----------------------
 
+
 def test_short_and_spaced_cjk_words_are_found(client, generated_db):
     db, _ = generated_db
-    joined = {r[0] for r in sql(db, "SELECT id FROM messages WHERE content LIKE '%记忆%' AND "
-                                    "content LIKE '%断裂%'")}
+    joined = {
+        r[0]
+        for r in sql(
+            db, "SELECT id FROM messages WHERE content LIKE '%记忆%' AND content LIKE '%断裂%'"
+        )
+    }
     assert joined, "the generator plants 记忆断裂"
     got = {r["message_id"] for r in follow(client, "/search?format=json&q=记忆 断裂", "results")}
     assert got == joined
     body = client.get("/search?format=json&q=记忆 断裂").get_json()
     assert "substring" in body["notice"]
-    two = {r[0] for r in sql(db, "SELECT id FROM messages WHERE content LIKE '%通信%' OR "
-                                 "tool_calls LIKE '%通信%' OR tool_name LIKE '%通信%'")}
+    two = {
+        r[0]
+        for r in sql(
+            db,
+            "SELECT id FROM messages WHERE content LIKE '%通信%' OR "
+            "tool_calls LIKE '%通信%' OR tool_name LIKE '%通信%'",
+        )
+    }
     assert {r["message_id"] for r in follow(client, "/search?format=json&q=通信", "results")} == two
     for r in client.get("/search?format=json&q=通信").get_json()["results"]:
         assert ">>>通信<<<" in r["snippet"]
@@ -189,14 +268,19 @@ def test_text_with_literal_markers_is_not_mistaken(tmp_path):
     db = copy_fixture("hermes-v11.db", tmp_path)
     conn = sqlite3.connect(db)
     sid = conn.execute("SELECT id FROM sessions LIMIT 1").fetchone()[0]
-    conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
-                 "(?, 'user', '>>> print(zebrafish) <<< cat <<<EOF <b>bold</b>', 1.0)", (sid,))
+    conn.execute(
+        "INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+        "(?, 'user', '>>> print(zebrafish) <<< cat <<<EOF <b>bold</b>', 1.0)",
+        (sid,),
+    )
     conn.commit()
     conn.close()
     client = make_app(db, tmp_path / "inst").test_client()
     html = client.get("/search?q=zebrafish").get_data(as_text=True)
-    assert "&gt;&gt;&gt; print(<mark>zebrafish</mark>) &lt;&lt;&lt; cat &lt;&lt;&lt;EOF " \
-           "&lt;b&gt;bold&lt;/b&gt;" in html
+    assert (
+        "&gt;&gt;&gt; print(<mark>zebrafish</mark>) &lt;&lt;&lt; cat &lt;&lt;&lt;EOF "
+        "&lt;b&gt;bold&lt;/b&gt;" in html
+    )
     body = client.get("/search?q=zebrafish&format=json").get_json()
     assert body["results"][0]["snippet"].startswith(">>> print(>>>zebrafish<<<) <<<")
 
@@ -232,11 +316,14 @@ def test_plan_routes():
 
 # --- against Hermes itself ---------------------------------------------------------------
 
+
 def _truth():
     import json
     from pathlib import Path
-    return json.loads((Path(__file__).parent / "data" / "hermes_search_truth.json")
-                      .read_text(encoding="utf-8"))["cases"]
+
+    return json.loads(
+        (Path(__file__).parent / "data" / "hermes_search_truth.json").read_text(encoding="utf-8")
+    )["cases"]
 
 
 @pytest.fixture(scope="module")
@@ -248,19 +335,32 @@ def truth_clients(tmp_path_factory):
     return clients
 
 
-@pytest.mark.parametrize("case", _truth(), ids=lambda c: f"{c['fixture']}:{c['query']}:"
-                         f"{','.join(c['kwargs'])}")
+@pytest.mark.parametrize(
+    "case", _truth(), ids=lambda c: f"{c['fixture']}:{c['query']}:{','.join(c['kwargs'])}"
+)
 def test_same_messages_as_hermes_search(truth_clients, case):
     """Recorded from hermes-agent's own SessionDB.search_messages on copies of the fixtures
     (0.13.0 for schema 11, 0.19.0 for schema 22)."""
     from urllib.parse import urlencode
+
     qs = {"q": case["query"], "format": "json"}
     if case["kwargs"].get("source_filter"):
         qs["source"] = case["kwargs"]["source_filter"]
     if case["kwargs"].get("role_filter"):
         qs["role"] = case["kwargs"]["role_filter"]
-    got = [r["message_id"] for r in follow(truth_clients[case["fixture"]],
-                                           "/search?" + urlencode(qs, doseq=True), "results")]
+    got = [
+        r["message_id"]
+        for r in follow(
+            truth_clients[case["fixture"]], "/search?" + urlencode(qs, doseq=True), "results"
+        )
+    ]
     assert sorted(got) == sorted(case["ids"])
     if case["route"] == "like":
         assert got == case["ids"]  # newest first, as Hermes
+
+
+@pytest.mark.parametrize("q", ["\x000", "docker\x00", '"\x00', "\x00*"])
+def test_nul_characters_in_a_query_are_dropped(fx, q):
+    _, client = fx
+    r = client.get("/search", query_string={"q": q, "format": "json"})
+    assert r.status_code == 200

@@ -7,17 +7,23 @@ from datetime import datetime
 
 import pytest
 
-from conftest import copy_fixture, make_app, sql
+from support import copy_fixture, make_app, sql
 
-KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-         "reasoning_tokens")
+KINDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
 COST = "COALESCE(actual_cost_usd, estimated_cost_usd, 0)"
 
 
 def filters(db):
     src = sql(db, "SELECT source FROM sessions GROUP BY 1 ORDER BY COUNT(*) DESC")[0][0]
-    model = sql(db, "SELECT model FROM sessions WHERE model IS NOT NULL GROUP BY 1 "
-                    "ORDER BY COUNT(*) DESC")[0][0]
+    model = sql(
+        db, "SELECT model FROM sessions WHERE model IS NOT NULL GROUP BY 1 ORDER BY COUNT(*) DESC"
+    )[0][0]
     lo, hi = sql(db, "SELECT MIN(started_at), MAX(started_at) FROM sessions")[0]
     mid = datetime.fromtimestamp((lo + hi) / 2).astimezone()
     since = mid.strftime("%Y-%m-%d")
@@ -27,8 +33,11 @@ def filters(db):
         (f"period=all&source={src}", "source = ?", (src,)),
         (f"period=all&model={model}", "model = ?", (model,)),
         (f"since={since}", "started_at >= ?", (since_ts,)),
-        (f"since={since}&source={src}&model={model}", "started_at >= ? AND source = ? AND model = ?",
-         (since_ts, src, model)),
+        (
+            f"since={since}&source={src}&model={model}",
+            "started_at >= ? AND source = ? AND model = ?",
+            (since_ts, src, model),
+        ),
     ]
 
 
@@ -36,11 +45,15 @@ def test_totals_equal_sql(fx):
     db, client = fx
     for qs, where, params in filters(db):
         t = client.get(f"/stats?{qs}&format=json").get_json()["totals"]
-        (row,) = sql(db, f"SELECT COUNT(*), SUM(COALESCE(message_count,0)), "
-                         f"SUM(COALESCE(api_call_count,0)), "
-                         + ", ".join(f"SUM(COALESCE({k},0))" for k in KINDS)
-                         + f", SUM(COALESCE(estimated_cost_usd,0)), SUM(COALESCE(actual_cost_usd,0)), "
-                           f"SUM({COST}) FROM sessions WHERE {where}", params)
+        (row,) = sql(
+            db,
+            "SELECT COUNT(*), SUM(COALESCE(message_count,0)), "
+            "SUM(COALESCE(api_call_count,0)), "
+            + ", ".join(f"SUM(COALESCE({k},0))" for k in KINDS)
+            + f", SUM(COALESCE(estimated_cost_usd,0)), SUM(COALESCE(actual_cost_usd,0)), "
+            f"SUM({COST}) FROM sessions WHERE {where}",
+            params,
+        )
         row = [v or 0 for v in row]
         assert [t["sessions"], t["messages"], t["api_calls"], *(t[k] for k in KINDS)] == row[:8], qs
         assert t["estimated_cost_usd"] == pytest.approx(row[8], abs=1e-9)
@@ -48,8 +61,12 @@ def test_totals_equal_sql(fx):
         assert t["cost_usd"] == pytest.approx(row[10], abs=1e-9)
         assert t["total_tokens"] == sum(row[3:7])
         by_status = {r["status"]: r for r in t["cost_by_status"]}
-        for status, n, cost in sql(db, f"SELECT COALESCE(cost_status, 'none'), COUNT(*), SUM({COST}) "
-                                       f"FROM sessions WHERE {where} GROUP BY 1", params):
+        for status, n, cost in sql(
+            db,
+            f"SELECT COALESCE(cost_status, 'none'), COUNT(*), SUM({COST}) "
+            f"FROM sessions WHERE {where} GROUP BY 1",
+            params,
+        ):
             assert by_status[status]["sessions"] == n
             assert by_status[status]["cost_usd"] == pytest.approx(cost, abs=1e-9)
         assert sum(r["cost_usd"] for r in t["cost_by_status"]) == pytest.approx(t["cost_usd"])
@@ -59,14 +76,24 @@ def test_breakdowns_equal_sql(fx):
     db, client = fx
     for qs, where, params in filters(db):
         body = client.get(f"/stats?{qs}&format=json").get_json()
-        for key, col in (("by_model", "model"), ("by_source", "source"),
-                         ("by_provider", "billing_provider")):
-            got = {r["key"]: (r["sessions"], round(r["cost_usd"], 9), r["input_tokens"])
-                   for r in body[key]}
-            expected = {k: (n, round(c or 0, 9), i or 0) for k, n, c, i in sql(
-                db, f"SELECT COALESCE({col}, '(none)'), COUNT(*), SUM({COST}), "
+        for key, col in (
+            ("by_model", "model"),
+            ("by_source", "source"),
+            ("by_provider", "billing_provider"),
+        ):
+            got = {
+                r["key"]: (r["sessions"], round(r["cost_usd"], 9), r["input_tokens"])
+                for r in body[key]
+            }
+            expected = {
+                k: (n, round(c or 0, 9), i or 0)
+                for k, n, c, i in sql(
+                    db,
+                    f"SELECT COALESCE({col}, '(none)'), COUNT(*), SUM({COST}), "
                     f"SUM(COALESCE(input_tokens, 0)) FROM sessions WHERE {where} GROUP BY 1",
-                params)}
+                    params,
+                )
+            }
             assert got == expected, (qs, key)
 
 
@@ -98,21 +125,35 @@ def test_tools_and_heatmap_equal_sql(fx):
     db, client = fx
     for qs, where, params in filters(db):
         body = client.get(f"/stats?{qs}&format=json").get_json()
-        w = where.replace("started_at", "s.started_at").replace("source", "s.source") \
+        w = (
+            where.replace("started_at", "s.started_at")
+            .replace("source", "s.source")
             .replace("model", "s.model")
-        expected = dict(sql(db, f"SELECT m.tool_name, COUNT(*) FROM messages m JOIN sessions s ON "
-                                f"s.id = m.session_id WHERE m.tool_name IS NOT NULL AND {w} "
-                                f"GROUP BY 1", params))
+        )
+        expected = dict(
+            sql(
+                db,
+                f"SELECT m.tool_name, COUNT(*) FROM messages m JOIN sessions s ON "
+                f"s.id = m.session_id WHERE m.tool_name IS NOT NULL AND {w} "
+                f"GROUP BY 1",
+                params,
+            )
+        )
         assert {t["tool"]: t["calls"] for t in body["tools"]} == expected, qs
         total = sum(expected.values())
         for t in body["tools"]:
             assert t["share"] == pytest.approx(t["calls"] / total, abs=1e-6)
-        heat = sql(db, "SELECT CAST(strftime('%w', m.timestamp, 'unixepoch', 'localtime') AS INT), "
-                       "CAST(strftime('%H', m.timestamp, 'unixepoch', 'localtime') AS INT), COUNT(*) "
-                       f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {w} "
-                       "GROUP BY 1, 2", params)
-        assert {(c["dow"], c["hour"]): c["messages"] for c in body["heatmap"]} == \
-            {(d, h): n for d, h, n in heat}
+        heat = sql(
+            db,
+            "SELECT CAST(strftime('%w', m.timestamp, 'unixepoch', 'localtime') AS INT), "
+            "CAST(strftime('%H', m.timestamp, 'unixepoch', 'localtime') AS INT), COUNT(*) "
+            f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {w} "
+            "GROUP BY 1, 2",
+            params,
+        )
+        assert {(c["dow"], c["hour"]): c["messages"] for c in body["heatmap"]} == {
+            (d, h): n for d, h, n in heat
+        }
 
 
 def test_overview_is_hermes_sessions_stats(fx):
@@ -120,21 +161,29 @@ def test_overview_is_hermes_sessions_stats(fx):
     o = client.get("/stats?format=json").get_json()["overview"]
     assert o["sessions"] == sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
     assert o["messages"] == sql(db, "SELECT COUNT(*) FROM messages")[0][0]
-    assert {r["source"]: r["sessions"] for r in o["sessions_by_source"]} == \
-        dict(sql(db, "SELECT source, COUNT(*) FROM sessions GROUP BY 1"))
-    assert {r["source"]: r["messages"] for r in o["messages_by_source"]} == \
-        dict(sql(db, "SELECT s.source, COUNT(*) FROM messages m JOIN sessions s ON "
-                     "s.id = m.session_id GROUP BY 1"))
+    assert {r["source"]: r["sessions"] for r in o["sessions_by_source"]} == dict(
+        sql(db, "SELECT source, COUNT(*) FROM sessions GROUP BY 1")
+    )
+    assert {r["source"]: r["messages"] for r in o["messages_by_source"]} == dict(
+        sql(
+            db,
+            "SELECT s.source, COUNT(*) FROM messages m JOIN sessions s ON "
+            "s.id = m.session_id GROUP BY 1",
+        )
+    )
     assert o["size_bytes"] >= db.stat().st_size
 
 
 def test_lineage_toggle_counts_conversations_once(fx):
     db, client = fx
     body = client.get("/stats?period=all&lineage=1&format=json").get_json()
-    roots = sql(db, "WITH RECURSIVE fam(id, root) AS (SELECT id, id FROM sessions WHERE "
-                    "parent_session_id IS NULL OR parent_session_id NOT IN (SELECT id FROM sessions) "
-                    "UNION SELECT s.id, fam.root FROM sessions s JOIN fam ON s.parent_session_id = "
-                    "fam.id) SELECT COUNT(DISTINCT root) FROM fam")[0][0]
+    roots = sql(
+        db,
+        "WITH RECURSIVE fam(id, root) AS (SELECT id, id FROM sessions WHERE "
+        "parent_session_id IS NULL OR parent_session_id NOT IN (SELECT id FROM sessions) "
+        "UNION SELECT s.id, fam.root FROM sessions s JOIN fam ON s.parent_session_id = "
+        "fam.id) SELECT COUNT(DISTINCT root) FROM fam",
+    )[0][0]
     assert body["totals"]["conversations"] == roots
     assert body["totals"]["sessions"] == sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
     top = body["top_sessions"]["cost"][0]
@@ -148,8 +197,13 @@ def test_aux_usage_equals_sql(fx):
     if not has:
         assert body["aux_usage"] == []
         return
-    expected = dict(sql(db, "SELECT COALESCE(NULLIF(task, ''), 'main'), SUM(api_call_count) "
-                            "FROM session_model_usage GROUP BY 1"))
+    expected = dict(
+        sql(
+            db,
+            "SELECT COALESCE(NULLIF(task, ''), 'main'), SUM(api_call_count) "
+            "FROM session_model_usage GROUP BY 1",
+        )
+    )
     got: dict = {}
     for r in body["aux_usage"]:
         got[r["task"]] = got.get(r["task"], 0) + r["api_calls"]
@@ -165,13 +219,19 @@ def test_pages_csv_and_bad_input(fx):
     assert r.status_code == 200 and r.mimetype == "text/csv"
     lines = r.get_data(as_text=True).splitlines()
     assert lines[0].startswith("key,sessions") and len(lines) - 1 == len(
-        sql(db, "SELECT DISTINCT source FROM sessions"))
+        sql(db, "SELECT DISTINCT source FROM sessions")
+    )
     for panel in ("totals", "series", "tools", "heatmap", "top_by_cost", "cost_by_status"):
         assert client.get(f"/stats.csv?panel={panel}").status_code == 200
     assert client.get("/stats?period=12").status_code == 400
     assert client.get("/stats?cost_by=moon").status_code == 400
     assert client.get("/stats.csv?panel=nope").status_code == 400
     assert client.get("/stats?since=not-a-date").status_code == 400
+    # ...and the page says so beside the field, with the form still there to fix it
+    page = client.get("/stats?since=not-a-date&until=2026-01-31").get_data(as_text=True)
+    assert 'id="st-since-error"' in page and "not-a-date" in page
+    assert 'id="st-since"' in page and 'aria-invalid="true"' in page
+    assert client.get("/stats?since=not-a-date&format=json").get_json()["status"] == 400
 
 
 def test_rollup_follows_appends_and_deletions(tmp_path):
@@ -179,23 +239,34 @@ def test_rollup_follows_appends_and_deletions(tmp_path):
     client = make_app(db, tmp_path / "inst").test_client()
 
     def tools():
-        return {t["tool"]: t["calls"] for t in
-                client.get("/stats?period=all&format=json").get_json()["tools"]}
+        return {
+            t["tool"]: t["calls"]
+            for t in client.get("/stats?period=all&format=json").get_json()["tools"]
+        }
 
     def truth():
-        return dict(sql(db, "SELECT tool_name, COUNT(*) FROM messages WHERE tool_name IS NOT NULL "
-                            "GROUP BY 1"))
+        return dict(
+            sql(
+                db,
+                "SELECT tool_name, COUNT(*) FROM messages WHERE tool_name IS NOT NULL GROUP BY 1",
+            )
+        )
 
     assert tools() == truth()
     conn = sqlite3.connect(db)
     sid = conn.execute("SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1").fetchone()[0]
     with conn:
         for i in range(5):
-            conn.execute("INSERT INTO messages (session_id, role, content, tool_name, timestamp) "
-                         "VALUES (?, 'tool', '{}', 'brand_new_tool', 1.8e9 + ?)", (sid, i))
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, tool_name, timestamp) "
+                "VALUES (?, 'tool', '{}', 'brand_new_tool', 1.8e9 + ?)",
+                (sid, i),
+            )
     assert tools() == truth() and tools()["brand_new_tool"] == 5
-    victim = conn.execute("SELECT session_id FROM messages WHERE tool_name IS NOT NULL "
-                          "GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1").fetchone()[0]
+    victim = conn.execute(
+        "SELECT session_id FROM messages WHERE tool_name IS NOT NULL "
+        "GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1"
+    ).fetchone()[0]
     with conn:
         conn.execute("DELETE FROM messages WHERE session_id = ?", (victim,))
     conn.close()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import sql
-from htmlcheck import assert_inert
-from webui.render import markdown
+from support import sql
+from support.htmlcheck import assert_inert
+from webui.present.markdown import markdown
 
 PAYLOADS = [
     "<script>alert(1)</script>",
@@ -53,12 +53,19 @@ def test_code_is_highlighted_and_escaped():
     assert "&lt;script&gt;" in html and 'class="' in html
 
 
+@pytest.mark.slow
 def test_every_fixture_page_is_inert(fixture_client, fixture_db):
     """The fixtures carry HTML/script payloads inside messages (see fixtures/README.md)."""
     assert sql(fixture_db, "SELECT COUNT(*) FROM messages WHERE content LIKE '%<script%'")[0][0] > 0
     assert_inert(fixture_client.get("/sessions").get_data(as_text=True))
-    ids = [r[0] for r in sql(fixture_db, "SELECT DISTINCT session_id FROM messages WHERE "
-                                         "content LIKE '%<%' OR tool_calls LIKE '%<%'")]
+    ids = [
+        r[0]
+        for r in sql(
+            fixture_db,
+            "SELECT DISTINCT session_id FROM messages WHERE "
+            "content LIKE '%<%' OR tool_calls LIKE '%<%'",
+        )
+    ]
     assert ids
     for sid in ids:
         html = fixture_client.get(f"/sessions/{sid}?rewound=1").get_data(as_text=True)
@@ -67,11 +74,23 @@ def test_every_fixture_page_is_inert(fixture_client, fixture_db):
 
 def test_generated_xss_corpus_is_inert_everywhere(client, generated_db):
     db, _ = generated_db
-    ids = [r[0] for r in sql(db, "SELECT DISTINCT session_id FROM messages WHERE content LIKE "
-                                 "'%<script%' OR content LIKE '%onerror%' OR content LIKE "
-                                 "'%javascript:%' OR tool_calls LIKE '%<%' OR reasoning LIKE '%<%'")]
-    ids += [r[0] for r in sql(db, "SELECT id FROM sessions WHERE title LIKE '%<%' OR "
-                                  "system_prompt LIKE '%<%' OR model_config LIKE '%<%'")]
+    ids = [
+        r[0]
+        for r in sql(
+            db,
+            "SELECT DISTINCT session_id FROM messages WHERE content LIKE "
+            "'%<script%' OR content LIKE '%onerror%' OR content LIKE "
+            "'%javascript:%' OR tool_calls LIKE '%<%' OR reasoning LIKE '%<%'",
+        )
+    ]
+    ids += [
+        r[0]
+        for r in sql(
+            db,
+            "SELECT id FROM sessions WHERE title LIKE '%<%' OR "
+            "system_prompt LIKE '%<%' OR model_config LIKE '%<%'",
+        )
+    ]
     assert ids, "the generator should plant an XSS corpus"
     for sid in set(ids):
         html = client.get(f"/sessions/{sid}").get_data(as_text=True)

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from conftest import copy_fixture, make_app, sql
-from helpers import follow
+from support import copy_fixture, make_app, sql
+from support.http import follow
 
 
 @pytest.fixture(scope="module")
@@ -26,14 +26,22 @@ def v22(tmp_path_factory):
 
 def test_unique_prefix_redirects_to_full_id(v11):
     db, client = v11
+    checked = 0
     for (sid,) in sql(db, "SELECT id FROM sessions LIMIT 30"):
         for n in range(6, len(sid)):
             prefix = sid[:n]
-            if sql(db, "SELECT COUNT(*) FROM sessions WHERE id LIKE ? || '%'", (prefix,))[0][0] == 1:
+            if (
+                sql(db, "SELECT COUNT(*) FROM sessions WHERE substr(id, 1, ?) = ?", (n, prefix))[0][
+                    0
+                ]
+                == 1
+            ):
                 r = client.get(f"/sessions/{prefix}?rewound=1")
                 assert r.status_code == 302
                 assert r.headers["Location"] == f"/sessions/{sid}?rewound=1"
+                checked += 1
                 break
+    assert checked >= 20, "the fixture has unique prefixes to test"
 
 
 def test_ambiguous_prefix_lists_candidates(v11):
@@ -66,9 +74,12 @@ def test_like_wildcards_in_prefix_are_literal(v11):
 
 def test_tool_calls_and_results_link_both_ways(v11):
     db, client = v11
-    rows = sql(db, "SELECT r.session_id, r.id, a.id FROM messages r JOIN messages a ON "
-                   "a.session_id = r.session_id AND a.tool_calls LIKE '%' || r.tool_call_id || '%' "
-                   "WHERE r.tool_call_id IS NOT NULL LIMIT 25")
+    rows = sql(
+        db,
+        "SELECT r.session_id, r.id, a.id FROM messages r JOIN messages a ON "
+        "a.session_id = r.session_id AND a.tool_calls LIKE '%' || r.tool_call_id || '%' "
+        "WHERE r.tool_call_id IS NOT NULL LIMIT 25",
+    )
     assert rows
     for sid, result_id, call_id in rows:
         html = client.get(f"/sessions/{sid}?at={result_id}").get_data(as_text=True)
@@ -78,8 +89,12 @@ def test_tool_calls_and_results_link_both_ways(v11):
 
 def test_at_parameter_opens_the_page_holding_the_message(client, generated_db):
     db, long_id = generated_db
-    ids = [r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
-                                 "timestamp, id", (long_id,))]
+    ids = [
+        r[0]
+        for r in sql(
+            db, "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id", (long_id,)
+        )
+    ]
     target = ids[450]
     html = client.get(f"/sessions/{long_id}?at={target}").get_data(as_text=True)
     assert f'id="m-{target}"' in html
@@ -93,10 +108,15 @@ def test_at_parameter_opens_the_page_holding_the_message(client, generated_db):
 
 def test_paging_backwards_and_forwards_covers_the_session(client, generated_db):
     db, long_id = generated_db
-    expected = [r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY "
-                                      "timestamp, id", (long_id,))]
-    assert [m["id"] for m in follow(client, f"/sessions/{long_id}?format=json", "messages")] \
-        == expected
+    expected = [
+        r[0]
+        for r in sql(
+            db, "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id", (long_id,)
+        )
+    ]
+    assert [
+        m["id"] for m in follow(client, f"/sessions/{long_id}?format=json", "messages")
+    ] == expected
     # from the middle, walk back to the start through the "earlier" links (htmx fragments)
     html = client.get(f"/sessions/{long_id}?at={expected[-1]}").get_data(as_text=True)
     seen = [int(x) for x in re.findall(r'<article class="msg[^"]*" id="m-(\d+)"', html)]
@@ -104,9 +124,10 @@ def test_paging_backwards_and_forwards_covers_the_session(client, generated_db):
         m = re.search(r'<div id="earlier-messages".*?href="([^"]+)"', html, re.S)
         if not m:
             break
-        html = client.get(m.group(1).replace("&amp;", "&"),
-                          headers={"HX-Request": "true", "HX-Target": "earlier-messages"}
-                          ).get_data(as_text=True)
+        html = client.get(
+            m.group(1).replace("&amp;", "&"),
+            headers={"HX-Request": "true", "HX-Target": "earlier-messages"},
+        ).get_data(as_text=True)
         assert "<html" not in html  # a fragment, not a page
         assert 'id="more-messages"' not in html
         seen = [int(x) for x in re.findall(r'<article class="msg[^"]*" id="m-(\d+)"', html)] + seen
@@ -115,8 +136,13 @@ def test_paging_backwards_and_forwards_covers_the_session(client, generated_db):
 
 def test_bad_cursor_is_a_clear_400(client, generated_db):
     _, long_id = generated_db
-    for url in (f"/sessions/{long_id}?after=garbage", "/sessions?after=!!!",
-                "/sessions?sort=bogus", "/sessions?since=yesterday", "/sessions?state=zombie"):
+    for url in (
+        f"/sessions/{long_id}?after=garbage",
+        "/sessions?after=!!!",
+        "/sessions?sort=bogus",
+        "/sessions?since=yesterday",
+        "/sessions?state=zombie",
+    ):
         r = client.get(url)
         assert r.status_code == 400, url
         assert "Traceback" not in r.get_data(as_text=True)
@@ -124,10 +150,14 @@ def test_bad_cursor_is_a_clear_400(client, generated_db):
 
 def test_rewound_messages_hidden_behind_a_toggle(v22):
     db, client = v22
-    sid, n = sql(db, "SELECT session_id, COUNT(*) FROM messages WHERE active = 0 "
-                     "GROUP BY session_id ORDER BY 2 DESC LIMIT 1")[0]
-    rewound = [r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? AND active = 0",
-                                 (sid,))]
+    sid, n = sql(
+        db,
+        "SELECT session_id, COUNT(*) FROM messages WHERE active = 0 "
+        "GROUP BY session_id ORDER BY 2 DESC LIMIT 1",
+    )[0]
+    rewound = [
+        r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? AND active = 0", (sid,))
+    ]
     html = client.get(f"/sessions/{sid}").get_data(as_text=True)
     assert not any(f'id="m-{i}"' in html for i in rewound)
     assert "undone by /rewind are hidden" in html
@@ -141,12 +171,13 @@ def test_rewound_messages_hidden_behind_a_toggle(v22):
 def test_multimodal_content_shows_text_and_placeholder(client, generated_db):
     db, _ = generated_db
     # (LIKE, not substr: SQLite's text functions stop at the NUL of Hermes's prefix)
-    rows = sql(db, "SELECT session_id, id FROM messages WHERE content LIKE char(0) || 'json:%' "
-                   "LIMIT 3")
+    rows = sql(
+        db, "SELECT session_id, id FROM messages WHERE content LIKE char(0) || 'json:%' LIMIT 3"
+    )
     assert rows
     for sid, mid in rows:
         html = client.get(f"/sessions/{sid}?at={mid}").get_data(as_text=True)
-        block = html[html.index(f'id="m-{mid}"'):]
+        block = html[html.index(f'id="m-{mid}"') :]
         block = block[: block.index("</article>")]
         assert "json:" not in block
         assert 'class="placeholder"' in block
@@ -154,10 +185,16 @@ def test_multimodal_content_shows_text_and_placeholder(client, generated_db):
 
 def test_viewer_header_shows_tokens_costs_and_lineage(v11):
     db, client = v11
-    sid, parent = sql(db, "SELECT id, parent_session_id FROM sessions WHERE parent_session_id "
-                          "IS NOT NULL AND parent_session_id IN (SELECT id FROM sessions) LIMIT 1")[0]
-    (row,) = sql(db, "SELECT input_tokens, output_tokens, cache_read_tokens FROM sessions "
-                     "WHERE id = ?", (sid,))
+    sid, parent = sql(
+        db,
+        "SELECT id, parent_session_id FROM sessions WHERE parent_session_id "
+        "IS NOT NULL AND parent_session_id IN (SELECT id FROM sessions) LIMIT 1",
+    )[0]
+    (row,) = sql(
+        db,
+        "SELECT input_tokens, output_tokens, cache_read_tokens FROM sessions WHERE id = ?",
+        (sid,),
+    )
     html = client.get(f"/sessions/{sid}").get_data(as_text=True)
     for value in row:
         assert f"{value:,}" in html

@@ -8,36 +8,50 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from flask.json.provider import DefaultJSONProvider
 from htmx_flask import Htmx
 
-from . import formatting
-from .db import OpenedDatabase, check_database, init_db
-from .content import pretty_json
-from .paths import STATIC, TEMPLATES
-from .render import highlight_code
+from webui.db import OpenedDatabase, check_database, init_db
+from webui.hermes.activity import session_state
+from webui.hermes.content import pretty_json
+from webui.paths import STATIC, TEMPLATES
+from webui.present import filters
+from webui.present.markdown import highlight_code
 
 __version__ = "0.1.0"
 
 DEFAULTS: dict[str, Any] = {
-    "LOGBOOK_DB": None,                 # path of the state.db to serve
-    "LOGBOOK_QUERY_TIME_LIMIT": 5.0,    # seconds, for every user-driven query
-    "LOGBOOK_THREADS": 8,               # waitress threads = read connections in the pool
-    "LOGBOOK_ROLLUP_BUDGET": 0.5,       # seconds a stats request may spend updating the rollup
+    "LOGBOOK_DB": None,  # path of the state.db to serve
+    "LOGBOOK_QUERY_TIME_LIMIT": 5.0,
+    "LOGBOOK_REQUEST_DEADLINE": None,  # seconds for all of a request's queries (None: the above)  # seconds, for every user-driven query
+    "LOGBOOK_THREADS": 8,  # waitress threads = read connections in the pool
+    "LOGBOOK_ROLLUP_BUDGET": 0.5,  # seconds a stats request may spend updating the rollup
     "LOGBOOK_HOST": "127.0.0.1",
     "LOGBOOK_PORT": 9130,
-    "LOGBOOK_REMOTE": False,            # --insecure: a non-loopback bind
+    "LOGBOOK_REMOTE": False,  # --insecure: a non-loopback bind
     "LOGBOOK_READ_ONLY": False,
     "LOGBOOK_TOKEN": None,
     "LOGBOOK_PRIVATE": False,
-    "LOGBOOK_HERMES_ROOT": None,        # discover profiles here (None: --db pins one database)
-    "LOGBOOK_PROFILE_NAME": None,       # the profile the primary database belongs to
+    "LOGBOOK_HERMES_ROOT": None,  # discover profiles here (None: --db pins one database)
+    "LOGBOOK_PROFILE_NAME": None,  # the profile the primary database belongs to
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Strict",
     "SESSION_COOKIE_NAME": "logbook_session",
     "PERMANENT_SESSION_LIFETIME": 7 * 86400,
-    "WTF_CSRF_TIME_LIMIT": None,        # the token lives as long as the session cookie
+    "WTF_CSRF_TIME_LIMIT": None,  # the token lives as long as the session cookie
     "MAX_CONTENT_LENGTH": 1 * 1024 * 1024,
 }
+
+
+class LogbookJSON(DefaultJSONProvider):
+    """JSON twins of rows written by anyone: a BLOB (bytes) is text read as UTF-8, its damage
+    marked with U+FFFD, never a 500."""
+
+    @staticmethod
+    def default(o: Any) -> Any:
+        if isinstance(o, (bytes, bytearray, memoryview)):
+            return bytes(o).decode("utf-8", "replace")
+        return DefaultJSONProvider.default(o)
 
 
 def _secret_key(instance: Path) -> str:
@@ -56,10 +70,18 @@ def _secret_key(instance: Path) -> str:
         return key
 
 
-def create_app(config: dict[str, Any] | None = None,
-               opened: OpenedDatabase | None = None, instance_path: str | None = None) -> Flask:
-    app = Flask(__name__, instance_relative_config=True, template_folder=str(TEMPLATES),
-                static_folder=str(STATIC), instance_path=instance_path)
+def create_app(
+    config: dict[str, Any] | None = None,
+    opened: OpenedDatabase | None = None,
+    instance_path: str | None = None,
+) -> Flask:
+    app = Flask(
+        __name__,
+        instance_relative_config=True,
+        template_folder=str(TEMPLATES),
+        static_folder=str(STATIC),
+        instance_path=instance_path,
+    )
     app.config.from_mapping(DEFAULTS)
     app.config.from_pyfile("config.py", silent=True)
     if config:
@@ -71,41 +93,57 @@ def create_app(config: dict[str, Any] | None = None,
             raise RuntimeError("create_app needs LOGBOOK_DB (the state.db to serve)")
         opened = check_database(os.fspath(app.config["LOGBOOK_DB"]))
 
+    app.json = LogbookJSON(app)
     app.json.sort_keys = False  # keep the order we chose (facets by count, columns as stored)
     Htmx(app)
     primary = init_db(app, opened)
-    app.jinja_env.filters.update(formatting.FILTERS)
+    app.jinja_env.filters.update(filters.FILTERS)
     app.jinja_env.filters["pretty_json_hl"] = lambda v: highlight_code(pretty_json(v), "json")
     app.jinja_env.globals["app_version"] = __version__
+    app.jinja_env.globals["session_state"] = session_state
 
     @app.context_processor
     def theme():
         from flask import request
+
         chosen = request.cookies.get("theme")
         return {"theme": chosen if chosen in ("light", "dark") else None}
 
     @app.context_processor
     def database_facts():
-        from .db import LogbookDBError, get_logbook
+        from webui.web.access import can_view
+
+        if not can_view():  # --private before login: nothing about the database
+            return {"db_info": None}
+        from webui.db import LogbookDBError, get_logbook
+
         try:
             lb = get_logbook()
-        except LogbookDBError:   # an unreadable profile: the error page still renders
+        except LogbookDBError:  # an unreadable profile: the error page still renders
             lb = app.extensions["logbook"]
-        return {"db_info": {
-            "path": str(lb.opened.path), "name": lb.opened.path.name,
-            "version": lb.schema.version, "size": lb.size_bytes(),
-            "immutable": lb.opened.immutable, "newer": lb.schema.is_newer_than_known}}
+        return {
+            "db_info": {
+                "path": str(lb.opened.path),
+                "name": lb.opened.path.name,
+                "version": lb.schema.version,
+                "size": lb.size_bytes(),
+                "immutable": lb.opened.immutable,
+                "newer": lb.schema.is_newer_than_known,
+            }
+        }
 
-    from . import access, errors, profiles_web, security
-    from .views import actions as actions_views
-    from .views import export as export_views
-    from .views import lineage as lineage_views
-    from .views import search as search_views
-    from .views import stats as stats_views
-    from .views import ui as ui_views
-    from .views import sessions as sessions_views
+    from webui.web import access, errors, limits, security
+    from webui.web import profiles as profiles_web
+    from webui.web.views import actions as actions_views
+    from webui.web.views import export as export_views
+    from webui.web.views import lineage as lineage_views
+    from webui.web.views import search as search_views
+    from webui.web.views import sessions as sessions_views
+    from webui.web.views import stats as stats_views
+    from webui.web.views import ui as ui_views
 
     security.init_app(app)
+    limits.init_app(app)
     access.init_app(app)
     profiles_web.init_app(app, primary)
     errors.init_app(app)

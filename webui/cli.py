@@ -9,42 +9,79 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__
-from .db import OpenedDatabase, StartupError, check_database, default_candidates
-from .db.profiles import discover
-from .formatting import nbytes
+from webui import __version__
+from webui.db import OpenedDatabase, StartupError, check_database, default_candidates
+from webui.db.profiles import discover
+from webui.present.filters import nbytes
 
 DEMO_SESSIONS = 300
 DEMO_LONG_SESSION = 2000
 
 
+MIN_TOKEN_CHARS = 16
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="hermes-logbook",
-        description="Browse Hermes Agent's session history (state.db) in a web browser.")
+        description="Browse Hermes Agent's session history (state.db) in a web browser.",
+    )
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--db", metavar="PATH",
-                     help="the state.db to open (default: $HERMES_HOME/state.db, else "
-                          "~/.hermes/state.db)")
-    src.add_argument("--demo", action="store_true",
-                     help="serve a demo database kept in the instance folder (created on "
-                          "first use)")
-    p.add_argument("--profile", metavar="NAME",
-                   help="open this Hermes profile (<root>/profiles/NAME); every profile found "
-                        "is still reachable from the switcher")
+    src.add_argument(
+        "--db",
+        metavar="PATH",
+        help="the state.db to open (default: $HERMES_HOME/state.db, else ~/.hermes/state.db)",
+    )
+    src.add_argument(
+        "--demo",
+        action="store_true",
+        help="serve a demo database kept in the instance folder (created on first use)",
+    )
+    p.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="open this Hermes profile (<root>/profiles/NAME); every profile found "
+        "is still reachable from the switcher",
+    )
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=9130, help="port (default 9130)")
-    p.add_argument("--insecure", action="store_true",
-                   help="allow a non-loopback --host: remote mode, viewable from other machines")
-    p.add_argument("--token", help="admin token (also $HERMES_LOGBOOK_TOKEN or the instance "
-                                   "config)")
-    p.add_argument("--private", action="store_true",
-                   help="remote mode: the token is needed to view, not only to change")
-    p.add_argument("--read-only", action="store_true",
-                   help="no changes at all: action controls hidden, action routes answer 403")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --host: remote mode, viewable from other machines",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="remote mode: also answer to this Host name (repeatable); IP addresses and this "
+        "machine's own names are always accepted",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the admin token from this file (keeps it out of the process list)",
+    )
+    p.add_argument(
+        "--token", help="admin token (also $HERMES_LOGBOOK_TOKEN or the instance config)"
+    )
+    p.add_argument(
+        "--private",
+        action="store_true",
+        help="remote mode: the token is needed to view, not only to change",
+    )
+    p.add_argument(
+        "--read-only",
+        action="store_true",
+        help="no changes at all: action controls hidden, action routes answer 403",
+    )
     p.add_argument("--threads", type=int, default=8, help="waitress worker threads (default 8)")
-    p.add_argument("--instance", metavar="DIR",
-                   help="instance folder (config.py, demo database); default: Flask's")
+    p.add_argument(
+        "--instance",
+        metavar="DIR",
+        help="instance folder (config.py, demo database); default: Flask's",
+    )
     p.add_argument("--version", action="version", version=f"hermes-logbook {__version__}")
     return p
 
@@ -62,6 +99,7 @@ def instance_folder(explicit: str | None) -> Path:
     if explicit:
         return Path(explicit).expanduser().resolve()
     from flask import Flask
+
     return Path(Flask("webui", instance_relative_config=True).instance_path)
 
 
@@ -70,7 +108,8 @@ def ensure_demo(instance: Path, out=sys.stderr) -> Path:
     path = instance / "demo.db"
     if path.exists():
         return path
-    from .generator import generate
+    from webui.demo import generate
+
     instance.mkdir(parents=True, exist_ok=True)
     print(f"Building the demo database in {path} (once)…", file=out, flush=True)
     # Anchor the synthetic year at the start of today, so "last 7 days" has data.
@@ -84,8 +123,9 @@ def hermes_root() -> Path:
     return Path(home).expanduser() if home else Path("~/.hermes").expanduser()
 
 
-def open_database(args: argparse.Namespace, instance: Path) -> tuple[OpenedDatabase, Path | None,
-                                                                      str | None]:
+def open_database(
+    args: argparse.Namespace, instance: Path
+) -> tuple[OpenedDatabase, Path | None, str | None]:
     """The primary database, the Hermes root to discover profiles in (None when --db or
     --demo pins one database), and the primary's profile name."""
     if args.demo:
@@ -97,8 +137,10 @@ def open_database(args: argparse.Namespace, instance: Path) -> tuple[OpenedDatab
     if args.profile:
         if args.profile not in found:
             names = ", ".join(found) or "none"
-            raise StartupError(f"no Hermes profile named {args.profile} in {root} (found: "
-                               f"{names}). Use --db PATH to open a database directly.")
+            raise StartupError(
+                f"no Hermes profile named {args.profile} in {root} (found: "
+                f"{names}). Use --db PATH to open a database directly."
+            )
         return check_database(found[args.profile]), root, args.profile
     candidates = default_candidates()
     if not candidates[0].exists():
@@ -122,11 +164,15 @@ def access_lines(args: argparse.Namespace, token: str | None) -> list[str]:
     if not args.insecure:
         view = "this machine only (loopback bind; other Host names are refused)"
     elif args.private:
-        view = (f"REMOTE: anyone who can reach port {args.port} on {args.host}, but only after "
-                "logging in with the admin token")
+        view = (
+            f"REMOTE: anyone who can reach port {args.port} on {args.host}, but only after "
+            "logging in with the admin token"
+        )
     else:
-        view = (f"REMOTE: anyone who can reach port {args.port} on {args.host} may read every "
-                "session, search and export, without a login")
+        view = (
+            f"REMOTE: anyone who can reach port {args.port} on {args.host} may read every "
+            "session, search and export, without a login"
+        )
     return [f"view:    {view}", f"changes: {changes}"]
 
 
@@ -134,21 +180,42 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     err = sys.stderr
     if not is_loopback(args.host) and not args.insecure:
-        print(f"hermes-logbook: refusing to listen on {args.host} without --insecure: everyone "
-              f"who can reach port {args.port} there could read every conversation in your "
-              "Hermes history. Add --insecure for remote viewing, or keep the default "
-              "--host 127.0.0.1.", file=err)
+        print(
+            f"hermes-logbook: refusing to listen on {args.host} without --insecure: everyone "
+            f"who can reach port {args.port} there could read every conversation in your "
+            "Hermes history. Add --insecure for remote viewing, or keep the default "
+            "--host 127.0.0.1.",
+            file=err,
+        )
         return 2
     token = args.token or os.environ.get("HERMES_LOGBOOK_TOKEN")
+    if args.token_file:
+        try:
+            token = Path(args.token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"hermes-logbook: cannot read --token-file {args.token_file}: {exc}", file=err)
+            return 2
     instance = instance_folder(args.instance)
     if not token:
         from flask import Config
+
         config = Config(str(instance))
         config.from_pyfile("config.py", silent=True)
         token = config.get("LOGBOOK_TOKEN")
+    if token and len(token) < MIN_TOKEN_CHARS:
+        print(
+            f"hermes-logbook: the admin token is {len(token)} characters long; use at least "
+            f"{MIN_TOKEN_CHARS} (a short token can be guessed). For example: "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'",
+            file=err,
+        )
+        return 2
     if args.private and not token:
-        print("hermes-logbook: --private needs an admin token (--token or HERMES_LOGBOOK_TOKEN), "
-              "or nobody could view anything.", file=err)
+        print(
+            "hermes-logbook: --private needs an admin token (--token or HERMES_LOGBOOK_TOKEN), "
+            "or nobody could view anything.",
+            file=err,
+        )
         return 2
     try:
         opened, root, profile = open_database(args, instance)
@@ -158,28 +225,54 @@ def main(argv: list[str] | None = None) -> int:
 
     from waitress import create_server
 
-    from . import create_app
-    app = create_app({
-        "LOGBOOK_DB": str(opened.path), "LOGBOOK_HOST": args.host, "LOGBOOK_PORT": args.port,
-        "LOGBOOK_REMOTE": bool(args.insecure), "LOGBOOK_READ_ONLY": bool(args.read_only),
-        "LOGBOOK_PRIVATE": bool(args.private),
-        "LOGBOOK_THREADS": args.threads,
-        "LOGBOOK_HERMES_ROOT": str(root) if root else None, "LOGBOOK_PROFILE_NAME": profile,
-    } | ({"LOGBOOK_TOKEN": token} if token else {}), opened=opened, instance_path=str(instance))
+    from webui import create_app
+
+    app = create_app(
+        {
+            "LOGBOOK_DB": str(opened.path),
+            "LOGBOOK_HOST": args.host,
+            "LOGBOOK_PORT": args.port,
+            "LOGBOOK_REMOTE": bool(args.insecure),
+            "LOGBOOK_READ_ONLY": bool(args.read_only),
+            "LOGBOOK_PRIVATE": bool(args.private),
+            "LOGBOOK_THREADS": args.threads,
+            "LOGBOOK_HERMES_ROOT": str(root) if root else None,
+            "LOGBOOK_PROFILE_NAME": profile,
+            "LOGBOOK_ALLOWED_HOSTS": [h.strip().lower() for h in args.allow_host if h.strip()],
+        }
+        | ({"LOGBOOK_TOKEN": token} if token else {}),
+        opened=opened,
+        instance_path=str(instance),
+    )
     try:
         # ident="" sends no Server header (no version disclosure).
-        server = create_server(app, host=args.host, port=args.port, threads=args.threads,
-                               ident="", connection_limit=200, channel_timeout=60)
+        server = create_server(
+            app,
+            host=args.host,
+            port=args.port,
+            threads=args.threads,
+            ident="",
+            # Idle keep-alive connections must not lock others out: they are closed after
+            # 15 s of silence (checked every 5 s), and up to 500 may be open at once.
+            connection_limit=500,
+            channel_timeout=15,
+            cleanup_interval=5,
+        )
     except OSError as exc:
-        print(f"hermes-logbook: cannot listen on {args.host}:{args.port}: "
-              f"{exc.strerror or exc}. Choose another --port.", file=err)
+        print(
+            f"hermes-logbook: cannot listen on {args.host}:{args.port}: "
+            f"{exc.strerror or exc}. Choose another --port.",
+            file=err,
+        )
         return 2
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     version = opened.schema.version if opened.schema.version is not None else "unknown"
     print(f"Hermes Logbook {__version__}", flush=True)
     print(f"  URL:      http://{shown_host}:{args.port}/")
-    print(f"  Database: {opened.path} (schema v{version}, {nbytes(opened.size_bytes)})"
-          + (" [immutable snapshot: the folder is not writable]" if opened.immutable else ""))
+    print(
+        f"  Database: {opened.path} (schema v{version}, {nbytes(opened.size_bytes)})"
+        + (" [immutable snapshot: the folder is not writable]" if opened.immutable else "")
+    )
     if root:
         names = [n for n, _ in discover(root)]
         print(f"  Profiles: {', '.join(names) or 'none'} (in {root}; switch with ?profile=)")

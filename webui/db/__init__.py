@@ -12,24 +12,50 @@ from pathlib import Path
 
 from flask import Flask, current_app, g
 
-from .errors import BadRequest, DatabaseBusy, DatabaseUnavailable, LogbookDBError, QueryTimeout, StartupError
-from .actions import Actions
-from .export import Exporter
-from .lineage import LineageStore
-from .messages import MessageStore
-from .rollup import Rollup
-from .search import SearchFilters, SearchStore
-from .stats import StatsStore
-from .writer import Writer
-from .reader import Reader, db, engine_options
-from .schema import (NEWEST_KNOWN_VERSION, OpenedDatabase, Schema, check_database,
-                     default_candidates, file_size)
-from .sessions import SessionQuery, SessionStore
+from webui.db.actions import Actions
+from webui.db.errors import (
+    BadRequest,
+    DatabaseBusy,
+    DatabaseUnavailable,
+    LogbookDBError,
+    QueryTimeout,
+    StartupError,
+)
+from webui.db.export import Exporter
+from webui.db.lineage import LineageStore
+from webui.db.messages import MessageStore
+from webui.db.reader import Reader, db, engine_options
+from webui.db.rollup import Rollup
+from webui.db.schema import (
+    NEWEST_KNOWN_VERSION,
+    OpenedDatabase,
+    Schema,
+    check_database,
+    default_candidates,
+    file_size,
+)
+from webui.db.search import SearchFilters, SearchStore
+from webui.db.sessions import SessionQuery, SessionStore
+from webui.db.stats import StatsStore
+from webui.db.writer import Writer
 
 __all__ = [
-    "BadRequest", "DatabaseBusy", "DatabaseUnavailable", "LogbookDBError", "QueryTimeout",
-    "StartupError", "OpenedDatabase", "Schema", "SessionQuery", "check_database",
-    "default_candidates", "file_size", "init_db", "get_logbook", "Logbook", "SearchFilters",
+    "BadRequest",
+    "DatabaseBusy",
+    "DatabaseUnavailable",
+    "LogbookDBError",
+    "QueryTimeout",
+    "StartupError",
+    "OpenedDatabase",
+    "Schema",
+    "SessionQuery",
+    "check_database",
+    "default_candidates",
+    "file_size",
+    "init_db",
+    "get_logbook",
+    "Logbook",
+    "SearchFilters",
     "build_logbook",
 ]
 
@@ -58,7 +84,8 @@ class Logbook:
 def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
     app.config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{opened.path}"
     app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(
-        opened, pool_size=app.config["LOGBOOK_THREADS"])
+        opened, pool_size=app.config["LOGBOOK_THREADS"]
+    )
     db.init_app(app)
     logbook = build_logbook(app, opened)
     app.extensions["logbook"] = logbook
@@ -76,11 +103,22 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
     except OSError:
         rollup_path = Path(tempfile.gettempdir()) / rollup_path.name
     sessions = SessionStore(reader)
-    logbook = Logbook(opened, reader, sessions, MessageStore(reader),
-                      SearchStore(reader), LineageStore(reader), StatsStore(reader),
-                      Rollup(reader, rollup_path), Exporter(reader, sessions),
-                      Actions(reader, Writer(opened, newest_known_version=NEWEST_KNOWN_VERSION),
-                              on_change=sessions.invalidate))
+    logbook = Logbook(
+        opened,
+        reader,
+        sessions,
+        MessageStore(reader),
+        SearchStore(reader),
+        LineageStore(reader),
+        StatsStore(reader),
+        Rollup(reader, rollup_path),
+        Exporter(reader, sessions),
+        Actions(
+            reader,
+            Writer(opened, newest_known_version=NEWEST_KNOWN_VERSION),
+            on_change=sessions.invalidate,
+        ),
+    )
     return logbook
 
 

@@ -12,10 +12,12 @@ from typing import Any
 
 from flask import current_app
 
-from ..titles import sanitize_title
-from .errors import BadRequest, LogbookDBError
-from .reader import Reader
-from .writer import MESSAGE_BATCH, TARGET_TXN_S, Writer
+from webui.db import deadline as request_deadline
+from webui.db import sql
+from webui.db.errors import BadRequest, LogbookDBError
+from webui.db.reader import Reader
+from webui.db.writer import MESSAGE_BATCH, TARGET_TXN_S, Writer
+from webui.hermes.titles import sanitize_title
 
 # At most this many messages go in the same transaction as their sessions' rows (Hermes's
 # one-transaction delete); longer transcripts are trimmed to it first, in batches.
@@ -56,7 +58,7 @@ class Actions:
     def __init__(self, reader: Reader, writer: Writer, on_change=lambda: None):
         self.r = reader
         self.w = writer
-        self.on_change = on_change   # caches of what was just changed are dropped
+        self.on_change = on_change  # caches of what was just changed are dropped
         self.jobs: dict[str, PruneJob] = {}
         self._jobs_lock = threading.Lock()
 
@@ -68,11 +70,15 @@ class Actions:
         title = sanitize_title(raw_title)
 
         def fn(conn: sqlite3.Connection) -> None:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+            if (
+                conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                is None
+            ):
                 raise NotFound(f"No session has the id “{session_id}”.")
             if title is not None:
-                row = conn.execute("SELECT id FROM sessions WHERE title = ? AND id != ?",
-                                   (title, session_id)).fetchone()
+                row = conn.execute(
+                    "SELECT id FROM sessions WHERE title = ? AND id != ?", (title, session_id)
+                ).fetchone()
                 if row:
                     raise TitleInUse(title, row[0])
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
@@ -93,15 +99,26 @@ class Actions:
         # transaction would hold the gateway off: then its messages go first, in batches.
         n = self.r.scalar("SELECT COUNT(*) FROM messages WHERE session_id = ?", [session_id])
         while n > ONE_TXN_MESSAGES:
-            n -= self.w.run(lambda c: c.execute(
-                "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? "
-                "ORDER BY timestamp DESC, id DESC LIMIT ?)", (session_id, MESSAGE_BATCH)).rowcount)
+            n -= self.w.run(
+                lambda c: (
+                    c.execute(
+                        "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? "
+                        "ORDER BY timestamp DESC, id DESC LIMIT ?)",
+                        (session_id, MESSAGE_BATCH),
+                    ).rowcount
+                )
+            )
 
         def fn(conn: sqlite3.Connection) -> bool:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+            if (
+                conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                is None
+            ):
                 return False
-            conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?",
-                         (session_id,))
+            conn.execute(
+                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?",
+                (session_id,),
+            )
             conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             return True
@@ -115,7 +132,9 @@ class Actions:
 
     def _rule(self, cutoff: float, source: str | None, alias: str = "") -> tuple[str, list]:
         a = f"{alias}." if alias else ""
-        where = f"{a}ended_at IS NOT NULL AND {a}started_at < ?"
+        # Without an ended_at column no session is known to have ended: nothing is pruned.
+        ended = f"{a}ended_at IS NOT NULL" if self.r.schema.has("sessions", "ended_at") else "0"
+        where = f"{ended} AND {a}started_at < ?"
         params: list[Any] = [cutoff]
         if source:
             where += f" AND {a}source = ?"
@@ -126,37 +145,53 @@ class Actions:
         """Exactly what `hermes sessions prune` would delete: ended sessions started before the
         cutoff (strictly), optionally of one source. Active sessions never."""
         where, params = self._rule(cutoff, source)
-        cost = "COALESCE(actual_cost_usd, estimated_cost_usd, 0)" \
-            if self.r.schema.has("sessions", "actual_cost_usd") else "0"
-        tok = " + ".join(f"COALESCE({c}, 0)" for c in ("input_tokens", "output_tokens",
-                                                      "cache_read_tokens", "cache_write_tokens")
-                         if self.r.schema.has("sessions", c)) or "0"
-        summary = self.r.one(
-            f"SELECT COUNT(*) AS count, COALESCE(SUM({tok}), 0) AS tokens, "
-            f"COALESCE(SUM({cost}), 0) AS cost, MIN(started_at) AS oldest, "
-            f"MAX(started_at) AS newest, COALESCE(SUM(message_count), 0) AS messages "
-            f"FROM sessions WHERE {where}", params) or {}
+        cost = sql.cost(self.r.schema)
+        tok = sql.tokens(self.r.schema)
+        summary = (
+            self.r.one(
+                f"SELECT COUNT(*) AS count, COALESCE(SUM({tok}), 0) AS tokens, "
+                f"COALESCE(SUM({cost}), 0) AS cost, MIN(started_at) AS oldest, "
+                f"MAX(started_at) AS newest, "
+                f"COALESCE(SUM({sql.num(self.r.schema, 'message_count')}), 0) AS messages "
+                f"FROM sessions WHERE {where}",
+                params,
+            )
+            or {}
+        )
         title = "title" if self.r.schema.has("sessions", "title") else "NULL"
-        first = self.r.rows(f"SELECT id, {title} AS title, source, started_at, ended_at FROM "
-                            f"sessions WHERE {where} ORDER BY started_at LIMIT {limit}", params)
+        first = self.r.rows(
+            f"SELECT id, {title} AS title, source, started_at, {sql.col(self.r.schema, 'ended_at')} AS ended_at FROM "
+            f"sessions WHERE {where} ORDER BY started_at LIMIT {limit}",
+            params,
+        )
         cw, cp = self._rule(cutoff, source, "p")
         kw, kp = self._rule(cutoff, source, "c")
         child_title = "c.title" if title != "NULL" else "NULL"
         orphans = self.r.rows(
             f"SELECT c.id AS id, {child_title} AS title, c.parent_session_id AS parent FROM sessions c JOIN sessions p ON "
             f"p.id = c.parent_session_id WHERE {cw} AND NOT ({kw}) ORDER BY c.started_at LIMIT 200",
-            [*cp, *kp])
-        return {**summary, "cutoff": cutoff, "source": source, "sessions": first,
-                "orphaned_children": orphans}
+            [*cp, *kp],
+        )
+        return {
+            **summary,
+            "cutoff": cutoff,
+            "source": source,
+            "sessions": first,
+            "orphaned_children": orphans,
+        }
 
     def prune_ids(self, cutoff: float, source: str | None) -> list[str]:
         where, params = self._rule(cutoff, source)
-        return [r["id"] for r in self.r.rows(f"SELECT id FROM sessions WHERE {where}", params,
-                                             time_limit_s=60)]
+        return [
+            r["id"]
+            for r in self.r.rows(f"SELECT id FROM sessions WHERE {where}", params, time_limit_s=60)
+        ]
 
     def start_prune(self, cutoff: float, source: str | None) -> PruneJob:
-        total = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE "
-                              f"{self._rule(cutoff, source)[0]}", self._rule(cutoff, source)[1])
+        total = self.r.scalar(
+            f"SELECT COUNT(*) FROM sessions WHERE {self._rule(cutoff, source)[0]}",
+            self._rule(cutoff, source)[1],
+        )
         job = PruneJob(uuid.uuid4().hex[:12], cutoff, source, total)
         with self._jobs_lock:
             self.jobs[job.id] = job
@@ -172,11 +207,16 @@ class Actions:
     def run_prune(self, cutoff: float, source: str | None) -> PruneJob:
         """The same as start_prune, in the calling thread (CLI, tests)."""
         where, params = self._rule(cutoff, source)
-        job = PruneJob(uuid.uuid4().hex[:12], cutoff, source,
-                       self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params))
+        job = PruneJob(
+            uuid.uuid4().hex[:12],
+            cutoff,
+            source,
+            self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params),
+        )
         with self._jobs_lock:
             self.jobs[job.id] = job
-        self._run_prune(job)
+        with request_deadline.suspended():  # the prune's batches have budgets of their own
+            self._run_prune(job)
         return job
 
     def _run_prune(self, job: PruneJob) -> None:
@@ -185,26 +225,36 @@ class Actions:
             msg_batch = MESSAGE_BATCH
             while True:
                 where, params = self._rule(job.cutoff, job.source)
-                ids = [r["id"] for r in self.r.rows(
-                    f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id LIMIT ?",
-                    [*params, batch])]
+                ids = [
+                    r["id"]
+                    for r in self.r.rows(
+                        f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id LIMIT ?",
+                        [*params, batch],
+                    )
+                ]
                 if not ids:
                     break
                 marks = ",".join("?" * len(ids))
                 sw, sp = self._rule(job.cutoff, job.source, "s")
-                pending = self.r.scalar(f"SELECT COUNT(*) FROM messages WHERE session_id IN "
-                                        f"({marks})", ids)
+                pending = self.r.scalar(
+                    f"SELECT COUNT(*) FROM messages WHERE session_id IN ({marks})", ids
+                )
                 # 1. Only when the batch's transcripts are too long for one short transaction:
                 #    their messages first, a bounded number per transaction, only of sessions
                 #    that still match the rule (one may have been resumed meanwhile). Usually
                 #    the batch goes whole in step 2, as Hermes does it: one transaction.
                 while pending > ONE_TXN_MESSAGES:
                     used = msg_batch
-                    n = self.w.run(lambda c: c.execute(
-                        f"DELETE FROM messages WHERE id IN (SELECT m.id FROM messages m JOIN "
-                        f"sessions s ON s.id = m.session_id WHERE m.session_id IN ({marks}) AND "
-                        f"{sw} LIMIT ?)", [*ids, *sp, min(used, pending - ONE_TXN_MESSAGES)]
-                    ).rowcount)
+                    n = self.w.run(
+                        lambda c: (
+                            c.execute(
+                                f"DELETE FROM messages WHERE id IN (SELECT m.id FROM messages m JOIN "
+                                f"sessions s ON s.id = m.session_id WHERE m.session_id IN ({marks}) AND "
+                                f"{sw} LIMIT ?)",
+                                [*ids, *sp, min(used, pending - ONE_TXN_MESSAGES)],
+                            ).rowcount
+                        )
+                    )
                     took = self.w.last_transaction_s
                     self._note(job, took)
                     job.messages_deleted += n
@@ -215,17 +265,26 @@ class Actions:
 
                 # 2. the rows themselves, Hermes's order: orphan children, messages, sessions
                 def fn(conn: sqlite3.Connection) -> tuple[int, int]:
-                    live = [r[0] for r in conn.execute(
-                        f"SELECT id FROM sessions s WHERE id IN ({marks}) AND {sw}", [*ids, *sp])]
+                    live = [
+                        r[0]
+                        for r in conn.execute(
+                            f"SELECT id FROM sessions s WHERE id IN ({marks}) AND {sw}", [*ids, *sp]
+                        )
+                    ]
                     if not live:
                         return 0, 0
                     lm = ",".join("?" * len(live))
-                    conn.execute(f"UPDATE sessions SET parent_session_id = NULL WHERE "
-                                 f"parent_session_id IN ({lm})", live)
-                    msgs = conn.execute(f"DELETE FROM messages WHERE session_id IN ({lm})",
-                                        live).rowcount
-                    return conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})",
-                                        live).rowcount, msgs
+                    conn.execute(
+                        f"UPDATE sessions SET parent_session_id = NULL WHERE "
+                        f"parent_session_id IN ({lm})",
+                        live,
+                    )
+                    msgs = conn.execute(
+                        f"DELETE FROM messages WHERE session_id IN ({lm})", live
+                    ).rowcount
+                    return conn.execute(
+                        f"DELETE FROM sessions WHERE id IN ({lm})", live
+                    ).rowcount, msgs
 
                 sessions_gone, messages_gone = self.w.run(fn)
                 self.on_change()

@@ -10,16 +10,23 @@ import csv
 import io
 import json
 import sqlite3
-
-import orjson
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ..content import (content_parts, decode_content, load_tool_calls, parse_tool_calls,
-                       pretty_json)
-from .reader import Reader
-from .sessions import SessionQuery, SessionStore
+import orjson
+
+from webui.db import sql
+from webui.db.reader import Reader
+from webui.db.sessions import SessionQuery, SessionStore
+from webui.db.sql import SESSION_FIGURES
+from webui.hermes.content import (
+    content_parts,
+    decode_content,
+    load_tool_calls,
+    parse_tool_calls,
+    pretty_json,
+)
 
 BATCH = 100
 EXPORT_TIME_LIMIT = 600.0
@@ -33,18 +40,23 @@ class Exporter:
 
     # -- selection ---------------------------------------------------------------------------
 
-    def session_ids(self, q: SessionQuery | None = None, ids: list[str] | None = None,
-                    lineage_root: str | None = None) -> Iterator[str]:
+    def session_ids(
+        self,
+        q: SessionQuery | None = None,
+        ids: list[str] | None = None,
+        lineage_root: str | None = None,
+    ) -> Iterator[str]:
         """The ids to export, newest first, in batches (keyset on started_at, id)."""
         if ids is not None:
             yield from ids
             return
         if lineage_root is not None:
             for r in self.r.rows(
-                    "WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN "
-                    "down ON s.parent_session_id = down.id) SELECT s.id AS id FROM down JOIN "
-                    "sessions s ON s.id = down.id ORDER BY s.started_at, s.id", [lineage_root],
-                    time_limit_s=EXPORT_TIME_LIMIT):
+                f"{sql.descendants_cte()} SELECT s.id AS id FROM down JOIN "
+                "sessions s ON s.id = down.id ORDER BY s.started_at, s.id",
+                [lineage_root],
+                time_limit_s=EXPORT_TIME_LIMIT,
+            ):
                 yield r["id"]
             return
         q = q or SessionQuery()
@@ -55,9 +67,12 @@ class Exporter:
             if after:
                 cond = " AND (s.started_at < ? OR (s.started_at = ? AND s.id < ?))"
                 extra = [after[0], after[0], after[1]]
-            rows = self.r.rows(f"SELECT s.id AS id, s.started_at AS started_at FROM sessions s "
-                               f"WHERE {where}{cond} ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
-                               [*params, *extra, BATCH], time_limit_s=EXPORT_TIME_LIMIT)
+            rows = self.r.rows(
+                f"SELECT s.id AS id, s.started_at AS started_at FROM sessions s "
+                f"WHERE {where}{cond} ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
+                [*params, *extra, BATCH],
+                time_limit_s=EXPORT_TIME_LIMIT,
+            )
             if not rows:
                 return
             for r in rows:
@@ -73,19 +88,21 @@ class Exporter:
         row = cur.fetchone()
         if row is None:
             return None
-        session = dict(zip([d[0] for d in cur.description], row))
+        session = dict(zip([d[0] for d in cur.description], row, strict=False))
         if self.schema.version is not None and self.schema.version >= 11:
             session["last_active"] = conn.execute(
                 "SELECT COALESCE(MAX(timestamp), ?) FROM messages WHERE session_id = ?",
-                (session["started_at"], session_id)).fetchone()[0]
-        cur = conn.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id",
-                           (session_id,))
+                (session["started_at"], session_id),
+            ).fetchone()[0]
+        cur = conn.execute(
+            "SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id", (session_id,)
+        )
         names = [d[0] for d in cur.description]
         has_calls = "tool_calls" in names
         messages = []
         for values in cur:
-            m = dict(zip(names, values))
-            m["content"] = decode_content(m["content"])
+            m = dict(zip(names, values, strict=False))
+            m["content"] = decode_content(m.get("content"))
             if has_calls:
                 m["tool_calls"] = load_tool_calls(m["tool_calls"])
             messages.append(m)
@@ -111,21 +128,37 @@ class Exporter:
                 rec = self.record(conn, sid)
                 if rec is not None:
                     try:
-                        out.append(orjson.dumps(rec, default=_jsonable,
-                                                option=orjson.OPT_APPEND_NEWLINE))
-                    except orjson.JSONEncodeError:   # nesting deeper than orjson goes
-                        out.append((json.dumps(rec, ensure_ascii=False, default=_jsonable)
-                                    + "\n").encode())
+                        out.append(
+                            orjson.dumps(rec, default=_jsonable, option=orjson.OPT_APPEND_NEWLINE)
+                        )
+                    except orjson.JSONEncodeError:  # nesting deeper than orjson goes
+                        out.append(
+                            (json.dumps(rec, ensure_ascii=False, default=_jsonable) + "\n").encode()
+                        )
         # Yield outside the connection: a slow client never holds a read transaction open.
         yield from out
 
     def csv(self, ids: Iterator[str]) -> Iterator[str]:
-        cols = [c for c in ("id", "title", "source", "model", "started_at", "ended_at",
-                            "end_reason", "parent_session_id", "message_count", "tool_call_count",
-                            "api_call_count", "input_tokens", "output_tokens", "cache_read_tokens",
-                            "cache_write_tokens", "reasoning_tokens", "estimated_cost_usd",
-                            "actual_cost_usd", "cost_status", "billing_provider")
-                if self.schema.has("sessions", c)]
+        cols = [
+            c
+            for c in (
+                "id",
+                "title",
+                "source",
+                "model",
+                "started_at",
+                "ended_at",
+                "end_reason",
+                "parent_session_id",
+                "message_count",
+                "tool_call_count",
+                "api_call_count",
+                *SESSION_FIGURES,
+                "cost_status",
+                "billing_provider",
+            )
+            if self.schema.has("sessions", c)
+        ]
         yield _csv_line(cols)
         batch: list[str] = []
         for sid in ids:
@@ -137,13 +170,19 @@ class Exporter:
             yield from self._csv_rows(batch, cols)
 
     def _csv_rows(self, ids: list[str], cols: list[str]) -> Iterator[str]:
-        rows = {r["id"]: r for r in self.r.rows(
-            f"SELECT {', '.join(cols)} FROM sessions WHERE id IN ({','.join('?' * len(ids))})", ids)}
+        rows = {
+            r["id"]: r
+            for r in self.r.rows(
+                f"SELECT {', '.join(cols)} FROM sessions WHERE id IN ({','.join('?' * len(ids))})",
+                ids,
+            )
+        }
         for sid in ids:
             r = rows.get(sid)
             if r:
-                yield _csv_line([_iso(r[c]) if c in ("started_at", "ended_at") else r[c]
-                                 for c in cols])
+                yield _csv_line(
+                    [_iso(r[c]) if c in ("started_at", "ended_at") else r[c] for c in cols]
+                )
 
     def markdown(self, ids: Iterator[str]) -> Iterator[str]:
         for n, sid in enumerate(ids):
@@ -152,24 +191,39 @@ class Exporter:
                 continue
             if n:
                 yield "\n\n---\n\n"
-            yield f"# {s.get('title') or sid}\n\n"
-            for key in ("id", "source", "model", "started_at", "ended_at", "end_reason",
-                        "parent_session_id", "input_tokens", "output_tokens",
-                        "estimated_cost_usd", "actual_cost_usd"):
+            yield f"# {_inline(s.get('title') or sid)}\n\n"
+            for key in (
+                "id",
+                "source",
+                "model",
+                "started_at",
+                "ended_at",
+                "end_reason",
+                "parent_session_id",
+                "input_tokens",
+                "output_tokens",
+                "estimated_cost_usd",
+                "actual_cost_usd",
+            ):
                 if s.get(key) is not None:
                     value = _iso(s[key]) if key in ("started_at", "ended_at") else s[key]
-                    yield f"- **{key}**: {value}\n"
+                    yield f"- **{key}**: {_inline(value)}\n"
             for m in self._messages_in_batches(sid):
-                who = m["role"] + (f" · {m['tool_name']}" if m.get("tool_name") else "")
+                who = _inline(m["role"]) + (
+                    f" · {_inline(m['tool_name'])}" if m.get("tool_name") else ""
+                )
                 yield f"\n## {who} — {_iso(m['timestamp'])}\n\n"
                 text = "\n\n".join(p["text"] for p in content_parts(m.get("content")))
                 if m["role"] == "tool":
                     yield _fence(pretty_json(text), "json") if text else ""
                 elif text:
-                    yield text + "\n"
+                    # Fenced: a message cannot fake a "## user — <date>" heading of its own
+                    # or carry raw HTML into a Markdown viewer.
+                    yield _fence(text, "markdown")
                 for call in parse_tool_calls(m.get("tool_calls")):
-                    yield f"\n**Tool call** `{call['name']}`\n\n" + _fence(
-                        pretty_json(call["arguments"]), "json")
+                    yield f"\n**Tool call** {_inline(call['name'])}\n\n" + _fence(
+                        pretty_json(call["arguments"]), "json"
+                    )
 
     def _messages_in_batches(self, session_id: str, size: int = 500) -> Iterator[dict[str, Any]]:
         """A session's messages in keyset batches: each batch is one short read, and nothing
@@ -180,8 +234,10 @@ class Exporter:
             if after:
                 cond = " AND (timestamp, id) > (?, ?)"
                 params += list(after)
-            rows = self.r.rows(f"SELECT * FROM messages WHERE session_id = ?{cond} "
-                               "ORDER BY timestamp, id LIMIT ?", [*params, size])
+            rows = self.r.rows(
+                f"SELECT * FROM messages WHERE session_id = ?{cond} ORDER BY timestamp, id LIMIT ?",
+                [*params, size],
+            )
             yield from rows
             if len(rows) < size:
                 return
@@ -193,6 +249,14 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "replace")
     return str(value)
+
+
+def _inline(value: Any) -> str:
+    """Untrusted text on one Markdown line: no line breaks, HTML escaped, and no character that
+    starts Markdown syntax at the beginning (a heading, a list, a quote)."""
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "\\" + text if text[:1] in "#-*+>|=`~[!_" and text else text
 
 
 def _fence(text: str, lang: str) -> str:
@@ -211,6 +275,7 @@ def _iso(ts: Any) -> str:
 
 def _csv_line(values: list[Any]) -> str:
     buf = io.StringIO()
-    csv.writer(buf).writerow([("'" + v) if isinstance(v, str) and v[:1] in "=+-@\t\r" and v
-                              else v for v in values])
+    csv.writer(buf).writerow(
+        [("'" + v) if isinstance(v, str) and v[:1] in "=+-@\t\r" and v else v for v in values]
+    )
     return buf.getvalue()

@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .reader import Reader
-from .sessions import like_escape
+from webui.db import sql
+from webui.db.reader import Reader
+from webui.db.sessions import like_escape
+from webui.db.sql import SESSION_FIGURES
 
 MAX_NODES = 20_000
 
@@ -17,8 +19,8 @@ MAX_NODES = 20_000
 @dataclass
 class Lineage:
     root: str
-    nodes: list[dict[str, Any]]            # in (started_at, id) order
-    dangling_parent: str | None = None     # the root's parent, when it no longer exists
+    nodes: list[dict[str, Any]]  # in (started_at, id) order
+    dangling_parent: str | None = None  # the root's parent, when it no longer exists
     cycle: bool = False
     truncated: bool = False
     totals: dict[str, Any] = field(default_factory=dict)
@@ -28,9 +30,12 @@ class Lineage:
         return {n["id"]: n for n in self.nodes}
 
 
-TOTAL_COLUMNS = ("message_count", "tool_call_count", "api_call_count", "input_tokens",
-                 "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-                 "estimated_cost_usd", "actual_cost_usd")
+TOTAL_COLUMNS = (
+    "message_count",
+    "tool_call_count",
+    "api_call_count",
+    *SESSION_FIGURES,
+)
 
 
 class LineageStore:
@@ -52,7 +57,9 @@ class LineageStore:
             f" LIMIT {MAX_NODES})"
             " SELECT up.id AS id, up.parent AS parent, s.started_at AS started_at,"
             " (SELECT COUNT(*) FROM sessions p WHERE p.id = up.parent) AS parent_exists"
-            " FROM up JOIN sessions s ON s.id = up.id", [session_id])
+            " FROM up JOIN sessions s ON s.id = up.id",
+            [session_id],
+        )
 
     def ancestors(self, session_id: str) -> list[dict[str, Any]]:
         """From the root down to ``session_id``'s parent (root first)."""
@@ -84,25 +91,27 @@ class LineageStore:
 
     def tree(self, session_id: str) -> Lineage:
         root, dangling, cycle = self._root_of(session_id)
-        cols = ", ".join(f"{self.col(c)} AS {c}" for c in (
-            "title", "end_reason", "ended_at", "model", *TOTAL_COLUMNS))
+        cols = ", ".join(
+            f"{self.col(c)} AS {c}"
+            for c in ("title", "end_reason", "ended_at", "model", *TOTAL_COLUMNS)
+        )
         rows = self.r.rows(
-            "WITH RECURSIVE down(id) AS ("
-            " SELECT ?"
-            " UNION"
-            " SELECT s.id FROM sessions s JOIN down ON s.parent_session_id = down.id"
-            f" LIMIT {MAX_NODES + 1})"
+            f"{sql.descendants_cte(MAX_NODES + 1)}"
             f" SELECT s.id AS id, s.parent_session_id AS parent_session_id, s.source AS source,"
             f" s.started_at AS started_at, {cols},"
-            " (SELECT substr(m.content, 1, 200) FROM messages m WHERE m.session_id = s.id AND"
+            f" (SELECT substr({sql.col(self.schema, 'content', 'm', 'messages')}, 1, 200)"
+            " FROM messages m WHERE m.session_id = s.id AND"
             "  m.role = 'user' ORDER BY m.timestamp, m.id LIMIT 1) AS preview,"
             " COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id),"
             "  s.started_at) AS last_active"
-            " FROM down JOIN sessions s ON s.id = down.id ORDER BY s.started_at, s.id", [root])
+            " FROM down JOIN sessions s ON s.id = down.id ORDER BY s.started_at, s.id",
+            [root],
+        )
         truncated = len(rows) > MAX_NODES
         rows = rows[:MAX_NODES]
-        lineage = Lineage(root=root, nodes=rows, dangling_parent=dangling, cycle=cycle,
-                          truncated=truncated)
+        lineage = Lineage(
+            root=root, nodes=rows, dangling_parent=dangling, cycle=cycle, truncated=truncated
+        )
         lineage.totals = totals(rows)
         classify_edges(lineage)
         return lineage
@@ -110,17 +119,23 @@ class LineageStore:
     def has_family(self, session: dict[str, Any]) -> bool:
         if session.get("parent_session_id"):
             return True
-        return self.r.one("SELECT 1 AS x FROM sessions WHERE parent_session_id = ? LIMIT 1",
-                          [session["id"]]) is not None
+        return (
+            self.r.one(
+                "SELECT 1 AS x FROM sessions WHERE parent_session_id = ? LIMIT 1", [session["id"]]
+            )
+            is not None
+        )
 
     def _brief(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+            chunk = ids[i : i + 500]
             for r in self.r.rows(
-                    f"SELECT s.id AS id, {self.col('title')} AS title, s.source AS source, "
-                    f"{self.col('end_reason')} AS end_reason, s.started_at AS started_at "
-                    f"FROM sessions s WHERE s.id IN ({','.join('?' * len(chunk))})", chunk):
+                f"SELECT s.id AS id, {self.col('title')} AS title, s.source AS source, "
+                f"{self.col('end_reason')} AS end_reason, s.started_at AS started_at "
+                f"FROM sessions s WHERE s.id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ):
                 out[r["id"]] = r
         return out
 
@@ -129,8 +144,11 @@ class LineageStore:
         so ASCII case is ignored, wildcards escaped), else the exact title, else None."""
         if not self.schema.has("sessions", "title"):
             return None
-        row = self.r.one("SELECT id FROM sessions WHERE title LIKE ? ESCAPE '\\' "
-                         "ORDER BY started_at DESC LIMIT 1", [like_escape(title) + " #%"])
+        row = self.r.one(
+            "SELECT id FROM sessions WHERE title LIKE ? ESCAPE '\\' "
+            "ORDER BY started_at DESC LIMIT 1",
+            [like_escape(title) + " #%"],
+        )
         if row:
             return row["id"]
         row = self.r.one("SELECT id FROM sessions WHERE title = ? LIMIT 1", [title])
@@ -138,29 +156,41 @@ class LineageStore:
 
 
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    t: dict[str, Any] = {c: 0 for c in TOTAL_COLUMNS}
+    t: dict[str, Any] = dict.fromkeys(TOTAL_COLUMNS, 0)
     t["estimated_cost_usd"] = t["actual_cost_usd"] = 0.0
     cost = 0.0
     for r in rows:
         for c in TOTAL_COLUMNS:
-            t[c] += r.get(c) or 0
-        cost += r.get("actual_cost_usd") if r.get("actual_cost_usd") is not None \
-            else (r.get("estimated_cost_usd") or 0)
+            t[c] += _number(r.get(c))
+        actual = r.get("actual_cost_usd")
+        cost += _number(actual if actual is not None else r.get("estimated_cost_usd"))
     t["cost_usd"] = round(cost, 10)
     t["estimated_cost_usd"] = round(t["estimated_cost_usd"], 10)
     t["actual_cost_usd"] = round(t["actual_cost_usd"], 10)
     t["segments"] = len(rows)
-    t["started_at"] = min((r["started_at"] for r in rows), default=None)
-    t["last_active"] = max((max(r.get("ended_at") or 0, r.get("last_active") or 0)
-                            for r in rows), default=None)
+    t["started_at"] = min((_number(r["started_at"]) for r in rows), default=None)
+    t["last_active"] = max(
+        (max(_number(r.get("ended_at")), _number(r.get("last_active"))) for r in rows),
+        default=None,
+    )
     return t
+
+
+def _number(value: Any) -> float:
+    """A figure from a row written by anyone: text, NULL or garbage count as 0, never raise."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 def edge_kind(parent: dict[str, Any], child: dict[str, Any]) -> str:
     """compression / branch / subagent / other, from the parent's end reason and timing."""
     ended = parent.get("ended_at")
     if ended is None or child["started_at"] < ended - 1.0:
-        return "subagent"   # started while the parent was still running
+        return "subagent"  # started while the parent was still running
     reason = parent.get("end_reason") or ""
     if reason == "compression":
         return "compression"

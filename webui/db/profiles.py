@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import create_engine
 
-from .errors import LogbookDBError, StartupError
-from .reader import engine_options
-from .schema import check_database
+from webui.db.errors import LogbookDBError, StartupError
+from webui.db.reader import engine_options
+from webui.db.schema import check_database
 
 if TYPE_CHECKING:
     from flask import Flask
 
-    from . import Logbook
+    from webui.db import Logbook
 
 MARKERS = ("config.yaml", ".env", "SOUL.md", "profile.yaml", "auth.json", "state.db")
 DEFAULT = "default"
@@ -43,10 +43,10 @@ class UnknownProfile(LogbookDBError):
 class Profile:
     name: str
     path: Path
-    status: str = "ok"              # ok / missing / error
+    status: str = "ok"  # ok / missing / error
     message: str = ""
     version: int | None = None
-    logbook: "Logbook | None" = field(default=None, repr=False)
+    logbook: Logbook | None = field(default=None, repr=False)
 
 
 def discover(root: Path) -> list[tuple[str, Path]]:
@@ -62,22 +62,25 @@ def discover(root: Path) -> list[tuple[str, Path]]:
 
 
 class Profiles:
-    def __init__(self, app: "Flask", root: Path, primary: "Logbook", primary_name: str):
+    def __init__(self, app: Flask, root: Path, primary: Logbook, primary_name: str):
         self.app = app
         self.root = root
         self.primary_name = primary_name
         self._lock = threading.Lock()
         self._profiles: dict[str, Profile] = {
-            primary_name: Profile(primary_name, primary.opened.path,
-                                  version=primary.schema.version, logbook=primary)}
+            primary_name: Profile(
+                primary_name, primary.opened.path, version=primary.schema.version, logbook=primary
+            )
+        }
         self._scanned = 0.0
 
     def all(self) -> list[Profile]:
         with self._lock:
             if time.monotonic() - self._scanned > RESCAN_S:
                 self._rescan()
-            return sorted(self._profiles.values(),
-                          key=lambda p: (p.name != self.primary_name, p.name))
+            return sorted(
+                self._profiles.values(), key=lambda p: (p.name != self.primary_name, p.name)
+            )
 
     def _rescan(self) -> None:
         self._scanned = time.monotonic()
@@ -99,7 +102,8 @@ class Profiles:
             opened = check_database(path)
         except StartupError as exc:
             return Profile(name, path, "error", str(exc).split(" (tried:")[0])
-        from . import build_logbook
+        from webui.db import build_logbook
+
         engine = create_engine("sqlite://", **engine_options(opened, pool_size=4))
         lb = build_logbook(self.app, opened, engine=lambda: engine)
         return Profile(name, path, "ok", version=opened.schema.version, logbook=lb)
@@ -110,7 +114,7 @@ class Profiles:
                 return p
         raise UnknownProfile(f"There is no Hermes profile named “{name}”.")
 
-    def logbook(self, name: str) -> "Logbook":
+    def logbook(self, name: str) -> Logbook:
         p = self.get(name)
         if p.logbook is None:
             raise ProfileUnavailable(f"Profile “{name}” cannot be read: {p.message}.")

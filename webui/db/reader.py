@@ -9,6 +9,7 @@ Every page query goes through :meth:`Reader.rows` (or its siblings), which
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import time
@@ -21,8 +22,9 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import QueuePool
 
-from .errors import BadRequest, DatabaseBusy, DatabaseUnavailable, QueryTimeout
-from .schema import OpenedDatabase, Schema, connect_readonly
+from webui.db import deadline as request_deadline
+from webui.db.errors import BadRequest, DatabaseBusy, DatabaseUnavailable, QueryTimeout
+from webui.db.schema import OpenedDatabase, Schema, connect_readonly, inspect
 
 db = SQLAlchemy()
 
@@ -37,6 +39,19 @@ def _code(exc: BaseException) -> int | None:
     inner = getattr(exc, "orig", exc)
     code = getattr(inner, "sqlite_errorcode", None)
     return code & 0xFF if isinstance(code, int) else None
+
+
+TOOK_TOO_LONG = (
+    "This took too long and was stopped so the server stays responsive. Narrow it (a source, "
+    "a date range, more specific words) and try again."
+)
+# The watchdog interrupts a statement this long after its deadline, if the progress handler
+# (which normally stops it at the deadline) was not called in time.
+WATCHDOG_GRACE_S = 0.05
+
+# How often a request may stat() the database file to notice it was deleted or replaced.
+IDENTITY_CHECK_S = 1.0
+
 # The progress handler runs every this many SQLite VM instructions: often enough to stop
 # within a millisecond or two of the deadline, rarely enough to cost nothing measurable.
 PROGRESS_STEPS = 1_000
@@ -61,27 +76,87 @@ def engine_options(opened: OpenedDatabase, pool_size: int) -> dict[str, Any]:
 
 
 class Reader:
-    def __init__(self, opened: OpenedDatabase, *, time_limit_s: float = 5.0,
-                 retries: int = 4, engine: Callable[[], Engine] | None = None):
+    def __init__(
+        self,
+        opened: OpenedDatabase,
+        *,
+        time_limit_s: float = 5.0,
+        retries: int = 4,
+        engine: Callable[[], Engine] | None = None,
+    ):
         self.opened = opened
         # The primary database's engine is Flask-SQLAlchemy's; other profiles bring their own.
         self._engine = engine or (lambda: db.engine)
         self.schema: Schema = opened.schema
         self.time_limit_s = time_limit_s
         self.retries = retries
+        self._identity: tuple[int, int] | None = None
+        self._identity_checked = 0.0
 
     # -- plumbing -------------------------------------------------------------------------
 
+    def _check_identity(self) -> None:
+        """Notice, at most once a second, a state.db deleted or replaced under us: a deleted
+        file answers 503 with what happened; a replaced one is reopened (pooled connections
+        still hold the old file), unless its schema differs, which needs a restart."""
+        now = time.monotonic()
+        if now - self._identity_checked < IDENTITY_CHECK_S:
+            return
+        self._identity_checked = now
+        path = self.opened.path
+        try:
+            st = os.stat(path)
+        except OSError:
+            self._engine().dispose()
+            raise DatabaseUnavailable(
+                f"The database file {path} is gone (deleted or moved while Logbook was "
+                "running). Put it back, or restart Logbook with the right --db."
+            ) from None
+        identity = (st.st_dev, st.st_ino)
+        if self._identity is None:
+            self._identity = identity
+            return
+        if identity == self._identity:
+            return
+        try:
+            conn = connect_readonly(path, immutable=self.opened.immutable)
+            try:
+                fresh = inspect(conn)
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            fresh = None
+        if fresh is None or fresh.columns != self.schema.columns:
+            raise DatabaseUnavailable(
+                f"The database file {path} was replaced by one Logbook cannot read with "
+                "what it learned at start-up (another schema). Restart Logbook to read it."
+            )
+        self._identity = identity
+        self._engine().dispose()  # new connections open the new file
+
+    def _limit(self, time_limit_s: float | None) -> float:
+        """This query's time: the default limit, cut to what is left of the request's
+        deadline. An explicit limit (exports, prune) is the caller's own budget."""
+        if time_limit_s is not None:
+            return time_limit_s
+        left = request_deadline.remaining()
+        return self.time_limit_s if left is None else min(self.time_limit_s, left)
+
     @contextmanager
     def _raw(self, time_limit_s: float | None) -> Iterator[sqlite3.Connection]:
-        limit = self.time_limit_s if time_limit_s is None else time_limit_s
+        limit = self._limit(time_limit_s)
+        if limit <= 0:
+            raise QueryTimeout(TOOK_TOO_LONG)
+        self._check_identity()
         with self._engine().connect() as conn:
             raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
             deadline = time.monotonic() + limit
-            raw.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0,
-                                     PROGRESS_STEPS)
+            raw.set_progress_handler(
+                lambda: 1 if time.monotonic() > deadline else 0, PROGRESS_STEPS
+            )
             try:
-                yield raw
+                with request_deadline.WATCHDOG.watch(raw, deadline + WATCHDOG_GRACE_S):
+                    yield raw
             finally:
                 raw.set_progress_handler(None, 0)
 
@@ -97,11 +172,7 @@ class Reader:
                 msg = str(getattr(exc, "orig", exc)).lower()
                 code = _code(exc)
                 if code == SQLITE_INTERRUPT:
-                    limit = self.time_limit_s if time_limit_s is None else time_limit_s
-                    raise QueryTimeout(
-                        f"This query took longer than {limit:g} s and was stopped so the "
-                        "server stays responsive. Narrow it (a source, a date range, "
-                        "more specific words) and try again.") from None
+                    raise QueryTimeout(TOOK_TOO_LONG) from None
                 if code in TRANSIENT and attempt < self.retries:
                     attempt += 1
                     time.sleep(random.uniform(0.02, 0.12) * attempt)
@@ -109,24 +180,29 @@ class Reader:
                 if code in TRANSIENT:
                     raise DatabaseBusy(
                         "The Hermes database is busy (locked by the gateway or a "
-                        "checkpoint). Try again in a moment.") from None
+                        "checkpoint). Try again in a moment."
+                    ) from None
                 if "unable to open" in msg or "no such table" in msg:
                     raise DatabaseUnavailable(
-                        f"The database {self.opened.path} cannot be read right now.") from None
+                        f"The database {self.opened.path} cannot be read right now."
+                    ) from None
                 raise
             except (sqlite3.DatabaseError, sa_exc.DatabaseError) as exc:
                 msg = str(getattr(exc, "orig", exc))
                 raise DatabaseUnavailable(
-                    f"The database {self.opened.path} could not be read ({msg}).") from None
+                    f"The database {self.opened.path} could not be read ({msg})."
+                ) from None
 
     # -- public API -------------------------------------------------------------------------
 
-    def rows(self, sql: str, params: Sequence[Any] = (), *,
-             time_limit_s: float | None = None) -> list[dict[str, Any]]:
+    def rows(
+        self, sql: str, params: Sequence[Any] = (), *, time_limit_s: float | None = None
+    ) -> list[dict[str, Any]]:
         def fn(raw: sqlite3.Connection):
             cur = raw.execute(sql, tuple(params))
             names = [d[0] for d in cur.description or ()]
-            return [dict(zip(names, r)) for r in cur.fetchall()]
+            return [dict(zip(names, r, strict=False)) for r in cur.fetchall()]
+
         return self._run(fn, time_limit_s)
 
     def one(self, sql: str, params: Sequence[Any] = (), **kw) -> dict[str, Any] | None:
@@ -137,6 +213,7 @@ class Reader:
         def fn(raw: sqlite3.Connection):
             row = raw.execute(sql, tuple(params)).fetchone()
             return row[0] if row else None
+
         return self._run(fn, kw.get("time_limit_s"))
 
     @contextmanager

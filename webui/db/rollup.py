@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .reader import Reader
-from .schema import readonly_uri
+from webui.db.reader import Reader
+from webui.db.schema import readonly_uri
 
 BATCH = 100_000
 VERSION = "2"
@@ -57,13 +57,13 @@ class Rollup:
         self.has_tool_name = reader.schema.has("messages", "tool_name")
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=5, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute("PRAGMA journal_mode = WAL")   # our own file: readers beside the refresher
+        conn = sqlite3.connect(self.path, timeout=5, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode = WAL")  # our own file: readers beside the refresher
         conn.executescript(SCHEMA)
         # The state database, attached read-only, so panels join rollup rows to sessions.
-        conn.execute("ATTACH DATABASE ? AS st", (readonly_uri(self.r.opened.path,
-                                                               self.r.opened.immutable),))
+        conn.execute(
+            "ATTACH DATABASE ? AS st", (readonly_uri(self.r.opened.path, self.r.opened.immutable),)
+        )
         return conn
 
     def _meta(self, conn: sqlite3.Connection) -> dict[str, str]:
@@ -73,9 +73,10 @@ class Rollup:
         conn.execute("BEGIN")
         for table in ("roles", "tools", "hours", "sess", "meta"):
             conn.execute(f"DELETE FROM main.{table}")
-        conn.executemany("INSERT INTO main.meta VALUES (?, ?)",
-                         [("version", VERSION), ("max_id", "0"), ("counted", "0"),
-                          ("sessions", "")])
+        conn.executemany(
+            "INSERT INTO main.meta VALUES (?, ?)",
+            [("version", VERSION), ("max_id", "0"), ("counted", "0"), ("sessions", "")],
+        )
         conn.execute("COMMIT")
 
     def refresh(self, budget_s: float = 0.4) -> Coverage:
@@ -91,9 +92,15 @@ class Rollup:
                 max_id, counted = int(meta["max_id"]), int(meta["counted"])
                 # Rows that went away underneath (a prune, a delete) show as fewer messages up
                 # to max_id. Counted as all minus the newer ones: two fast index counts.
-                if max_id and self.r.scalar(
+                if (
+                    max_id
+                    and self.r.scalar(
                         "SELECT (SELECT COUNT(*) FROM messages) - (SELECT COUNT(*) FROM messages "
-                        "WHERE id > ?)", [max_id]) != counted:
+                        "WHERE id > ?)",
+                        [max_id],
+                    )
+                    != counted
+                ):
                     self._reset(conn)
                     max_id = counted = 0
                 self._sync_sessions(conn, self._meta(conn).get("sessions", ""))
@@ -103,8 +110,10 @@ class Rollup:
                     counted += self._add_range(conn, max_id, hi)
                     max_id = hi
                     conn.execute("BEGIN")
-                    conn.executemany("INSERT OR REPLACE INTO main.meta VALUES (?, ?)",
-                                     [("max_id", str(max_id)), ("counted", str(counted))])
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO main.meta VALUES (?, ?)",
+                        [("max_id", str(max_id)), ("counted", str(counted))],
+                    )
                     conn.execute("COMMIT")
                 return Coverage(max_id, db_max, counted)
             finally:
@@ -115,17 +124,22 @@ class Rollup:
         deleted one). A model changed later inside an existing session shows here with the
         next change of the set."""
         model = "model" if self.r.schema.has("sessions", "model") else "NULL"
-        token = self.r.one("SELECT COUNT(*) AS n, MAX(rowid) AS m, MAX(started_at) AS s "
-                           "FROM sessions") or {}
+        token = (
+            self.r.one("SELECT COUNT(*) AS n, MAX(rowid) AS m, MAX(started_at) AS s FROM sessions")
+            or {}
+        )
         token_s = f"{token.get('n')}-{token.get('m')}-{token.get('s')}"
         if token_s == seen:
             return
-        rows = self.r.rows(f"SELECT id, started_at, source, {model} AS model FROM sessions",
-                           time_limit_s=30)
+        rows = self.r.rows(
+            f"SELECT id, started_at, source, {model} AS model FROM sessions", time_limit_s=30
+        )
         conn.execute("BEGIN")
         conn.execute("DELETE FROM main.sess")
-        conn.executemany("INSERT INTO main.sess VALUES (?, ?, ?, ?)",
-                         [(r["id"], r["started_at"], r["source"], r["model"]) for r in rows])
+        conn.executemany(
+            "INSERT INTO main.sess VALUES (?, ?, ?, ?)",
+            [(r["id"], r["started_at"], r["source"], r["model"]) for r in rows],
+        )
         conn.execute("INSERT OR REPLACE INTO main.meta VALUES ('sessions', ?)", (token_s,))
         conn.execute("COMMIT")
 
@@ -136,7 +150,9 @@ class Rollup:
             "CAST(strftime('%w', timestamp, 'unixepoch', 'localtime') AS INTEGER) AS dow, "
             "CAST(strftime('%H', timestamp, 'unixepoch', 'localtime') AS INTEGER) AS hour, "
             "COUNT(*) AS n FROM messages WHERE id > ? AND id <= ? GROUP BY 1, 2, 3, 4, 5",
-            [lo, hi], time_limit_s=30)
+            [lo, hi],
+            time_limit_s=30,
+        )
         roles: dict[tuple, int] = {}
         tools: dict[tuple, int] = {}
         hours: dict[tuple, int] = {}
@@ -151,12 +167,19 @@ class Rollup:
             k = (r["session_id"], r["dow"], r["hour"])
             hours[k] = hours.get(k, 0) + n
         conn.execute("BEGIN")
-        conn.executemany("INSERT INTO main.roles VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET "
-                         "n = n + excluded.n", [(*k, v) for k, v in roles.items()])
-        conn.executemany("INSERT INTO main.tools VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET "
-                         "n = n + excluded.n", [(*k, v) for k, v in tools.items()])
-        conn.executemany("INSERT INTO main.hours VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
-                         "n = n + excluded.n", [(*k, v) for k, v in hours.items()])
+        conn.executemany(
+            "INSERT INTO main.roles VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n",
+            [(*k, v) for k, v in roles.items()],
+        )
+        conn.executemany(
+            "INSERT INTO main.tools VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n",
+            [(*k, v) for k, v in tools.items()],
+        )
+        conn.executemany(
+            "INSERT INTO main.hours VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+            "n = n + excluded.n",
+            [(*k, v) for k, v in hours.items()],
+        )
         conn.execute("COMMIT")
         return total
 
@@ -168,7 +191,7 @@ class Rollup:
             conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
             cur = conn.execute(sql, params)
             names = [d[0] for d in cur.description]
-            return [dict(zip(names, r)) for r in cur.fetchall()]
+            return [dict(zip(names, r, strict=False)) for r in cur.fetchall()]
         finally:
             conn.close()
 
@@ -178,14 +201,19 @@ class Rollup:
         return self.query(
             "SELECT t.tool_name AS tool, SUM(t.n) AS calls FROM main.tools t JOIN main.sess s "
             f"ON s.session_id = t.session_id WHERE {where} GROUP BY 1 ORDER BY calls DESC, tool",
-            params)
+            params,
+        )
 
     def heatmap(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
         return self.query(
             "SELECT h.dow AS dow, h.hour AS hour, SUM(h.n) AS messages FROM main.hours h JOIN "
-            f"main.sess s ON s.session_id = h.session_id WHERE {where} GROUP BY 1, 2", params)
+            f"main.sess s ON s.session_id = h.session_id WHERE {where} GROUP BY 1, 2",
+            params,
+        )
 
     def messages_by_source(self) -> list[dict[str, Any]]:
         return self.query(
             "SELECT s.source AS source, SUM(r.n) AS messages FROM main.roles r JOIN main.sess s "
-            "ON s.session_id = r.session_id GROUP BY 1 ORDER BY messages DESC", [])
+            "ON s.session_id = r.session_id GROUP BY 1 ORDER BY messages DESC",
+            [],
+        )

@@ -13,21 +13,55 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.request import pathname2url
 
-from .errors import StartupError
+from webui.db.errors import StartupError
 
 # The columns of the documented schema (v11). Anything else a newer Hermes adds is "extra"
 # and shown in the viewer's metadata table rather than silently dropped.
 KNOWN_SESSION_COLUMNS = (
-    "id", "source", "user_id", "model", "model_config", "system_prompt", "parent_session_id",
-    "started_at", "ended_at", "end_reason", "message_count", "tool_call_count", "input_tokens",
-    "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-    "billing_provider", "billing_base_url", "billing_mode", "estimated_cost_usd",
-    "actual_cost_usd", "cost_status", "cost_source", "pricing_version", "title", "api_call_count",
+    "id",
+    "source",
+    "user_id",
+    "model",
+    "model_config",
+    "system_prompt",
+    "parent_session_id",
+    "started_at",
+    "ended_at",
+    "end_reason",
+    "message_count",
+    "tool_call_count",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "billing_provider",
+    "billing_base_url",
+    "billing_mode",
+    "estimated_cost_usd",
+    "actual_cost_usd",
+    "cost_status",
+    "cost_source",
+    "pricing_version",
+    "title",
+    "api_call_count",
 )
 KNOWN_MESSAGE_COLUMNS = (
-    "id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
-    "token_count", "finish_reason", "reasoning", "reasoning_content", "reasoning_details",
-    "codex_reasoning_items", "codex_message_items",
+    "id",
+    "session_id",
+    "role",
+    "content",
+    "tool_call_id",
+    "tool_calls",
+    "tool_name",
+    "timestamp",
+    "token_count",
+    "finish_reason",
+    "reasoning",
+    "reasoning_content",
+    "reasoning_details",
+    "codex_reasoning_items",
+    "codex_message_items",
 )
 REQUIRED = {
     "sessions": ("id", "source", "started_at"),
@@ -94,19 +128,33 @@ def readonly_uri(path: str | os.PathLike, immutable: bool = False) -> str:
     return uri + "&immutable=1" if immutable else uri
 
 
-def connect_readonly(path: str | os.PathLike, *, immutable: bool = False,
-                     busy_timeout_s: float = 0.25) -> sqlite3.Connection:
+def connect_readonly(
+    path: str | os.PathLike, *, immutable: bool = False, busy_timeout_s: float = 0.25
+) -> sqlite3.Connection:
     """A read-only connection. ``query_only`` is a per-connection switch (not persisted) and a
     second guard: even a bug in our SQL cannot write through a page connection."""
-    conn = sqlite3.connect(readonly_uri(path, immutable), uri=True, timeout=busy_timeout_s,
-                           check_same_thread=False, isolation_level=None)
+    conn = sqlite3.connect(
+        readonly_uri(path, immutable),
+        uri=True,
+        timeout=busy_timeout_s,
+        check_same_thread=False,
+        isolation_level=None,
+    )
     conn.execute("PRAGMA query_only = 1")
+    # One bad row must not take a page down: text that is not valid UTF-8 is shown with
+    # replacement characters (U+FFFD marks the damage) instead of raising.
+    conn.text_factory = decode_text
     return conn
+
+
+def decode_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
 
 
 def inspect(conn: sqlite3.Connection) -> Schema:
     rows = conn.execute(
-        "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+        "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'view')"
+    ).fetchall()
     tables = frozenset(r[1] for r in rows)
     columns: dict[str, tuple[str, ...]] = {}
     for name in ("sessions", "messages", "session_model_usage"):
@@ -149,7 +197,8 @@ def check_database(path: str | os.PathLike, tried: list[str] | None = None) -> O
         where = ", ".join(tried_list)
         return StartupError(
             f"{why} (tried: {where}). Run with --demo to explore a demo database, "
-            f"or --db PATH to open another Hermes state.db.")
+            f"or --db PATH to open another Hermes state.db."
+        )
 
     if not p.exists():
         raise fail(f"no Hermes database at {p}")
@@ -190,7 +239,9 @@ def check_database(path: str | os.PathLike, tried: list[str] | None = None) -> O
 
     missing = [f"{t}.{c}" for t, cols in REQUIRED.items() for c in cols if not schema.has(t, c)]
     if missing:
-        raise fail(f"{p} is an SQLite file but not a Hermes state.db (missing {', '.join(missing)})")
+        raise fail(
+            f"{p} is an SQLite file but not a Hermes state.db (missing {', '.join(missing)})"
+        )
     return OpenedDatabase(path=p, schema=schema, immutable=immutable, size_bytes=file_size(p))
 
 

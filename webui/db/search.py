@@ -18,15 +18,15 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..content import plain_text
-from ..searchsyntax import Plan
-from .errors import BadRequest, LogbookDBError
-from .reader import Reader
-from .sessions import date_range, like_escape
+from webui.db.errors import BadRequest, LogbookDBError
+from webui.db.reader import Reader
+from webui.db.sessions import date_range, like_escape
+from webui.hermes.content import plain_text
+from webui.hermes.search import Plan, explain_fts_problem
 
 PAGE_SIZE = 50
-MAX_RESULTS = 1000          # deepest result reachable by paging
-RANK_CAP = 20_000           # above this many matches, newest first instead of bm25
+MAX_RESULTS = 1000  # deepest result reachable by paging
+RANK_CAP = 20_000  # above this many matches, newest first instead of bm25
 # Private-use characters mark matches inside snippets; literal ">>>"/"<<<" in messages (Python
 # prompts, heredocs) are then never mistaken for markers.
 MARK_START, MARK_END = "\ue000", "\ue001"
@@ -94,46 +94,71 @@ class SearchStore:
         try:
             self.r.rows(f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT 1", [expression])
             return None
-        except (sqlite3.Error, LogbookDBError) as exc:
-            return getattr(exc, "message", None) or str(exc)
+        except LogbookDBError as exc:
+            if exc.status == 503:  # took too long: that is no verdict on the syntax
+                raise
+            return exc.message
+        except sqlite3.Error as exc:
+            return str(exc)
 
     def fts(self, table: str, expression: str, f: SearchFilters, page: int) -> SearchResult:
         where, params = self._filters(f)
-        base = (f"FROM {table} JOIN messages m ON m.id = {table}.rowid "
-                f"JOIN sessions s ON s.id = m.session_id WHERE {table} MATCH ?{where}")
+        base = (
+            f"FROM {table} JOIN messages m ON m.id = {table}.rowid "
+            f"JOIN sessions s ON s.id = m.session_id WHERE {table} MATCH ?{where}"
+        )
         # Without filters the count needs no joins: the FTS index alone answers it.
         counted = base if where else f"FROM {table} WHERE {table} MATCH ?"
-        n = self.r.scalar(f"SELECT COUNT(*) FROM (SELECT 1 {counted} LIMIT {RANK_CAP + 1})",
-                          [expression, *params])
+        n = self.r.scalar(
+            f"SELECT COUNT(*) FROM (SELECT 1 {counted} LIMIT {RANK_CAP + 1})", [expression, *params]
+        )
         ranked = n <= RANK_CAP
         order = f"{table}.rank, m.id" if ranked else f"{table}.rowid DESC"
         offset = (page - 1) * PAGE_SIZE
-        ids = [r["id"] for r in self.r.rows(
-            f"SELECT m.id AS id {base} ORDER BY {order} LIMIT ? OFFSET ?",
-            [expression, *params, PAGE_SIZE + 1, offset])]
+        ids = [
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT m.id AS id {base} ORDER BY {order} LIMIT ? OFFSET ?",
+                [expression, *params, PAGE_SIZE + 1, offset],
+            )
+        ]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
         snippets = {}
         if ids:
-            select = (f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) "
-                      f"AS snippet FROM {table} WHERE {table} MATCH ? AND ")
+            select = (
+                f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) "
+                f"AS snippet FROM {table} WHERE {table} MATCH ? AND "
+            )
             if ranked or where:
-                rows = self.r.rows(select + f"rowid IN ({','.join('?' * len(ids))})",
-                                   [MARK_START, MARK_END, expression, *ids])
+                rows = self.r.rows(
+                    select + f"rowid IN ({','.join('?' * len(ids))})",
+                    [MARK_START, MARK_END, expression, *ids],
+                )
             else:
                 # Unfiltered newest-first pages are a run of consecutive matches: one range
                 # scan of the doclist, instead of re-expanding a prefix query for every id.
                 wanted = set(ids)
-                rows = [r for r in self.r.rows(select + "rowid BETWEEN ? AND ?",
-                                               [MARK_START, MARK_END, expression, min(ids),
-                                                max(ids)]) if r["id"] in wanted]
+                rows = [
+                    r
+                    for r in self.r.rows(
+                        select + "rowid BETWEEN ? AND ?",
+                        [MARK_START, MARK_END, expression, min(ids), max(ids)],
+                    )
+                    if r["id"] in wanted
+                ]
             snippets = {r["id"]: r["snippet"] for r in rows}
         rows = self._hydrate(ids)
         for row in rows:
             row["snippet"] = snippets.get(row["message_id"], "")
-        notices = [] if ranked else [
-            f"More than {RANK_CAP:,} messages match, so they are shown newest first instead of "
-            "ranked by relevance. Add words or filters to rank them."]
+        notices = (
+            []
+            if ranked
+            else [
+                f"More than {RANK_CAP:,} messages match, so they are shown newest first instead of "
+                "ranked by relevance. Add words or filters to rank them."
+            ]
+        )
         return SearchResult(rows, min(n, RANK_CAP), n > RANK_CAP, ranked, has_more, notices)
 
     # -- substring route -----------------------------------------------------------------
@@ -142,7 +167,7 @@ class SearchStore:
         if not terms:
             return SearchResult([], 0, False, False, False, [])
         where, params = self._filters(f)
-        columns = ["m.content"]
+        columns = ["m.content"] if self.schema.has("messages", "content") else []
         if self.schema.has("messages", "tool_name"):
             columns.append("m.tool_name")
         if self.schema.has("messages", "tool_calls"):
@@ -153,26 +178,39 @@ class SearchStore:
             pattern = f"%{like_escape(term)}%"
             clauses.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")")
             like_params += [pattern] * len(columns)
-        base = (f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE "
-                f"{' AND '.join(clauses)}{where}")
+        base = (
+            f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE "
+            f"{' AND '.join(clauses)}{where}"
+        )
         offset = (page - 1) * PAGE_SIZE
         # Newest first by id: the scan walks the table backwards and stops after one page.
-        ids = [r["id"] for r in self.r.rows(
-            f"SELECT m.id AS id {base} ORDER BY m.id DESC LIMIT ? OFFSET ?",
-            [*like_params, *params, PAGE_SIZE + 1, offset])]
+        ids = [
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT m.id AS id {base} ORDER BY m.id DESC LIMIT ? OFFSET ?",
+                [*like_params, *params, PAGE_SIZE + 1, offset],
+            )
+        ]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
         rows = self._hydrate(ids)
         for row in rows:
-            row["snippet"] = make_snippet(row["_text"], terms)
+            # No snippet() on this route: presentation cuts one around the terms.
+            row["snippet"] = None
+            row["match_terms"] = terms
         total = offset + len(rows) + (1 if has_more else 0)
         return SearchResult(rows, total, has_more, False, has_more, [])
 
     # -- shared --------------------------------------------------------------------------
 
+    @property
+    def _content(self) -> str:
+        return "m.content" if self.schema.has("messages", "content") else "NULL"
+
     def _hydrate(self, ids: list[int]) -> list[dict[str, Any]]:
         if not ids:
             return []
+        content = self._content
         title = "s.title" if self.schema.has("sessions", "title") else "NULL"
         model = "s.model" if self.schema.has("sessions", "model") else "NULL"
         tool_calls = "m.tool_calls" if self.schema.has("messages", "tool_calls") else "NULL"
@@ -180,52 +218,51 @@ class SearchStore:
         rows = self.r.rows(
             f"SELECT m.id AS message_id, m.session_id AS session_id, m.role AS role, "
             f"m.timestamp AS timestamp, {tool_name} AS tool_name, {tool_calls} AS tool_calls, "
-            f"m.content AS _text, s.source AS source, {model} AS model, {title} AS session_title, "
+            f"{content} AS _text, s.source AS source, {model} AS model, {title} AS session_title, "
+            # An untitled session is named by its first user message, as in the list.
+            f"CASE WHEN {title} IS NULL THEN (SELECT substr({content.replace('m.', 'p.')}, 1, 300) FROM messages p "
+            f"WHERE p.session_id = s.id AND p.role = 'user' ORDER BY p.timestamp, p.id LIMIT 1) "
+            f"END AS session_preview, "
             f"s.started_at AS session_started FROM messages m JOIN sessions s ON "
-            f"s.id = m.session_id WHERE m.id IN ({','.join('?' * len(ids))})", ids)
+            f"s.id = m.session_id WHERE m.id IN ({','.join('?' * len(ids))})",
+            ids,
+        )
         by_id = {r["message_id"]: r for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    def context(self, row: dict[str, Any]) -> list[dict[str, str]]:
-        """The message before and after a hit in its session, as Hermes returns them."""
-        def brief(m):
-            return {"role": m["role"], "content": plain_text(m["content"], 200) if m["content"]
-                    else ""}
-        key = [row["session_id"], row["timestamp"], row["message_id"]]
-        before = self.r.one("SELECT role, content FROM messages WHERE session_id = ? AND "
-                            "(timestamp, id) < (?, ?) ORDER BY timestamp DESC, id DESC LIMIT 1",
-                            key)
-        after = self.r.one("SELECT role, content FROM messages WHERE session_id = ? AND "
-                           "(timestamp, id) > (?, ?) ORDER BY timestamp, id LIMIT 1", key)
-        current = {"role": row["role"], "content": plain_text(row.get("_text") or "", 200)}
-        return [brief(m) for m in (before,) if m] + [current] + [brief(m) for m in (after,) if m]
-
-
-def make_snippet(text: str | None, terms: list[str], width: int = 160) -> str:
-    """A snippet with private markers around every term, for routes without snippet()."""
-    text = plain_text(text or "") if text else ""
-    low = text.lower()
-    first = min((i for i in (low.find(t.lower()) for t in terms) if i >= 0), default=0)
-    start = max(0, first - width // 3)
-    piece = text[start:start + width]
-    out = piece
-    for t in sorted(set(terms), key=len, reverse=True):
-        out = _mark_all(out, t)
-    return ("..." if start else "") + out + ("..." if start + width < len(text) else "")
-
-
-def _mark_all(text: str, term: str) -> str:
-    if not term:
-        return text
-    low, t = text.lower(), term.lower()
-    out, i = [], 0
-    while True:
-        j = low.find(t, i)
-        if j < 0:
-            out.append(text[i:])
-            return "".join(out)
-        out.append(text[i:j] + MARK_START + text[j:j + len(term)] + MARK_END)
-        i = j + len(term)
+    def contexts(self, rows: list[dict[str, Any]]) -> None:
+        """Set each hit's ``context``: the message before it, itself and the one after, in its
+        session, as Hermes returns them. One statement for the whole page of hits."""
+        if not rows:
+            return
+        content = self._content
+        values = ", ".join("(?, ?, ?)" for _ in rows)
+        params = [x for r in rows for x in (r["message_id"], r["session_id"], r["timestamp"])]
+        neighbours = self.r.rows(
+            f"WITH hits(hid, sid, ts) AS (VALUES {values}), "
+            "near AS (SELECT hid, "
+            " (SELECT m.id FROM messages m WHERE m.session_id = h.sid AND (m.timestamp, m.id) < "
+            "  (h.ts, h.hid) ORDER BY m.timestamp DESC, m.id DESC LIMIT 1) AS before_id, "
+            " (SELECT m.id FROM messages m WHERE m.session_id = h.sid AND (m.timestamp, m.id) > "
+            "  (h.ts, h.hid) ORDER BY m.timestamp, m.id LIMIT 1) AS after_id FROM hits h) "
+            f"SELECT n.hid AS hid, n.side AS side, m.role AS role, {content} AS content FROM ("
+            " SELECT hid, 0 AS side, before_id AS mid FROM near UNION ALL "
+            " SELECT hid, 1 AS side, after_id AS mid FROM near) n "
+            "JOIN messages m ON m.id = n.mid",
+            params,
+        )
+        by_hit: dict[Any, dict[int, dict[str, str]]] = {}
+        for n in neighbours:
+            by_hit.setdefault(n["hid"], {})[n["side"]] = {
+                "role": n["role"],
+                "content": plain_text(n["content"], 200) if n["content"] else "",
+            }
+        for row in rows:
+            near = by_hit.get(row["message_id"], {})
+            current = {"role": row["role"], "content": plain_text(row.get("_text") or "", 200)}
+            row["context"] = (
+                ([near[0]] if 0 in near else []) + [current] + ([near[1]] if 1 in near else [])
+            )
 
 
 def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[SearchResult, str]:
@@ -241,12 +278,15 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
         expression = plan.match
         problem = store.valid_match(table, expression)
         if problem:
+            why = explain_fts_problem(problem)
             if not plan.fallback:
-                notices.append(f"FTS5 could not parse the query ({problem}).")
+                notices.append(f"The search syntax could not be read: {why}.")
                 return SearchResult([], 0, False, False, False, notices), searched
-            notices.append(f"“{plan.searched}” is not valid FTS5 syntax ({problem}); Hermes "
-                           f"finds nothing here. Searched for the words literally instead: "
-                           f"{plan.fallback}.")
+            notices.append(
+                f"“{plan.searched}” cannot be read as search syntax ({why}); Hermes "
+                f"finds nothing here. Searched for the words literally instead: "
+                f"{plan.fallback}."
+            )
             expression = searched = plan.fallback
         elif plan.sanitize_note:
             notices.append(plan.sanitize_note)
@@ -256,7 +296,8 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
             notices.append(plan.sanitize_note)
         result = store.like(plan.terms, f, page)
     result.notices = [n for n in notices + result.notices if n]
+    store.contexts(result.rows)
     for row in result.rows:
-        row["context"] = store.context(row)
-        row.pop("_text", None)
+        if row.get("snippet") is not None:
+            row.pop("_text", None)
     return result, searched

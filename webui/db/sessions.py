@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import base64
-import json
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, time as dtime, timedelta
+from datetime import date, datetime, timedelta
+from datetime import time as dtime
 from typing import Any
 
-from .errors import BadRequest
-from .reader import Reader
+from webui.db import sql
+from webui.db.errors import BadRequest
+from webui.db.reader import Reader
+from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor  # noqa: F401 - the list's cursor
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
 SORT_KEYS = ("started", "last_active", "messages", "tokens", "cost")
 STATES = ("active", "ended")
+# A title or id filter longer than any title (Hermes caps them at 100 characters) is cut here:
+# a 200 KB LIKE pattern is "too complex" for SQLite.
+MAX_FILTER_CHARS = 500
 
 
 def like_escape(text: str) -> str:
@@ -61,16 +64,18 @@ class SessionQuery:
     sort: str = "-started"
     after: str | None = None
     archived: bool = False
-    conversations: bool = False     # one row per lineage: its newest segment, chain totals
+    conversations: bool = False  # one row per lineage: its newest segment, chain totals
     limit: int = PAGE_SIZE
 
     @classmethod
-    def from_args(cls, args: Mapping) -> "SessionQuery":
+    def from_args(cls, args: Mapping) -> SessionQuery:
         getlist = getattr(args, "getlist", lambda k: [args[k]] if k in args else [])
         sort = (args.get("sort") or "-started").strip()
         if sort.lstrip("-") not in SORT_KEYS:
-            raise BadRequest(f"Unknown sort '{sort}'. Use one of {', '.join(SORT_KEYS)} "
-                             "(prefix '-' for descending).")
+            raise BadRequest(
+                f"Unknown sort '{sort}'. Use one of {', '.join(SORT_KEYS)} "
+                "(prefix '-' for descending)."
+            )
         state = (args.get("state") or "").strip() or None
         if state not in (None, *STATES):
             raise BadRequest("state must be 'active' or 'ended'.")
@@ -80,14 +85,12 @@ class SessionQuery:
             state=state,
             since=(args.get("since") or "").strip() or None,
             until=(args.get("until") or "").strip() or None,
-            q=(args.get("q") or "").strip(),
+            q=(args.get("q") or "").strip()[:MAX_FILTER_CHARS],
             sort=sort,
             after=args.get("after") or None,
             archived=(args.get("archived") or "") in ("1", "true", "yes", "on"),
             conversations=args.get("view") == "conversations",
         )
-        if query.conversations and query.sort_key not in ("started", "last_active"):
-            raise BadRequest("One row per conversation sorts by start or last activity only.")
         # Validate dates now so a bad one is a 400 before any SQL runs.
         for value, end in ((query.since, False), (query.until, True)):
             if value:
@@ -105,35 +108,18 @@ class SessionQuery:
     def url_args(self, **override: Any) -> dict[str, Any]:
         """The query as URL parameters (all page state lives in the URL)."""
         args: dict[str, Any] = {
-            "source": self.sources, "model": self.models, "state": self.state,
-            "since": self.since, "until": self.until, "q": self.q or None,
+            "source": self.sources,
+            "model": self.models,
+            "state": self.state,
+            "since": self.since,
+            "until": self.until,
+            "q": self.q or None,
             "sort": None if self.sort == "-started" else self.sort,
             "archived": "1" if self.archived else None,
             "view": "conversations" if self.conversations else None,
         }
         args.update(override)
         return {k: v for k, v in args.items() if v not in (None, [], "")}
-
-
-def encode_cursor(key: Any, row_id: str | int) -> str:
-    raw = json.dumps([key, row_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[Any, str | int]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        key, sid = json.loads(raw)
-        if not isinstance(sid, (str, int)) or isinstance(sid, bool) \
-                or not isinstance(key, (int, float)) or isinstance(key, bool):
-            raise ValueError
-        if not math.isfinite(key) or abs(key) >= 2 ** 63 or \
-                (isinstance(sid, int) and abs(sid) >= 2 ** 63):
-            raise ValueError
-        return key, sid
-    except (ValueError, TypeError, json.JSONDecodeError):
-        raise BadRequest("The page cursor ('after') is not valid; start from the first page.") \
-            from None
 
 
 class SessionStore:
@@ -157,18 +143,18 @@ class SessionStore:
     def last_active_expr(self) -> str:
         # Hermes's own definition (export_all / sessions list): the newest message, else start.
         # MAX over idx_messages_session(session_id, timestamp) is a single index seek.
-        return ("COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id),"
-                " s.started_at)")
+        return (
+            "COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id),"
+            " s.started_at)"
+        )
 
     @property
     def tokens_expr(self) -> str:
-        return " + ".join(self.num(c) for c in
-                          ("input_tokens", "output_tokens", "cache_read_tokens",
-                           "cache_write_tokens"))
+        return sql.tokens(self.schema, "s")
 
     @property
     def cost_expr(self) -> str:
-        return f"COALESCE({self.col('actual_cost_usd')}, {self.col('estimated_cost_usd')}, 0)"
+        return sql.cost(self.schema, "s")
 
     def sort_expr(self, key: str) -> str:
         return {
@@ -181,8 +167,11 @@ class SessionStore:
 
     def preview_expr(self) -> str:
         # Like `hermes sessions list`: the first user message stands in for a missing title.
-        return ("(SELECT substr(m.content, 1, 300) FROM messages m WHERE m.session_id = s.id "
-                "AND m.role = 'user' ORDER BY m.timestamp, m.id LIMIT 1)")
+        return (
+            f"(SELECT substr({sql.col(self.schema, 'content', 'm', 'messages')}, 1, 300) "
+            "FROM messages m WHERE m.session_id = s.id "
+            "AND m.role = 'user' ORDER BY m.timestamp, m.id LIMIT 1)"
+        )
 
     # -- filters ------------------------------------------------------------------------------
 
@@ -214,16 +203,28 @@ class SessionStore:
     # -- queries ------------------------------------------------------------------------------
 
     def list_columns(self) -> str:
-        wanted = ("id", "source", "user_id", "model", "title", "started_at", "ended_at",
-                  "end_reason", "message_count", "tool_call_count", "input_tokens",
-                  "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-                  "estimated_cost_usd", "actual_cost_usd", "cost_status", "parent_session_id",
-                  "archived")
+        wanted = (
+            "id",
+            "source",
+            "user_id",
+            "model",
+            "title",
+            "started_at",
+            "ended_at",
+            "end_reason",
+            "message_count",
+            "tool_call_count",
+            *SESSION_FIGURES,
+            "cost_status",
+            "parent_session_id",
+            "archived",
+        )
         cols = [f"{self.col(c)} AS {c}" for c in wanted]
         cols.append(f"{self.last_active_expr} AS last_active")
         cols.append(f"{self.preview_expr()} AS preview")
-        cols.append("(SELECT COUNT(*) FROM sessions c WHERE c.parent_session_id = s.id) "
-                    "AS child_count")
+        cols.append(
+            "(SELECT COUNT(*) FROM sessions c WHERE c.parent_session_id = s.id) AS child_count"
+        )
         return ", ".join(cols)
 
     def page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
@@ -246,7 +247,9 @@ class SessionStore:
             # Step 1 orders bare ids (cheap); step 2 computes display columns for one page.
             ids = self.r.rows(
                 f"SELECT s.id AS id, {key} AS k FROM sessions s WHERE {where} "
-                f"ORDER BY k {direction}, s.id {direction} LIMIT ?", [*params, q.limit + 1])
+                f"ORDER BY k {direction}, s.id {direction} LIMIT ?",
+                [*params, q.limit + 1],
+            )
         more = len(ids) > q.limit
         ids = ids[: q.limit]
         if not ids:
@@ -256,29 +259,37 @@ class SessionStore:
         details = self.r.rows(
             f"SELECT {self.list_columns()} FROM sessions s "
             f"WHERE s.id IN ({','.join('?' * len(ids))}) AND {where_only}",
-            [r["id"] for r in ids] + where_params)
+            [r["id"] for r in ids] + where_params,
+        )
         by_id = {d["id"]: d for d in details}
         rows = []
         for r in ids:
             if r["id"] in by_id:
-                by_id[r["id"]]["_sort_key"] = r["k"]   # lets pages from several databases merge
+                by_id[r["id"]]["_sort_key"] = r["k"]  # lets pages from several databases merge
                 rows.append(by_id[r["id"]])
         cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
         return rows, cursor
 
-    FAMILY_CTE = (
-        "WITH RECURSIVE fam(id, root) AS ("
-        " SELECT id, id FROM sessions WHERE parent_session_id IS NULL"
-        "  OR parent_session_id NOT IN (SELECT id FROM sessions)"
-        " UNION"
-        " SELECT s.id, fam.root FROM sessions s JOIN fam ON s.parent_session_id = fam.id)")
+    FAMILY_CTE = sql.FAMILY_CTE
+
+    # How a conversation (a whole lineage) sorts: by its newest segment's start or its last
+    # activity, or by the chain's totals.
+    CONVERSATION_KEYS = {
+        "started": "c.newest_started",
+        "last_active": "c.newest_active",
+        "messages": "c.chain_message_count",
+        "tokens": "(c.chain_input_tokens + c.chain_output_tokens + c.chain_cache_read_tokens"
+        " + c.chain_cache_write_tokens)",
+        "cost": "c.chain_cost",
+    }
 
     def conversation_page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
         """One row per logical conversation (a lineage): its newest segment, with the whole
-        chain's totals. Filters apply to that newest segment. Sessions caught in a parent
-        cycle, which have no root, stand alone."""
+        chain's totals. A conversation matches when any of its segments matches the filters
+        (a title or id search finds the conversation of an older segment too). Sessions
+        caught in a parent cycle, which have no root, stand alone."""
         where, params = self.where(q)
-        key = "c.newest_started" if q.sort_key == "started" else "c.newest_active"
+        key = self.CONVERSATION_KEYS[q.sort_key]
         direction = "DESC" if q.descending else "ASC"
         op = "<" if q.descending else ">"
         keyset = ""
@@ -286,9 +297,14 @@ class SessionStore:
             after_key, after_id = decode_cursor(q.after)
             keyset = f" AND ({key} {op} ? OR ({key} = ? AND c.newest_id {op} ?))"
             params = [*params, after_key, after_key, after_id]
-        cost = f"COALESCE({self.col('actual_cost_usd', 'x')}, {self.col('estimated_cost_usd', 'x')}, 0)"
-        summed = ("message_count", "input_tokens", "output_tokens", "cache_read_tokens",
-                  "cache_write_tokens")
+        cost = sql.cost(self.schema, "x")
+        summed = (
+            "message_count",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+        )
         member_cols = ", ".join(f"COALESCE({self.col(c, 'x')}, 0) AS {c}" for c in summed)
         windows = ", ".join(f"SUM({c}) OVER fam_w AS chain_{c}" for c in summed)
         # Window functions pick each family's newest segment and sum the family in one pass.
@@ -301,16 +317,23 @@ class SessionStore:
             f"COUNT(*) OVER fam_w AS segments, MAX(active_at) OVER fam_w AS newest_active, "
             f"SUM(cost) OVER fam_w AS chain_cost, {windows} "
             f"FROM members WINDOW fam_w AS (PARTITION BY root)) WHERE rn = 1) "
-            f"SELECT c.*, {key} AS k FROM c JOIN sessions s ON s.id = c.newest_id "
-            f"WHERE {where}{keyset} ORDER BY {key} {direction}, c.newest_id {direction} LIMIT ?",
-            [*params, q.limit + 1])
+            f"SELECT c.*, {key} AS k FROM c WHERE c.root IN (SELECT m.root FROM members m "
+            f"JOIN sessions s ON s.id = m.id WHERE {where}){keyset} "
+            f"ORDER BY {key} {direction}, c.newest_id {direction} LIMIT ?",
+            [*params, q.limit + 1],
+        )
         more = len(rows) > q.limit
         rows = rows[: q.limit]
         if not rows:
             return [], None
-        details = {d["id"]: d for d in self.r.rows(
-            f"SELECT {self.list_columns()} FROM sessions s "
-            f"WHERE s.id IN ({','.join('?' * len(rows))})", [r["newest_id"] for r in rows])}
+        details = {
+            d["id"]: d
+            for d in self.r.rows(
+                f"SELECT {self.list_columns()} FROM sessions s "
+                f"WHERE s.id IN ({','.join('?' * len(rows))})",
+                [r["newest_id"] for r in rows],
+            )
+        }
         out = []
         for r in rows:
             d = details.get(r["newest_id"])
@@ -322,8 +345,9 @@ class SessionStore:
         cursor = encode_cursor(rows[-1]["k"], rows[-1]["newest_id"]) if more else None
         return out, cursor
 
-    def _last_active_page(self, q: SessionQuery, where: str, params: list[Any], key: str,
-                          direction: str) -> list[dict[str, Any]]:
+    def _last_active_page(
+        self, q: SessionQuery, where: str, params: list[Any], key: str, direction: str
+    ) -> list[dict[str, Any]]:
         """Last activity is not a column: ordering by it costs one index seek per session.
         The ordered (key, id) list is kept per filter and reused until the database changes
         (a new message, a new or deleted session), so paging and repeated views are cheap."""
@@ -331,13 +355,16 @@ class SessionStore:
         cache_key = (where, tuple(params), direction)
         hit = self._order_cache.get(cache_key)
         if hit is None or hit[0] != token:
-            rows = self.r.rows(f"SELECT s.id AS id, {key} AS k FROM sessions s WHERE {where} "
-                               f"ORDER BY k {direction}, s.id {direction}", params)
+            rows = self.r.rows(
+                f"SELECT s.id AS id, {key} AS k FROM sessions s WHERE {where} "
+                f"ORDER BY k {direction}, s.id {direction}",
+                params,
+            )
             hit = (token, [(r["k"], r["id"]) for r in rows])
             if len(self._order_cache) >= 8:
                 try:
                     self._order_cache.pop(next(iter(self._order_cache)), None)
-                except (RuntimeError, StopIteration):   # another thread got there first
+                except (RuntimeError, StopIteration):  # another thread got there first
                     pass
             self._order_cache[cache_key] = hit
         ordered = hit[1]
@@ -346,7 +373,7 @@ class SessionStore:
             after = decode_cursor(q.after)
             beyond = (lambda kv: kv < after) if q.descending else (lambda kv: kv > after)
             start = next((i for i, kv in enumerate(ordered) if beyond(kv)), len(ordered))
-        return [{"id": i, "k": k} for k, i in ordered[start:start + q.limit + 1]]
+        return [{"id": i, "k": k} for k, i in ordered[start : start + q.limit + 1]]
 
     def invalidate(self) -> None:
         """After one of Logbook's own writes: nothing cached may outlive it."""
@@ -356,15 +383,22 @@ class SessionStore:
     def order_token(self) -> str:
         """Changes whenever a message is added or a session appears or goes: cheap (rowid and
         index maxima, a covering-index count)."""
-        row = self.r.one("SELECT (SELECT MAX(id) FROM messages) AS m, (SELECT COUNT(*) FROM "
-                         "sessions) AS n, (SELECT MAX(started_at) FROM sessions) AS s") or {}
+        row = (
+            self.r.one(
+                "SELECT (SELECT MAX(id) FROM messages) AS m, (SELECT COUNT(*) FROM "
+                "sessions) AS n, (SELECT MAX(started_at) FROM sessions) AS s"
+            )
+            or {}
+        )
         return f"{row.get('m')}-{row.get('n')}-{row.get('s')}"
 
     def count(self, q: SessionQuery) -> tuple[int, bool]:
         """The number of matching sessions, capped: (n, capped?)."""
         where, params = self.where(q)
-        n = self.r.scalar(f"SELECT COUNT(*) FROM (SELECT 1 FROM sessions s WHERE {where} "
-                          f"LIMIT {COUNT_CAP + 1})", params)
+        n = self.r.scalar(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM sessions s WHERE {where} LIMIT {COUNT_CAP + 1})",
+            params,
+        )
         return min(n, COUNT_CAP), n > COUNT_CAP
 
     def source_facets(self, q: SessionQuery) -> dict[str, int]:
@@ -372,25 +406,39 @@ class SessionStore:
         so the counts say what ticking another source would add). Every known source is
         listed, zero counts included, so the filter form keeps a stable shape."""
         where, params = self.where(q, skip_source=True)
-        counts = {r["source"]: r["n"] for r in self.r.rows(
-            f"SELECT s.source AS source, COUNT(*) AS n FROM sessions s WHERE {where} "
-            "GROUP BY s.source", params)}
+        counts = {
+            r["source"]: r["n"]
+            for r in self.r.rows(
+                f"SELECT s.source AS source, COUNT(*) AS n FROM sessions s WHERE {where} "
+                "GROUP BY s.source",
+                params,
+            )
+        }
         for src in self.all_sources():
             counts.setdefault(src, 0)
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def all_sources(self) -> list[str]:
-        return self._cached("sources", lambda: [r["source"] for r in self.r.rows(
-            "SELECT DISTINCT source FROM sessions ORDER BY source")])
+        return self._cached(
+            "sources",
+            lambda: [
+                r["source"]
+                for r in self.r.rows("SELECT DISTINCT source FROM sessions ORDER BY source")
+            ],
+        )
 
     def models(self) -> list[dict[str, Any]]:
         """Models for the filter form. No index covers sessions.model, so the scan (wide rows:
         system prompts) is shared by the requests of the next few seconds."""
         if not self.schema.has("sessions", "model"):
             return []
-        return self._cached("models", lambda: self.r.rows(
-            "SELECT model, COUNT(*) AS n FROM sessions WHERE model IS NOT NULL "
-            "GROUP BY model ORDER BY n DESC, model"))
+        return self._cached(
+            "models",
+            lambda: self.r.rows(
+                "SELECT model, COUNT(*) AS n FROM sessions WHERE model IS NOT NULL "
+                "GROUP BY model ORDER BY n DESC, model"
+            ),
+        )
 
     def _cached(self, key: str, compute, ttl: float = 10.0):
         now = time.monotonic()
@@ -403,10 +451,14 @@ class SessionStore:
 
     def change_token(self) -> str:
         """Cheap: MAX over two rowid/index orders and a count of live sessions."""
-        row = self.r.one(
-            "SELECT (SELECT MAX(id) FROM messages) AS m, (SELECT MAX(started_at) FROM sessions) "
-            f"AS s, (SELECT COUNT(*) FROM sessions WHERE {self.col('ended_at', 'sessions')} IS NULL) "
-            "AS live") or {}
+        row = (
+            self.r.one(
+                "SELECT (SELECT MAX(id) FROM messages) AS m, (SELECT MAX(started_at) FROM sessions) "
+                f"AS s, (SELECT COUNT(*) FROM sessions WHERE {self.col('ended_at', 'sessions')} IS NULL) "
+                "AS live"
+            )
+            or {}
+        )
         return f"{row.get('m')}-{row.get('s')}-{row.get('live')}"
 
     def get(self, session_id: str) -> dict[str, Any] | None:
@@ -418,17 +470,31 @@ class SessionStore:
         return self.r.rows(
             f"SELECT s.id AS id, {self.col('title')} AS title, s.source AS source, "
             "s.started_at AS started_at FROM sessions s WHERE s.id LIKE ? ESCAPE '\\' "
-            "ORDER BY s.started_at DESC LIMIT ?", [like_escape(prefix) + "%", limit + 1])
+            "ORDER BY s.started_at DESC LIMIT ?",
+            [like_escape(prefix) + "%", limit + 1],
+        )
 
     def children(self, session_id: str, limit: int = 200) -> list[dict[str, Any]]:
         return self.r.rows(
             f"SELECT s.id AS id, {self.col('title')} AS title, s.source AS source, "
             f"s.started_at AS started_at, {self.col('end_reason')} AS end_reason "
             "FROM sessions s WHERE s.parent_session_id = ? ORDER BY s.started_at, s.id LIMIT ?",
-            [session_id, limit])
+            [session_id, limit],
+        )
 
     def brief(self, session_id: str) -> dict[str, Any] | None:
         return self.r.one(
             f"SELECT s.id AS id, {self.col('title')} AS title, s.source AS source, "
-            f"s.started_at AS started_at, {self.col('end_reason')} AS end_reason "
-            "FROM sessions s WHERE s.id = ?", [session_id])
+            f"s.started_at AS started_at, {self.col('end_reason')} AS end_reason, "
+            f"{self.col('ended_at')} AS ended_at FROM sessions s WHERE s.id = ?",
+            [session_id],
+        )
+
+    def first_user_text(self, session_id: str) -> str | None:
+        """The first user message (its first 300 characters): an untitled session's name."""
+        return self.r.scalar(
+            f"SELECT substr({sql.col(self.schema, 'content', table='messages')}, 1, 300) "
+            "FROM messages WHERE session_id = ? AND role = 'user' "
+            "ORDER BY timestamp, id LIMIT 1",
+            [session_id],
+        )

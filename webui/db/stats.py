@@ -12,10 +12,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .reader import Reader
+from webui.db import sql
+from webui.db.reader import Reader
 
-TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-               "reasoning_tokens")
+TOKEN_KINDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
 PERIODS = {"7": 7, "30": 30, "90": 90, "365": 365, "all": None}
 
 
@@ -26,8 +32,8 @@ class StatsQuery:
     until: float | None = None
     sources: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
-    lineage: bool = False            # count a compressed conversation once
-    cost_by: str = "model"           # stack the cost series by model or by source
+    lineage: bool = False  # count a compressed conversation once
+    cost_by: str = "model"  # stack the cost series by model or by source
     now: float = field(default_factory=time.time)
 
     @property
@@ -71,7 +77,7 @@ class StatsStore:
 
     @property
     def cost(self) -> str:
-        return f"COALESCE({self.col('actual_cost_usd')}, {self.col('estimated_cost_usd')}, 0)"
+        return sql.cost(self.schema)
 
     def where(self, q: StatsQuery) -> tuple[str, list[Any]]:
         clauses, params = [], []
@@ -93,13 +99,21 @@ class StatsStore:
         return (" AND ".join(clauses) or "1"), params
 
     def _sums(self) -> str:
-        parts = ["COUNT(*) AS sessions", f"SUM({self.num('message_count')}) AS messages",
-                 f"SUM({self.num('api_call_count')}) AS api_calls",
-                 f"SUM({self.num('tool_call_count')}) AS tool_calls"]
-        parts += [f"SUM({self.num(k)}) AS {k}" for k in TOKEN_KINDS]
-        parts += [f"SUM({self.num('estimated_cost_usd')}) AS estimated_cost_usd",
-                  f"SUM({self.num('actual_cost_usd')}) AS actual_cost_usd",
-                  f"SUM({self.cost}) AS cost_usd"]
+        parts = [
+            "COUNT(*) AS sessions",
+            f"{_total(self.num('message_count'))} AS messages",
+            f"{_total(self.num('api_call_count'))} AS api_calls",
+            f"{_total(self.num('tool_call_count'))} AS tool_calls",
+        ]
+        parts += [f"{_total(self.num(k))} AS {k}" for k in TOKEN_KINDS]
+        parts += [
+            f"SUM({self.num('estimated_cost_usd')}) AS estimated_cost_usd",
+            f"SUM({self.num('actual_cost_usd')}) AS actual_cost_usd",
+            f"SUM({self.cost}) AS cost_usd",
+            f"SUM({self.col('actual_cost_usd')} IS NOT NULL) AS actual_known",
+            f"SUM(COALESCE({self.col('cost_status')}, '') = 'included') AS included_sessions",
+            f"SUM(COALESCE({self.col('cost_status')}, '') = 'unknown') AS unpriced_sessions",
+        ]
         return ", ".join(parts)
 
     def totals(self, q: StatsQuery) -> dict[str, Any]:
@@ -111,12 +125,15 @@ class StatsStore:
             f"SELECT COALESCE({self.col('cost_status')}, 'none') AS status, COUNT(*) AS sessions, "
             f"SUM({self.cost}) AS cost_usd, SUM({self.num('actual_cost_usd')}) AS actual_cost_usd, "
             f"SUM({self.num('estimated_cost_usd')}) AS estimated_cost_usd FROM sessions "
-            f"WHERE {where} GROUP BY 1 ORDER BY cost_usd DESC", params)
+            f"WHERE {where} GROUP BY 1 ORDER BY cost_usd DESC",
+            params,
+        )
         if q.lineage:
             row["conversations"] = self.r.scalar(
                 f"{FAMILY} SELECT COUNT(DISTINCT COALESCE(fam.root, x.id)) FROM sessions x "
                 f"LEFT JOIN fam ON fam.id = x.id WHERE {where}",
-                params)
+                params,
+            )
         return row
 
     def breakdown(self, q: StatsQuery, column: str, limit: int = 50) -> list[dict[str, Any]]:
@@ -125,16 +142,20 @@ class StatsStore:
         where, params = self.where(q)
         return self.r.rows(
             f"SELECT COALESCE({column}, '(none)') AS key, {self._sums()} FROM sessions "
-            f"WHERE {where} GROUP BY 1 ORDER BY cost_usd DESC, sessions DESC LIMIT {limit}", params)
+            f"WHERE {where} GROUP BY 1 ORDER BY cost_usd DESC, sessions DESC LIMIT {limit}",
+            params,
+        )
 
     def series(self, q: StatsQuery, bucket: str, stack_by: str) -> list[dict[str, Any]]:
         where, params = self.where(q)
         stack = stack_by if self.schema.has("sessions", stack_by) else "NULL"
-        token_sums = ", ".join(f"SUM({self.num(k)}) AS {k}" for k in TOKEN_KINDS)
+        token_sums = ", ".join(f"{_total(self.num(k))} AS {k}" for k in TOKEN_KINDS)
         return self.r.rows(
             f"SELECT {BUCKET_SQL[bucket]} AS bucket, COALESCE({stack}, '(none)') AS stack, "
             f"COUNT(*) AS sessions, {token_sums}, SUM({self.cost}) AS cost_usd FROM sessions "
-            f"WHERE {where} GROUP BY 1, 2 ORDER BY 1", params)
+            f"WHERE {where} GROUP BY 1, 2 ORDER BY 1",
+            params,
+        )
 
     def top_sessions(self, q: StatsQuery, by: str, limit: int = 10) -> list[dict[str, Any]]:
         where, params = self.where(q)
@@ -144,28 +165,41 @@ class StatsStore:
             # fam has only (id, root): every other column name resolves to x unambiguously.
             return self.r.rows(
                 f"{FAMILY}, agg AS (SELECT COALESCE(fam.root, x.id) AS root, COUNT(*) AS segments, "
-                f"SUM({key}) AS value, "
-                f"SUM({self.num('message_count')}) AS messages "
+                f"{f'SUM({key})' if by == 'cost' else _total(key)} AS value, "
+                f"{_total(self.num('message_count'))} AS messages "
                 f"FROM sessions x LEFT JOIN fam ON fam.id = x.id WHERE {where} GROUP BY 1) "
                 f"SELECT agg.root AS id, {'s.title' if title != 'NULL' else 'NULL'} AS title, "
                 f"s.source AS source, s.started_at AS started_at, agg.value AS value, "
                 f"agg.segments AS segments, agg.messages AS messages FROM agg JOIN sessions s "
-                f"ON s.id = agg.root ORDER BY value DESC LIMIT {limit}", params)
+                f"ON s.id = agg.root ORDER BY value DESC LIMIT {limit}",
+                params,
+            )
         return self.r.rows(
             f"SELECT id, {title} AS title, source, started_at, {key} AS value, 1 AS segments, "
             f"{self.num('message_count')} AS messages FROM sessions WHERE {where} "
-            f"ORDER BY value DESC LIMIT {limit}", params)
+            f"ORDER BY value DESC LIMIT {limit}",
+            params,
+        )
 
     def sources_overview(self) -> list[dict[str, Any]]:
         """`hermes sessions stats`: sessions per source (whole database)."""
-        return self.r.rows("SELECT source, COUNT(*) AS sessions FROM sessions GROUP BY source "
-                           "ORDER BY sessions DESC, source")
+        return self.r.rows(
+            "SELECT source, COUNT(*) AS sessions FROM sessions GROUP BY source "
+            "ORDER BY sessions DESC, source"
+        )
+
+    def first_started(self) -> float | None:
+        """When the oldest session started (the start of "all time")."""
+        return self.r.scalar("SELECT MIN(started_at) FROM sessions")
 
     def counts(self, rollup_messages: int | None = None) -> dict[str, int]:
         """Sessions and messages in the whole database; an up-to-date rollup already knows
         the second."""
-        messages = rollup_messages if rollup_messages is not None else \
-            self.r.scalar("SELECT COUNT(*) FROM messages")
+        messages = (
+            rollup_messages
+            if rollup_messages is not None
+            else self.r.scalar("SELECT COUNT(*) FROM messages")
+        )
         return {"sessions": self.r.scalar("SELECT COUNT(*) FROM sessions"), "messages": messages}
 
     def aux_usage(self, q: StatsQuery) -> list[dict[str, Any]]:
@@ -179,14 +213,18 @@ class StatsStore:
         est = "COALESCE(u.estimated_cost_usd, 0)" if "estimated_cost_usd" in cols else "0"
         return self.r.rows(
             f"SELECT COALESCE(NULLIF(u.task, ''), 'main') AS task, u.model AS model, "
-            f"SUM(u.api_call_count) AS api_calls, SUM({tokens}) AS tokens, "
+            f"{_total('u.api_call_count')} AS api_calls, {_total(tokens)} AS tokens, "
             f"SUM(CASE WHEN {cost} > 0 THEN {cost} ELSE {est} END) AS cost_usd "
             f"FROM session_model_usage u WHERE u.session_id IN (SELECT id FROM sessions WHERE "
-            f"{where}) GROUP BY 1, 2 ORDER BY tokens DESC", params)
+            f"{where}) GROUP BY 1, 2 ORDER BY tokens DESC",
+            params,
+        )
 
 
-FAMILY = ("WITH RECURSIVE fam(id, root) AS ("
-          " SELECT id, id FROM sessions WHERE parent_session_id IS NULL"
-          "  OR parent_session_id NOT IN (SELECT id FROM sessions)"
-          " UNION"
-          " SELECT s.id, fam.root FROM sessions s JOIN fam ON s.parent_session_id = fam.id)")
+FAMILY = sql.FAMILY_CTE
+
+
+def _total(expr: str) -> str:
+    """SUM that cannot overflow on a damaged row (a token count near 2**63): TOTAL() adds in
+    floating point, the CAST gives back an integer (saturating at the 64-bit limit)."""
+    return f"CAST(TOTAL({expr}) AS INTEGER)"

@@ -10,23 +10,25 @@ same as Hermes's own connection); nothing persistent is changed, no DDL, no VACU
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
+from urllib.request import pathname2url
 
-from .errors import DatabaseBusy, LogbookDBError
-from .schema import OpenedDatabase
+from webui.db.errors import DatabaseBusy, LogbookDBError
+from webui.db.schema import OpenedDatabase, decode_text
 
 T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 0.2
 ATTEMPTS = 15
-MESSAGE_BATCH = 400          # messages deleted per transaction
-TARGET_TXN_S = 0.025         # a prune batch aims at this duration
-PAUSE_MIN_S = 0.005          # and the lock stays free at least this long after each
+MESSAGE_BATCH = 400  # messages deleted per transaction
+TARGET_TXN_S = 0.025  # a prune batch aims at this duration
+PAUSE_MIN_S = 0.005  # and the lock stays free at least this long after each
 
 
 class WritesDisabled(LogbookDBError):
@@ -37,20 +39,30 @@ class Writer:
     def __init__(self, opened: OpenedDatabase, *, newest_known_version: int):
         self.opened = opened
         self.stats = {"transactions": 0, "longest_s": 0.0, "retries": 0}
-        self._local = threading.local()   # this thread's last transaction time
+        self._local = threading.local()  # this thread's last transaction time
         schema = opened.schema
         self.refusal: str | None = None
         if opened.immutable:
             self.refusal = "The database is opened as a read-only snapshot; changes are off."
         elif schema.version is not None and schema.version > newest_known_version:
-            self.refusal = (f"This database uses schema v{schema.version}, newer than Logbook "
-                            f"knows (v{newest_known_version}); changes are off so nothing is "
-                            "written in a shape the newer Hermes does not expect.")
+            self.refusal = (
+                f"This database uses schema v{schema.version}, newer than Logbook "
+                f"knows (v{newest_known_version}); changes are off so nothing is "
+                "written in a shape the newer Hermes does not expect."
+            )
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.opened.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute("PRAGMA foreign_keys = ON")   # per connection, as Hermes's own
+        # mode=rw: never create the file. A state.db deleted under a running Logbook must not
+        # come back as an empty database from a rename.
+        conn = sqlite3.connect(
+            "file:" + pathname2url(os.path.abspath(self.opened.path)) + "?mode=rw",
+            uri=True,
+            timeout=BUSY_TIMEOUT_S,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.text_factory = decode_text
+        conn.execute("PRAGMA foreign_keys = ON")  # per connection, as Hermes's own
         # No checkpoint inside our COMMIT (per connection, not persisted): checkpoint() runs
         # a PASSIVE one between batches instead, which never blocks the gateway.
         conn.execute("PRAGMA wal_autocheckpoint = 0")
@@ -91,14 +103,16 @@ class Writer:
                         time.sleep(random.uniform(0.02, 0.15))
                         continue
                     if _is_busy(exc):
-                        raise DatabaseBusy("The Hermes gateway kept the database locked; "
-                                           "nothing was changed. Try again.") from None
+                        raise DatabaseBusy(
+                            "The Hermes gateway kept the database locked; "
+                            "nothing was changed. Try again."
+                        ) from None
                     raise
                 try:
                     result = fn(conn)
                     conn.execute("COMMIT")
                 except BaseException:
-                    if conn.in_transaction:   # SQLite may have rolled back already
+                    if conn.in_transaction:  # SQLite may have rolled back already
                         conn.execute("ROLLBACK")
                     raise
                 took = time.perf_counter() - started

@@ -1,0 +1,45 @@
+"""Test support: where the project's own test data lives, and the small helpers every test
+module shares (a private copy of a real Hermes database, the app over it, ground-truth SQL).
+
+The real Hermes databases and the reference tables are copies kept in ``tests/data`` (see its
+README): a clone of the repository alone has everything its tests need."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+FIXTURES = DATA / "fixtures"
+REFERENCE = DATA / "reference"
+FIXTURE_NAMES = ("hermes-v8.db", "hermes-v11.db", "hermes-v22.db")
+BUILD = ROOT / "build" / "test-artifacts"  # untracked: screenshots and other test output
+
+
+def copy_fixture(name: str, dest: Path) -> Path:
+    """A private, writable copy of one of the real Hermes databases."""
+    src = FIXTURES / name
+    dest.mkdir(parents=True, exist_ok=True)
+    target = dest / name
+    shutil.copyfile(src, target)
+    target.chmod(0o644)
+    return target
+
+
+def make_app(db_path: Path, instance: Path, **config):
+    from webui import create_app
+
+    return create_app(
+        {"LOGBOOK_DB": str(db_path), "TESTING": True, **config}, instance_path=str(instance)
+    )
+
+
+def sql(db: Path, query: str, params=()) -> list[tuple]:
+    """Ground truth: a separate read-only connection straight to the file."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute(query, params).fetchall()
+    finally:
+        conn.close()

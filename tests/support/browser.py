@@ -1,0 +1,123 @@
+"""Real-browser support, loaded as a pytest plugin by conftest: Debian's Chromium driven by
+Playwright, against a real waitress server in a background thread. Tests skip when Chromium is
+absent, except under CI, where a missing browser fails the run.
+
+Screenshots are taken only when asked: ``LOGBOOK_SCREENSHOTS=DIR`` (the README's pictures are
+made with ``LOGBOOK_SCREENSHOTS=docs/screenshots``). A test run never rewrites tracked files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("LOGBOOK_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+def require_chromium() -> str:
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    if os.environ.get("CI"):
+        pytest.fail(f"Chromium not found at {CHROMIUM}; CI must install Debian's chromium")
+    pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+
+
+class LiveServer:
+    """The app served by waitress, as in production, on a free loopback port.
+
+    The event loop runs in small steps so that `close` can stop it first and only then close
+    its sockets: closing them under a running `select` fails with EBADF in the loop thread."""
+
+    def __init__(self, app):
+        from waitress import create_server
+
+        self.server = create_server(app, host="127.0.0.1", port=0, threads=4, ident="")
+        self.url = f"http://127.0.0.1:{self.server.effective_port}"
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        from waitress import wasyncore
+
+        while not self._stop.is_set():
+            wasyncore.loop(timeout=0.05, map=self.server._map, count=1)
+
+    def close(self):
+        from waitress import wasyncore
+
+        self._stop.set()
+        self.thread.join(timeout=5)
+        self.server.task_dispatcher.shutdown()
+        wasyncore.close_all(self.server._map)
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    path = require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(15_000)
+    dialogs: list[str] = []
+    errors: list[str] = []
+    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.dialogs = dialogs  # type: ignore[attr-defined]
+    pg.js_errors = errors  # type: ignore[attr-defined]
+    yield pg
+    context.close()
+    assert not dialogs, f"a dialog opened: {dialogs}"
+    assert not errors, f"JavaScript errors: {errors}"
+
+
+def screenshot_path(name: str) -> Path | None:
+    """Where to save screenshot `name`, or None when no screenshots were asked for."""
+    folder = os.environ.get("LOGBOOK_SCREENSHOTS")
+    if not folder:
+        return None
+    path = Path(folder).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path / name
+
+
+def screenshot(pg, name: str) -> None:
+    path = screenshot_path(name)
+    if path is not None:
+        pg.screenshot(path=str(path))
+
+
+@pytest.fixture
+def fresh(generated_db, tmp_path):
+    """(database, live server, long session id): a private copy of the generated database
+    served by waitress, for browser tests that change things."""
+    from support import make_app
+
+    src, long_id = generated_db
+    db = tmp_path / "state.db"
+    shutil.copyfile(src, db)
+    srv = LiveServer(make_app(db, tmp_path / "inst"))
+    yield db, srv, long_id
+    srv.close()

@@ -1,0 +1,99 @@
+"""One deadline per request, shared by every query it runs, and a watchdog that enforces it.
+
+The web layer opens a deadline when a request starts (``begin``) and closes it when it ends.
+Each user-driven query gets what is left of it, not a fresh limit, so a page of many queries
+cannot run many times the limit. SQLite's progress handler stops ordinary statements within a
+few milliseconds; some work (an FTS5 prefix expansion, a large sort step) runs inside one VM
+instruction where no handler is called, so a watchdog thread also calls
+``Connection.interrupt()`` once the deadline has passed."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+_deadline: ContextVar[float | None] = ContextVar("logbook_request_deadline", default=None)
+
+
+def begin(seconds: float) -> None:
+    _deadline.set(time.monotonic() + seconds)
+
+
+def end() -> None:
+    # Set, not reset: a streamed response may end in another context than it began.
+    _deadline.set(None)
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """Long work a request runs on purpose (a synchronous prune) has its own budgets."""
+    token = _deadline.set(None)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def remaining() -> float | None:
+    """Seconds left for this request's queries, or None outside a request."""
+    at = _deadline.get()
+    return None if at is None else at - time.monotonic()
+
+
+class Watchdog:
+    """A single daemon thread holding (deadline, connection) pairs; it interrupts each
+    connection still registered when its deadline passes."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, sqlite3.Connection]] = []
+        self._live: set[int] = set()
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def watch(self, conn: sqlite3.Connection, deadline: float) -> Iterator[None]:
+        key = next(self._seq)
+        with self._cond:
+            self._live.add(key)
+            heapq.heappush(self._heap, (deadline, key, conn))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="logbook-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._live.discard(key)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._heap and self._heap[0][1] not in self._live:
+                    heapq.heappop(self._heap)  # finished in time: forget it
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                at, key, conn = self._heap[0]
+                wait = at - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._heap)
+                if key in self._live:
+                    try:
+                        conn.interrupt()
+                    except sqlite3.Error:
+                        pass
+
+
+WATCHDOG = Watchdog()

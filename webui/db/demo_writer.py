@@ -1,0 +1,166 @@
+"""Writes a generated demo database: batches of session and message rows into a new file,
+built beside the target under a temporary name and linked into place only when complete."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+
+from webui.db.demo_schema import create_schema
+from webui.db.schema import KNOWN_MESSAGE_COLUMNS
+
+_INSERT_SESSION = "INSERT INTO sessions VALUES (" + ",".join("?" * 27) + ")"
+_INSERT_MESSAGE = (
+    f"INSERT INTO messages ({', '.join(KNOWN_MESSAGE_COLUMNS[1:])}) "
+    f"VALUES ({','.join('?' * (len(KNOWN_MESSAGE_COLUMNS) - 1))})"
+)
+# Batches go in as one JSON array per statement: SQLite then runs the whole batch (and both FTS
+# indexes) in a single step with the GIL released, so text generation overlaps with it.  SQLite's
+# JSON functions cut strings at a NUL, so multimodal rows ("\x00json:...") are bound directly.
+# Schema 11's message columns after the id, in table order.
+_MESSAGE_COLS = KNOWN_MESSAGE_COLUMNS[1:]
+_INSERT_MESSAGES_JSON = (
+    "INSERT INTO messages ("
+    + ", ".join(_MESSAGE_COLS)
+    + ") SELECT "
+    + ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(_MESSAGE_COLS)))
+    + " FROM json_each(?)"
+)
+_COMMIT_EVERY = 50_000
+
+
+def _remove_quietly(p: str) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.remove(p + suffix)
+        except FileNotFoundError:
+            pass
+
+
+def _insert_messages(conn: sqlite3.Connection, rows: list) -> None:
+    start = 0
+    for i, row in enumerate(rows):
+        if row[2] is not None and "\x00" in row[2]:
+            if i > start:
+                conn.execute(
+                    _INSERT_MESSAGES_JSON, (json.dumps(rows[start:i], ensure_ascii=False),)
+                )
+            conn.execute(_INSERT_MESSAGE, row)
+            start = i + 1
+    if start < len(rows):
+        conn.execute(_INSERT_MESSAGES_JSON, (json.dumps(rows[start:], ensure_ascii=False),))
+
+
+def write_database(
+    path: str,
+    batches: Iterable[tuple[list, list]],
+    total: int,
+    progress: Callable[[int, int], None] | None,
+) -> int:
+    """Create ``path`` (which must not exist) from ``batches`` of (session rows, message rows);
+    returns the number of messages written. Built beside the target under a unique name, so a
+    half-built database never has the final name."""
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(
+        directory,
+        f".{os.path.basename(path)}.{os.getpid()}-{threading.get_ident()}-"
+        f"{os.urandom(4).hex()}.building",
+    )
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        create_schema(conn)
+        conn.execute("INSERT INTO state_meta (key, value) VALUES ('ghost_session_prune_v1', '1')")
+        # build-time only settings (not persistent); the file is a temp file until it is complete
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA cache_size=-262144")
+        conn.execute("PRAGMA temp_store=MEMORY")
+        done = _write_all(conn, batches, total, progress)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        conn = None
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(tmp + suffix):
+                os.remove(tmp + suffix)
+        try:
+            os.link(tmp, path)  # atomic and never overwrites
+            os.remove(tmp)
+        except FileExistsError:
+            raise ValueError(f"refusing to overwrite existing file: {path}") from None
+        except OSError:
+            if os.path.lexists(path):
+                raise ValueError(f"refusing to overwrite existing file: {path}") from None
+            os.replace(tmp, path)
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        _remove_quietly(tmp)
+        raise
+    return done
+
+
+def _write_all(
+    conn: sqlite3.Connection,
+    batches: Iterable[tuple[list, list]],
+    total: int,
+    progress: Callable[[int, int], None] | None,
+) -> int:
+    """Insert everything.  Text is generated in a producer thread while SQLite (which releases the
+    GIL while it works, mostly on the two FTS indexes) inserts the previous batch."""
+    q: queue.Queue = queue.Queue(maxsize=6)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in batches:
+                if not put(item):
+                    return
+            put(None)
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            put(exc)
+
+    worker = threading.Thread(target=produce, name="hermes-generator", daemon=True)
+    worker.start()
+    done = since_commit = 0
+    try:
+        conn.execute("BEGIN")
+        while True:
+            item = q.get()
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            sess, msgs = item
+            if sess:
+                conn.executemany(_INSERT_SESSION, sess)
+            if msgs:
+                _insert_messages(conn, msgs)
+                done += len(msgs)
+                since_commit += len(msgs)
+            if since_commit >= _COMMIT_EVERY:
+                conn.execute("COMMIT")
+                conn.execute("BEGIN")
+                since_commit = 0
+            if progress is not None and done < total:
+                progress(done, total)
+        conn.execute("COMMIT")
+    finally:
+        stop.set()
+        worker.join()
+    if progress is not None:
+        progress(done, total)
+    return done

@@ -1,0 +1,96 @@
+"""The SQL vocabulary every query module shares, each piece written once: columns that
+may be missing from older schemas, the cost and token sums, the lineage CTEs, IN-lists and the
+keyset cursor codec."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from typing import Any
+
+from webui.db.errors import BadRequest
+from webui.db.schema import Schema
+
+TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+# A session's figures, in the order every list, JSON twin and export shows them.
+SESSION_FIGURES = (*TOKEN_COLUMNS, "reasoning_tokens", "estimated_cost_usd", "actual_cost_usd")
+
+# Every session's lineage root: roots are sessions without a parent, or whose parent is gone
+# (pruned). UNION (not UNION ALL) means a parent cycle cannot loop forever.
+FAMILY_CTE = (
+    "WITH RECURSIVE fam(id, root) AS ("
+    " SELECT id, id FROM sessions WHERE parent_session_id IS NULL"
+    "  OR parent_session_id NOT IN (SELECT id FROM sessions)"
+    " UNION"
+    " SELECT s.id, fam.root FROM sessions s JOIN fam ON s.parent_session_id = fam.id)"
+)
+
+
+def descendants_cte(limit: int | None = None) -> str:
+    """``down(id)``: the session bound to the one ``?`` and everything below it."""
+    cap = f" LIMIT {int(limit)}" if limit is not None else ""
+    return (
+        "WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT s.id FROM sessions s "
+        f"JOIN down ON s.parent_session_id = down.id{cap})"
+    )
+
+
+def col(schema: Schema, name: str, alias: str = "", table: str = "sessions") -> str:
+    """``alias.name`` when the column exists in this database's schema, else ``NULL``."""
+    if not schema.has(table, name):
+        return "NULL"
+    return f"{alias}.{name}" if alias else name
+
+
+def num(schema: Schema, name: str, alias: str = "") -> str:
+    return f"COALESCE({col(schema, name, alias)}, 0)"
+
+
+def cost(schema: Schema, alias: str = "") -> str:
+    """A session's one cost figure: what the provider billed where known, else the estimate
+    (``webui.hermes.cost.session_cost`` is the same rule for a row already read)."""
+    return (
+        f"COALESCE({col(schema, 'actual_cost_usd', alias)}, "
+        f"{col(schema, 'estimated_cost_usd', alias)}, 0)"
+    )
+
+
+def tokens(schema: Schema, alias: str = "") -> str:
+    """A session's tokens: input + output + cache read + cache write (reasoning tokens are part
+    of output). The one definition every page's "tokens" uses."""
+    return " + ".join(num(schema, c, alias) for c in TOKEN_COLUMNS)
+
+
+def in_list(n: int) -> str:
+    """``?,?,?`` for an IN (...) of n values."""
+    return ",".join("?" * n)
+
+
+def encode_cursor(key: Any, row_id: str | int) -> str:
+    raw = json.dumps([key, row_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[Any, str | int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        key, sid = json.loads(raw)
+        if (
+            not isinstance(sid, (str, int))
+            or isinstance(sid, bool)
+            or not isinstance(key, (int, float))
+            or isinstance(key, bool)
+        ):
+            raise ValueError
+        if (
+            not math.isfinite(key)
+            or abs(key) >= 2**63
+            or (isinstance(sid, int) and abs(sid) >= 2**63)
+        ):
+            raise ValueError
+        return key, sid
+    except (ValueError, TypeError, json.JSONDecodeError):
+        raise BadRequest(
+            "The page cursor ('after') is not valid; start from the first page."
+        ) from None

@@ -1,0 +1,31 @@
+"""What a session cost, by Hermes's own bookkeeping.
+
+Hermes stores two figures and a status (``agent/usage_pricing.py``: ``CostStatus =
+"actual" | "estimated" | "included" | "unknown"``): ``estimated_cost_usd`` from token counts
+and the price table, ``actual_cost_usd`` when the provider reported a charge. Logbook's one
+figure is the actual cost where known, else the estimate; "included" (a subscription) and
+"unknown" (no price) are words, never "$0"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def session_cost(actual: Any, estimated: Any, status: Any = None) -> tuple[float | None, str]:
+    """(amount or None, kind): kind is 'actual', 'estimated', 'included' or 'unknown'."""
+    if status == "included":
+        return None, "included"
+    # "unknown": Hermes had no price, and the 0 it stores as the estimate means nothing.
+    candidates = (
+        ((actual, "actual"),)
+        if status == "unknown"
+        else ((actual, "actual"), (estimated, "estimated"))
+    )
+    for value, kind in candidates:
+        if value is None:
+            continue
+        try:
+            return float(value), kind
+        except (TypeError, ValueError):
+            continue
+    return None, "unknown"

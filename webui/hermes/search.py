@@ -1,0 +1,212 @@
+"""Hermes's search syntax, reproduced exactly, and Logbook's plan for answering a query.
+
+``sanitize_fts5_query`` is a faithful port of ``SessionDB._sanitize_fts5_query`` (v11; the
+v8 variant quotes dotted and hyphenated terms but not underscored ones), so a query means
+here what it means in ``hermes sessions search``. ``plan`` then decides the route (FTS5,
+trigram, substring) and — where Hermes silently returns nothing — a literal fallback, with a
+notice that says what was changed and why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x3000, 0x303F),
+    (0x3040, 0x309F),
+    (0x30A0, 0x30FF),
+    (0xAC00, 0xD7AF),
+)
+OPERATORS = {"AND", "OR", "NOT"}
+
+
+def is_cjk(ch: str) -> bool:
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+
+
+def contains_cjk(text: str) -> bool:
+    return any(is_cjk(ch) for ch in text)
+
+
+def count_cjk(text: str) -> int:
+    return sum(1 for ch in text if is_cjk(ch))
+
+
+def sanitize_fts5_query(query: str, *, quote_underscores: bool = True) -> str:
+    """Hermes's sanitizer, step by step (reference §2)."""
+    quoted: list[str] = []
+
+    def keep(m: re.Match) -> str:
+        quoted.append(m.group(0))
+        return f"\x00Q{len(quoted) - 1}\x00"
+
+    s = re.sub(r'"[^"]*"', keep, query)  # 1. protect balanced phrases
+    s = re.sub(r'[+{}()"^]', " ", s)  # 2. drop FTS5 specials
+    s = re.sub(r"\*+", "*", s)  # 3. collapse *, no leading *
+    s = re.sub(r"(^|\s)\*", r"\1", s)
+    s = re.sub(r"(?i)^(AND|OR|NOT)\b\s*", "", s.strip())  # 4. dangling operators
+    s = re.sub(r"(?i)\s+(AND|OR|NOT)\s*$", "", s.strip())
+    joiners = "[._-]" if quote_underscores else "[.-]"  # 5. dotted/hyphenated → phrase
+    s = re.sub(rf"\b(\w+(?:{joiners}\w+)+)\b", r'"\1"', s)
+    for i, part in enumerate(quoted):  # 6. restore phrases
+        s = s.replace(f"\x00Q{i}\x00", part)
+    return s.strip()
+
+
+def literal_match_expression(text: str) -> str:
+    """Every whitespace-separated word of the user's text as an FTS5 phrase: punctuation is
+    then only a token boundary, never syntax (``it's`` → ``"it's"``, finds "it's")."""
+    phrases = []
+    for word in text.split():
+        if any(ch.isalnum() for ch in word):
+            phrases.append('"' + word.replace('"', '""') + '"')
+    return " ".join(phrases)
+
+
+def words_for_like(text: str) -> list[str]:
+    """Substring terms: quoted phrases whole, other words one by one, operators dropped."""
+    terms = [m.group(1) for m in re.finditer(r'"([^"]+)"', text)]
+    rest = re.sub(r'"[^"]*"', " ", text)
+    terms += [w for w in rest.split() if w.upper() not in OPERATORS]
+    return [t.strip() for t in terms if t.strip()]
+
+
+@dataclass
+class Plan:
+    route: str  # "none", "fts", "trigram", "like"
+    searched: str  # what is searched, as shown to the user
+    match: str = ""  # FTS5 MATCH expression (fts / trigram)
+    terms: list[str] = field(default_factory=list)  # substring terms (like) / highlight terms
+    notices: list[str] = field(default_factory=list)
+    fallback: str = ""  # literal FTS expression to try if `match` is invalid
+    # Said when the sanitized query is searched as is; replaced by the fallback's own notice.
+    sanitize_note: str = ""
+
+    @property
+    def notice(self) -> str | None:
+        return " ".join(n for n in self.notices if n) or None
+
+
+# Bounds on what one search may ask: a 200 KB query or 2,000 words makes SQLite's LIKE and FTS5
+# expression builders fail ("pattern too complex", "expression tree too large").
+MAX_QUERY_CHARS = 2_000
+MAX_QUERY_WORDS = 64
+
+
+def query_problem(query: str) -> str | None:
+    """Why a query is too big to search, in words, or None."""
+    if len(query) > MAX_QUERY_CHARS:
+        return (
+            f"The query is {len(query):,} characters long; search takes at most "
+            f"{MAX_QUERY_CHARS:,}."
+        )
+    words = len(query.split())
+    if words > MAX_QUERY_WORDS:
+        return f"The query has {words:,} words; search takes at most {MAX_QUERY_WORDS}."
+    return None
+
+
+def plan(query: str, *, has_fts: bool, has_trigram: bool, quote_underscores: bool = True) -> Plan:
+    # A NUL cannot be typed and ends strings inside SQLite's FTS5 parser: drop it.
+    raw = (query or "").replace("\x00", "").strip()
+    if not raw:
+        return Plan("none", "", notices=[])
+    sanitized = sanitize_fts5_query(raw, quote_underscores=quote_underscores)
+    notices: list[str] = []
+    note = ""
+    if re.match(r"(?i)^NOT\b", raw) and not re.match(r"(?i)^NOT\b", sanitized):
+        notices.append(
+            "A query cannot start with NOT (there is nothing to exclude from), so "
+            "the leading NOT was dropped, as Hermes does: this searched for messages "
+            "that DO contain the rest. To exclude a word, put it after another: "
+            "“deploy NOT docker”."
+        )
+    elif _normal(sanitized) != _normal(raw) and _normal(sanitized.replace('"', "")) != _normal(
+        raw.replace('"', "")
+    ):
+        note = (
+            f"Searched for {sanitized or 'nothing'}: characters and dangling operators "
+            "that FTS5 cannot parse were removed, as Hermes does."
+        )
+    if not sanitized:
+        notices.append(note)
+        notices.append("Nothing is left to search once FTS5's special characters are removed.")
+        return Plan("none", "", notices=notices)
+
+    if contains_cjk(sanitized):
+        terms = words_for_like(sanitized)
+        long_enough = all(len(t) >= 3 for t in terms)
+        if has_trigram and count_cjk(sanitized) >= 3 and long_enough:
+            tokens = [
+                t if t.upper() in OPERATORS else '"' + t.replace('"', '""') + '"'
+                for t in sanitized.replace('"', " ").split()
+            ]
+            return Plan(
+                "trigram",
+                sanitized,
+                match=" ".join(tokens),
+                terms=terms,
+                notices=notices,
+                sanitize_note=note,
+            )
+        if has_trigram and count_cjk(sanitized) >= 3:
+            notices.append(
+                "Words shorter than three characters cannot use the trigram index "
+                "(Hermes finds nothing here); each word was matched as a substring."
+            )
+        elif has_trigram:
+            notices.append(
+                "Short CJK words (under three characters) are matched as "
+                "substrings: hits are listed newest first, not ranked by relevance, "
+                "and counted page by page (“51+” means more follow)."
+            )
+        elif not has_trigram:
+            notices.append(
+                "This database has no trigram index (an older Hermes schema), so "
+                "CJK text was matched as substrings, newest first."
+            )
+        return Plan("like", sanitized, terms=terms, notices=notices, sanitize_note=note)
+
+    if not has_fts:
+        notices.append(
+            "This database has no full-text index, so words were matched as "
+            "substrings, newest first (slower, not ranked)."
+        )
+        return Plan(
+            "like", sanitized, terms=words_for_like(sanitized), notices=notices, sanitize_note=note
+        )
+    return Plan(
+        "fts",
+        sanitized,
+        match=sanitized,
+        terms=words_for_like(sanitized),
+        notices=notices,
+        fallback=literal_match_expression(raw),
+        sanitize_note=note,
+    )
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def explain_fts_problem(problem: str) -> str:
+    """SQLite's FTS5 error (``fts5: syntax error near ""``) in words a reader understands."""
+    p = (problem or "").lower()
+    if "unterminated string" in p:
+        return "a quotation mark is not closed"
+    if "no such column" in p:
+        return "a word followed by “:” is read as a column name"
+    if "syntax error near" in p:
+        near = problem[p.index("near") + 4 :].strip().strip('"').strip()
+        if not near:
+            return "the query ends where more was expected (a dangling operator or quote)"
+        return f"“{near}” is in a place where FTS5 does not expect it"
+    if "unknown special query" in p or "malformed" in p:
+        return "it uses a character FTS5 reserves for its own syntax"
+    return "FTS5 cannot read it"

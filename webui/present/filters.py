@@ -1,0 +1,222 @@
+"""Jinja filters: numbers, money, times. Presentation only, no business rules."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime
+from typing import Any
+
+from markupsafe import Markup
+
+from webui.hermes.cost import session_cost
+
+
+def num(value: Any) -> str:
+    if value is None or value == "":
+        return "—"
+    try:
+        return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def compact(value: Any) -> str:
+    """1234 → 1.2k, 1_234_567 → 1.2M."""
+    if value is None:
+        return "—"
+    try:
+        n = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    for unit, size in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.1f}".rstrip("0").rstrip(".") + unit
+    return f"{int(n):,}"
+
+
+def money(value: Any) -> str:
+    if value is None:
+        return "—"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if v == 0:
+        return "$0"
+    if abs(v) < 0.01:
+        return f"${v:.4f}"
+    if abs(v) < 100:
+        return f"${v:.2f}"
+    return f"${v:,.0f}"
+
+
+COST_TITLES = {
+    "actual": "actual cost, as the provider billed it",
+    "estimated": "estimated from the token counts and the price table",
+    "included": "included in a subscription: no per-token charge",
+    "unknown": "unknown: Hermes had no price for this model",
+}
+
+
+def _cost_parts(row: Any) -> tuple[str, str]:
+    get = row.get if hasattr(row, "get") else (lambda k: getattr(row, k, None))
+    amount, kind = session_cost(
+        get("actual_cost_usd"), get("estimated_cost_usd"), get("cost_status")
+    )
+    if amount is None:
+        return kind, kind
+    return ("≈ " if kind == "estimated" else "") + money(amount), kind
+
+
+def cost_text(row: Any) -> str:
+    """A session's cost as plain text (for SVG labels and titles)."""
+    return _cost_parts(row)[0]
+
+
+def cost(row: Any) -> Markup:
+    """A session's cost in words: "$0.32" (actual), "≈ $0.19" (estimated), "included" or
+    "unknown" (never "$0" for a cost nobody knows)."""
+    text, kind = _cost_parts(row)
+    return Markup('<span class="cost cost-{}" title="{}">{}</span>').format(
+        kind, COST_TITLES[kind], text
+    )
+
+
+TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def tokens(row: Any) -> int:
+    """A row's tokens by Logbook's one definition (``webui.db.sql.tokens``): input + output +
+    cache read + cache write; reasoning tokens are part of output."""
+    get = row.get if hasattr(row, "get") else (lambda k: getattr(row, k, None))
+    total = 0
+    for kind in TOKEN_KINDS:
+        try:
+            total += int(get(kind) or 0)
+        except (TypeError, ValueError):
+            continue
+    return total
+
+
+def group_cost(row: Any) -> str:
+    """The cost of a group of sessions (a model, a source): a sum in dollars, or a word when
+    no session of the group has a price ("included" in a subscription, or "unknown")."""
+    sessions = row.get("sessions") or 0
+    included = row.get("included_sessions") or 0
+    unpriced = row.get("unpriced_sessions") or 0
+    if sessions and included == sessions:
+        return "included"
+    if sessions and included + unpriced == sessions:
+        return "unknown"
+    return money(row.get("cost_usd"))
+
+
+def nbytes(value: Any) -> str:
+    n = float(value or 0)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
+
+
+def _dt(ts: Any) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(float(ts)).astimezone()
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def iso(ts: Any) -> str:
+    d = _dt(ts)
+    return d.isoformat(timespec="seconds") if d else ""
+
+
+def exact(ts: Any) -> str:
+    d = _dt(ts)
+    return d.strftime("%Y-%m-%d %H:%M:%S %Z") if d else "—"
+
+
+def exact_short(ts: Any) -> str:
+    d = _dt(ts)
+    return d.strftime("%Y-%m-%d %H:%M") if d else "—"
+
+
+def short_time(ts: Any) -> str:
+    d = _dt(ts)
+    return d.strftime("%H:%M:%S") if d else ""
+
+
+def relative(ts: Any, now: float | None = None) -> str:
+    d = _dt(ts)
+    if d is None:
+        return "—"
+    delta = (now or time.time()) - float(ts)
+    future = delta < 0
+    delta = abs(delta)
+    for unit, size in (
+        ("y", 365 * 86400),
+        ("mo", 30 * 86400),
+        ("d", 86400),
+        ("h", 3600),
+        ("min", 60),
+    ):
+        if delta >= size:
+            n = int(delta // size)
+            return f"in {n} {unit}" if future else f"{n} {unit} ago"
+    return "just now"
+
+
+def duration(seconds: Any) -> str:
+    if seconds is None:
+        return "—"
+    s = int(float(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
+_STAMPED_ID = re.compile(r"^\d{8}_\d{6}_(.+)$")
+
+
+def short_id(session_id: Any) -> str:
+    """The part of a session id that tells sessions apart. Hermes ids start with the date
+    and time (``20261031_174951_f7466a``), which every row of a day shares: show the random
+    tail (``…f7466a``); other ids keep their first 12 characters."""
+    text = str(session_id)
+    m = _STAMPED_ID.match(text)
+    if m:
+        return "…" + m.group(1)
+    return text if len(text) <= 12 else text[:12] + "…"
+
+
+def rowid(session_id: Any) -> str:
+    """A stable, HTML-safe element id for a session's row (ids may hold any character)."""
+    import hashlib
+
+    return hashlib.sha1(str(session_id).encode()).hexdigest()[:12]
+
+
+FILTERS = {
+    "rowid": rowid,
+    "short_id": short_id,
+    "num": num,
+    "compact": compact,
+    "money": money,
+    "cost": cost,
+    "cost_text": cost_text,
+    "group_cost": group_cost,
+    "tokens": tokens,
+    "nbytes": nbytes,
+    "iso": iso,
+    "exact": exact,
+    "exact_short": exact_short,
+    "relative": relative,
+    "duration": duration,
+    "short_time": short_time,
+}

@@ -1,0 +1,313 @@
+"""Turns database rows into what the templates show (parsed, decoded, rendered Markdown).
+
+Kept out of templates so they hold no logic, and out of the database layer so it holds no
+presentation."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from webui.db.search import MARK_END, MARK_START
+from webui.db.sql import SESSION_FIGURES
+from webui.hermes.content import (
+    content_parts,
+    looks_like_json,
+    parse_tool_calls,
+    plain_text,
+    pretty_json,
+)
+from webui.present.markdown import highlight_code, markdown
+
+MARKDOWN_ROLES = {"user", "assistant"}
+REASONING_FIELDS = ("reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items")
+
+
+def session_label(row: dict[str, Any], limit: int = 80) -> str:
+    """Title, else the first user message (as `hermes sessions list` shows), else the id."""
+    if row.get("title"):
+        return row["title"]
+    preview = plain_text(row.get("preview"), limit) if row.get("preview") else ""
+    return preview or "(untitled)"
+
+
+def session_json(row: dict[str, Any]) -> dict[str, Any]:
+    out = {
+        k: row.get(k)
+        for k in (
+            "id",
+            "title",
+            "source",
+            "model",
+            "started_at",
+            "ended_at",
+            "end_reason",
+            "last_active",
+            "message_count",
+            "tool_call_count",
+            *SESSION_FIGURES,
+            "cost_status",
+            "parent_session_id",
+            "child_count",
+        )
+    }
+    out["preview"] = plain_text(row.get("preview"), 120) if row.get("preview") else None
+    if row.get("archived") is not None:
+        out["archived"] = bool(row["archived"])
+    if "chain" in row:
+        out["conversation"] = row["chain"]
+    if "profile" in row:
+        out["profile"] = row["profile"]
+    return out
+
+
+@dataclass
+class RenderBudget:
+    """How much formatting (Markdown, highlighting) one page may do: a 0.8 MB Markdown table
+    takes seconds. A message over ``per_message`` characters, or one that would take the page
+    past ``per_page``, is shown as plain text with a "render anyway" link (its id in
+    ``forced``)."""
+
+    per_message: int = 50_000
+    per_page: int = 300_000
+    forced: frozenset[int] = frozenset()
+    spent: int = 0
+
+    def allows(self, message_id: int, size: int) -> bool:
+        if message_id not in self.forced and (
+            size > self.per_message or self.spent + size > self.per_page
+        ):
+            return False
+        self.spent += size
+        return True
+
+
+def message_view(
+    m: dict[str, Any],
+    links: dict[str, dict],
+    href: Callable[[int], str],
+    budget: RenderBudget | None = None,
+) -> dict[str, Any]:
+    """``href(message_id)`` links to another message (same page or the page holding it)."""
+    budget = budget or RenderBudget()
+    role = m.get("role") or "unknown"
+    parts = content_parts(m.get("content"))
+    text = "\n\n".join(p["text"] for p in parts if p["kind"] == "text")
+    view: dict[str, Any] = {
+        "id": m["id"],
+        "role": role,
+        "timestamp": m.get("timestamp"),
+        "token_count": m.get("token_count"),
+        "finish_reason": m.get("finish_reason"),
+        "tool_name": m.get("tool_name"),
+        "tool_call_id": m.get("tool_call_id"),
+        "raw": text,
+        "placeholders": [p["text"] for p in parts if p["kind"] == "placeholder"],
+        "rewound": m.get("active") == 0,
+        "html": None,
+        "code": None,
+    }
+    view["texts"] = []
+    view["plain_reason"] = None
+    formatted = role in MARKDOWN_ROLES or looks_like_json(text)
+    if formatted and not budget.allows(m["id"], len(text)):
+        view["plain_reason"] = len(text)  # shown as plain text, with "render anyway"
+    elif role in MARKDOWN_ROLES:
+        view["html"] = markdown(text)
+    elif looks_like_json(text):
+        # File contents and command output inside a JSON result read as text, not as one
+        # line of "\n" escapes: long multi-line strings are lifted out of the JSON.
+        short, view["texts"] = lift_long_strings(text)
+        view["code"] = highlight_code(pretty_json(short), "json")
+    view["tool_calls"] = [
+        {
+            **call,
+            "pretty": highlight_code(pretty_json(call["arguments"]), "json")
+            if not isinstance(call["arguments"], str)
+            else call["arguments"],
+            "hint": call_hint(call["arguments"]),
+            "result_href": _maybe(href, links.get(call["id"], {}).get("result")),
+        }
+        for call in parse_tool_calls(m.get("tool_calls"))
+    ]
+    view["call_href"] = _maybe(href, links.get(m.get("tool_call_id") or "", {}).get("call"))
+    view["reasoning"] = reasoning_blocks(m)
+    return view
+
+
+# Over this many characters with a line break, a string in a JSON tool result is shown as text.
+LIFT_CHARS = 120
+
+
+def lift_long_strings(text: str) -> tuple[Any, list[dict[str, str]]]:
+    """(the JSON with long multi-line top-level strings replaced by a pointer, those strings
+    as [{"key", "text"}]). Anything that is not a JSON object comes back unchanged."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return text, []
+    if not isinstance(obj, dict):
+        return obj, []
+    lifted = []
+    for key, value in obj.items():
+        if isinstance(value, str) and len(value) > LIFT_CHARS and "\n" in value:
+            lifted.append({"key": str(key), "text": value})
+            obj[key] = f"[{len(value):,} characters, shown below]"
+    return obj, lifted
+
+
+def call_hint(arguments: Any) -> str:
+    """The argument that tells one call of a tool from the next (a path, a command, a
+    query): the first short string value, cut to 80 characters."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return plain_text(arguments, 80) if arguments else ""
+    if isinstance(arguments, dict):
+        for value in arguments.values():
+            if isinstance(value, str) and value.strip():
+                return plain_text(value, 80)
+    return ""
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except (ValueError, RecursionError):
+            return [value]
+        return _strings(decoded) if not isinstance(decoded, str) else [decoded]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _strings(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _strings(v)]
+    return []
+
+
+def reasoning_blocks(m: dict[str, Any]) -> list[dict[str, str]]:
+    """The reasoning fields to show. Structured copies (``reasoning_details`` and the like)
+    that only repeat the plain reasoning are left out: the reader sees it once."""
+    plain = (m.get("reasoning") or "").strip()
+    blocks = []
+    for f in REASONING_FIELDS:
+        if not m.get(f):
+            continue
+        if f != "reasoning" and plain:
+            texts = [t.strip() for t in _strings(m[f]) if len(t.strip()) > 20]
+            if texts and all(t in plain for t in texts):
+                continue
+        blocks.append({"field": f, "text": pretty_json(m[f]) if f != "reasoning" else m[f]})
+    return blocks
+
+
+def number_and_date(views: list[dict[str, Any]], first_n: int, day_of: Any) -> None:
+    """Number a page's messages from ``first_n`` and mark those whose day differs from the
+    message before (the first one: from the session's start), so a conversation that crosses
+    midnight shows dates where they change."""
+    previous = _day(day_of)
+    for i, v in enumerate(views):
+        v["n"] = first_n + i if first_n else None
+        day = _day(v.get("timestamp"))
+        v["show_date"] = day is not None and day != previous
+        previous = day if day is not None else previous
+
+
+def _day(ts: Any) -> str | None:
+    try:
+        return datetime.fromtimestamp(float(ts)).strftime("%Y-%m-%d")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def _maybe(href: Callable[[int], str], message_id: int | None) -> str | None:
+    return href(message_id) if message_id is not None else None
+
+
+def complete_snippets(rows: list[dict[str, Any]]) -> None:
+    """Hits found without FTS5's snippet() (substring routes) get one cut around their terms,
+    with the same private markers."""
+    for row in rows:
+        if row.get("snippet") is None:
+            row["snippet"] = make_snippet(row.pop("_text", ""), row.pop("match_terms", []))
+
+
+def make_snippet(text: str | None, terms: list[str], width: int = 160) -> str:
+    """A snippet with private markers around every term, for routes without snippet()."""
+    text = plain_text(text or "") if text else ""
+    low = text.lower()
+    first = min((i for i in (low.find(t.lower()) for t in terms) if i >= 0), default=0)
+    start = max(0, first - width // 3)
+    piece = text[start : start + width]
+    out = piece
+    for t in sorted(set(terms), key=len, reverse=True):
+        out = _mark_all(out, t)
+    return ("..." if start else "") + out + ("..." if start + width < len(text) else "")
+
+
+def _mark_all(text: str, term: str) -> str:
+    if not term:
+        return text
+    low, t = text.lower(), term.lower()
+    out, i = [], 0
+    while True:
+        j = low.find(t, i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:j] + MARK_START + text[j : j + len(term)] + MARK_END)
+        i = j + len(term)
+
+
+def snippet_html(snippet: str) -> Markup:
+    """Escape first, then turn the private match markers into <mark>: HTML inside messages
+    stays text, and literal ">>>"/"<<<" in them are never taken for markers."""
+    text = str(escape(snippet))
+    return Markup(text.replace(MARK_START, "<mark>").replace(MARK_END, "</mark>"))
+
+
+def snippet_json(snippet: str) -> str:
+    return snippet.replace(MARK_START, ">>>").replace(MARK_END, "<<<")
+
+
+def readable_snippet(snippet: str) -> str:
+    """Tool-call JSON in snippets (Hermes indexes the raw JSON) made readable: string escapes
+    undone, runs of whitespace collapsed."""
+    text = snippet.replace('\\"', '"').replace("\\n", " ").replace("\\t", " ")
+    return re.sub(r"[ \t]{2,}", " ", text)
+
+
+def search_hit_view(row: dict[str, Any]) -> dict[str, Any]:
+    calls = parse_tool_calls(row.get("tool_calls"))
+    snippet = readable_snippet(row["snippet"]) if calls or row.get("tool_name") else row["snippet"]
+    return {
+        **row,
+        "snippet_html": snippet_html(snippet),
+        "tools": [c["name"] for c in calls] or ([row["tool_name"]] if row.get("tool_name") else []),
+        "session_label": session_label(
+            {"title": row.get("session_title"), "preview": row.get("session_preview")}
+        ),
+    }
+
+
+def search_hit_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "message_id": row["message_id"],
+        "session_id": row["session_id"],
+        "role": row["role"],
+        "snippet": snippet_json(row["snippet"]),
+        "timestamp": row["timestamp"],
+        "source": row["source"],
+        "model": row["model"],
+        "tool_name": row.get("tool_name"),
+        "session_title": row.get("session_title"),
+        "session_started": row["session_started"],
+        "context": row.get("context", []),
+        **({"profile": row["profile"]} if "profile" in row else {}),
+    }

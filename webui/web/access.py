@@ -1,0 +1,223 @@
+"""Who may view and who may change, in local and remote mode (README: "Remote viewing and
+security").
+
+* Local mode (loopback bind, the default): no login; changes allowed unless --read-only.
+* Remote mode (--insecure): anyone who reaches the port may view (unless --private); changes
+  need the admin token, and with no token configured they are off. Every client counts as
+  remote here, loopback ones included: a reverse proxy on the same host must not open doors.
+* Every POST: a CSRF token (Flask-WTF), and a cross-site request is refused outright
+  (Sec-Fetch-Site / Origin), so a page elsewhere cannot drive a logged-in browser.
+"""
+
+from __future__ import annotations
+
+import hmac
+from functools import wraps
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from flask import (
+    Blueprint,
+    Flask,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from flask_wtf.csrf import CSRFProtect
+
+csrf = CSRFProtect()
+limiter = Limiter(key_func=get_remote_address, default_limits=[], storage_uri="memory://")
+bp = Blueprint("access", __name__)
+
+OPEN_ENDPOINTS = {"access.login", "access.logout", "static"}
+
+
+def _generation_file() -> Path:
+    return Path(current_app.instance_path) / "session_generation"
+
+
+def session_generation() -> int:
+    """A counter kept in the instance folder that logout bumps: every admin cookie issued
+    before it stops working, even one captured and replayed after the logout."""
+    state = current_app.extensions.setdefault("logbook_session_generation", {})
+    if "value" not in state:
+        try:
+            state["value"] = int(_generation_file().read_text().strip() or 0)
+        except (OSError, ValueError):
+            state["value"] = 0
+    return state["value"]
+
+
+def _bump_generation() -> None:
+    state = current_app.extensions.setdefault("logbook_session_generation", {})
+    state["value"] = session_generation() + 1
+    try:
+        _generation_file().write_text(str(state["value"]))
+    except OSError:
+        pass  # a read-only instance folder: the bump still holds until the next restart
+
+
+def _token_mark() -> str:
+    """A keyed digest of the configured token and the session generation: rotating the token
+    or logging out logs every admin cookie out."""
+    token = current_app.config.get("LOGBOOK_TOKEN") or ""
+    return hmac.new(
+        current_app.config["SECRET_KEY"].encode(),
+        f"{token}\n{session_generation()}".encode(),
+        "sha256",
+    ).hexdigest()
+
+
+def is_admin() -> bool:
+    return bool(
+        token_configured()
+        and session.get("admin")
+        and hmac.compare_digest(str(session["admin"]), _token_mark())
+    )
+
+
+def safe_next(value: str | None, default: str) -> str:
+    """A same-site path to go back to, never another site (//evil, /\t/evil, http://…)."""
+    if not value:
+        return default
+    cleaned = "".join(ch for ch in value if ch not in "\t\r\n").replace("\\", "/")
+    parts = urlsplit(cleaned)
+    if parts.scheme or parts.netloc or not cleaned.startswith("/") or cleaned.startswith("//"):
+        return default
+    return cleaned
+
+
+def token_configured() -> bool:
+    return bool(current_app.config.get("LOGBOOK_TOKEN"))
+
+
+def change_refusal() -> str | None:
+    """Why changes are off right now, or None when they are allowed."""
+    cfg = current_app.config
+    if cfg["LOGBOOK_READ_ONLY"]:
+        return "Logbook runs with --read-only: nothing can be changed."
+    from webui.db import LogbookDBError, get_logbook
+
+    try:
+        writer_refusal = get_logbook().actions.w.refusal
+    except LogbookDBError as exc:
+        return exc.message
+    if writer_refusal:
+        return writer_refusal
+    if cfg["LOGBOOK_REMOTE"]:
+        if not token_configured():
+            return (
+                "Remote mode without an admin token: changes are off. Start Logbook with "
+                "--token (or HERMES_LOGBOOK_TOKEN) to allow them after logging in."
+            )
+        if not is_admin():
+            return "Log in with the admin token to make changes."
+    return None
+
+
+def can_view() -> bool:
+    cfg = current_app.config
+    return not (cfg["LOGBOOK_REMOTE"] and cfg["LOGBOOK_PRIVATE"]) or is_admin()
+
+
+def change_required(view):
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        reason = change_refusal()
+        if reason:
+            abort(403, description=reason)
+        return view(*args, **kwargs)
+
+    return wrapper
+
+
+def _same_origin() -> bool:
+    """Is this change request from one of Logbook's own pages?
+
+    Browsers that send Sec-Fetch-Site tell the truth about it, so it decides alone: a plain
+    form POST may carry ``Origin: null`` (privacy settings, redirects) while Sec-Fetch-Site
+    still says same-origin. Without it, an Origin must name this host; with neither header
+    (scripts, old browsers) the CSRF token still guards the request."""
+    site = request.headers.get("Sec-Fetch-Site")
+    if site:
+        return site in ("same-origin", "none")
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    if origin == "null":
+        return False
+    return urlsplit(origin).netloc.lower() == request.host.lower()
+
+
+def init_app(app: Flask) -> None:
+    csrf.init_app(app)
+    limiter.init_app(app)
+    app.register_blueprint(bp)
+
+    @app.before_request
+    def guard():
+        if request.method not in ("GET", "HEAD", "OPTIONS") and not _same_origin():
+            abort(
+                403,
+                description="Cross-site request refused: changes can only come from "
+                "Logbook's own pages.",
+            )
+        if request.endpoint in OPEN_ENDPOINTS:
+            return None
+        if not can_view():
+            if request.args.get("format") == "json":
+                abort(401, description="This Logbook is private: log in with the admin token.")
+            return redirect(url_for("access.login", next=request.full_path))
+        return None
+
+    @app.context_processor
+    def access_facts():
+        return {
+            "can_change": change_refusal() is None,
+            "change_refusal": change_refusal(),
+            "is_admin": is_admin(),
+            "remote_mode": app.config["LOGBOOK_REMOTE"],
+            "token_configured": bool(app.config.get("LOGBOOK_TOKEN")),
+        }
+
+
+def _failed(response) -> bool:
+    return response.status_code != 302
+
+
+# Failed logins are throttled per address and, against guessers that rotate addresses, for
+# everyone together. Only failures count: logging in does not use up the allowance.
+@bp.route("/login", methods=["GET", "POST"])
+@limiter.limit("5 per minute", methods=["POST"], deduct_when=_failed)
+@limiter.limit("20 per minute", methods=["POST"], deduct_when=_failed, key_func=lambda: "all")
+def login():
+    error = None
+    nxt = safe_next(request.values.get("next"), url_for("sessions.list_sessions"))
+    if request.method == "POST":
+        expected = current_app.config.get("LOGBOOK_TOKEN") or ""
+        given = request.form.get("token", "")
+        if expected and hmac.compare_digest(given.encode(), expected.encode()):
+            session.clear()
+            session["admin"] = _token_mark()
+            session.permanent = True
+            return redirect(nxt)
+        error = (
+            "That token is not right."
+            if expected
+            else "No admin token is configured, so there is nothing to log in to."
+        )
+    return render_template("login.html", error=error, next=nxt), (401 if error else 200)
+
+
+@bp.post("/logout")
+def logout():
+    if is_admin():
+        _bump_generation()
+    session.clear()
+    return redirect(url_for("sessions.list_sessions"))

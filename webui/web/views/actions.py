@@ -1,0 +1,289 @@
+"""Changes: rename, delete (one or a selection), prune. Every one of them is a POST with a
+CSRF token, refused when changes are off (read-only, remote without admin, newer schema)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    flash,
+    g,
+    jsonify,
+    redirect,
+    render_template,
+    url_for,
+)
+from htmx_flask import make_response, request
+
+from webui.db import get_logbook
+from webui.db.actions import NotFound, TitleInUse, parse_days
+from webui.hermes.titles import TitleError
+from webui.present.rows import session_label
+from webui.web.access import change_required
+from webui.web.views import wants_json
+
+bp = Blueprint("actions", __name__)
+
+# Above this many sessions the prune button needs a ticked "yes, delete these" box as well.
+PRUNE_CONFIRM_ABOVE = 10
+
+
+def _session_or_404(session_id: str) -> dict:
+    row = get_logbook().sessions.brief(session_id)
+    if row is None:
+        abort(404, description=f"No session has the id “{session_id}”.")
+    return row
+
+
+def _where() -> str:
+    return "list" if request.values.get("where") == "list" else "viewer"
+
+
+def _label(s: dict) -> str:
+    preview = None
+    if not s.get("title"):
+        preview = get_logbook().sessions.first_user_text(s["id"])
+    return session_label({"title": s.get("title"), "preview": preview}) or s["id"]
+
+
+def _display(s: dict, where: str) -> str:
+    return render_template("title_fragment.html", mode="show", s=s, where=where, label=_label(s))
+
+
+def _edit(
+    s: dict, where: str, value: str | None, error: str | None = None, other: str | None = None
+) -> str:
+    return render_template(
+        "title_fragment.html", mode="edit", s=s, where=where, value=value, error=error, other=other
+    )
+
+
+def _browser_form() -> bool:
+    """A plain HTML form without JavaScript (token in the form, no htmx): it wants a redirect.
+    htmx and scripts (token in the X-CSRFToken header) get the fragment itself."""
+    return not request.htmx and "csrf_token" in request.form
+
+
+def _toast(body: str, message: str, status: int = 200) -> Response:
+    """The fragment with a toast (HX-Trigger). The toast names the profile when there are
+    several: an action touches one database."""
+    if "profiles" in current_app.extensions:
+        name = g.get("profile") or current_app.extensions["profiles"].primary_name
+        message = f"{message} (profile “{name}”)"
+    return make_response(body, status, trigger={"toast": message})
+
+
+@bp.get("/sessions/<session_id>/title")
+def show_title(session_id: str):
+    return _display(_session_or_404(session_id), _where())
+
+
+@bp.get("/sessions/<session_id>/title/edit")
+@change_required
+def edit_title(session_id: str):
+    s = _session_or_404(session_id)
+    if not request.htmx:
+        return render_template("rename.html", s=s, where=_where())
+    return _edit(s, _where(), s.get("title"))
+
+
+@bp.post("/sessions/<session_id>/title")
+@change_required
+def set_title(session_id: str):
+    lb = get_logbook()
+    s = _session_or_404(session_id)
+    raw = request.form.get("title", "")
+    where = _where()
+    edit = _edit
+    try:
+        title = lb.actions.rename(session_id, raw)
+    except TitleInUse as exc:
+        if _browser_form():
+            return render_template(
+                "rename.html",
+                s=s,
+                where=where,
+                value=raw,
+                error=f"“{exc.title}” is already in use by",
+                other=exc.other_id,
+            ), 409
+        return edit(s, where, raw, f"“{exc.title}” is already in use by", exc.other_id), 409
+    except TitleError as exc:
+        if _browser_form():
+            return render_template("rename.html", s=s, where=where, value=raw, error=str(exc)), 422
+        return edit(s, where, raw, str(exc)), 422
+    s = {**s, "title": title}
+    message = f"Renamed to “{title}”" if title else "Title cleared"
+    if _browser_form():
+        flash(message)
+        return redirect(url_for("sessions.view_session", session_id=session_id))
+    return _toast(_display(s, where), message)
+
+
+@bp.get("/sessions/<session_id>/delete")
+@change_required
+def confirm_delete(session_id: str):
+    s = _session_or_404(session_id)
+    counts = get_logbook().messages.counts(session_id)
+    children = get_logbook().sessions.children(session_id)
+    return render_template("delete.html", s=s, label=_label(s), counts=counts, children=children)
+
+
+@bp.post("/sessions/<session_id>/delete")
+@change_required
+def delete(session_id: str):
+    lb = get_logbook()
+    s = _session_or_404(session_id)
+    label = _label(s)
+    if not lb.actions.delete(session_id):
+        abort(404, description=f"No session has the id “{session_id}”.")
+    message = f"Deleted “{label}”"
+    if not _browser_form():
+        # From the list: the row goes away (empty swap) and a toast says so.
+        return _toast("", message)
+    flash(message)
+    return redirect(url_for("sessions.list_sessions"))
+
+
+@bp.post("/sessions/bulk")
+@change_required
+def bulk():
+    lb = get_logbook()
+    ids = list(dict.fromkeys(i for i in request.form.getlist("session") if i))
+    action = request.form.get("action", "preview")
+    if not ids:
+        abort(400, description="Select at least one session first.")
+    if action == "export":
+        return redirect(url_for("export.jsonl", session=ids))
+    rows = [r for r in (lb.sessions.brief(i) for i in ids) if r]
+    if action == "delete" and request.form.get("confirm") == "yes":
+        deleted = [r for r in rows if lb.actions.delete(r["id"])]
+        message = f"Deleted {len(deleted)} session{'s' if len(deleted) != 1 else ''}"
+        if request.htmx:
+            return _toast(render_template("bulk_done.html", deleted=deleted), message)
+        flash(message)
+        return redirect(url_for("sessions.list_sessions"))
+    for r in rows:
+        r["label"] = _label(r)
+        r["counts"] = lb.messages.counts(r["id"])
+    return render_template("bulk_preview.html", rows=rows)
+
+
+@bp.route("/prune", methods=["GET"])
+def prune_form():
+    lb = get_logbook()
+    days = parse_days(request.args.get("older_than"))
+    source = request.args.get("source") or None
+    cutoff = _cutoff(request.args.get("cutoff"), days)
+    if wants_json():
+        preview = lb.actions.prune_preview(cutoff, source)
+        return jsonify(
+            {
+                "count": preview["count"],
+                "sessions": lb.actions.prune_ids(cutoff, source),
+                "tokens": preview["tokens"],
+                "cost": preview["cost"],
+                "messages": preview["messages"],
+                "oldest": preview["oldest"],
+                "newest": preview["newest"],
+                "cutoff": cutoff,
+                "orphaned_children": [c["id"] for c in preview["orphaned_children"]],
+            }
+        )
+    # The page opens with nothing armed: a preview (and its delete button) only once the
+    # user has chosen what to prune.
+    chosen = "older_than" in request.args
+    preview = lb.actions.prune_preview(cutoff, source) if chosen else None
+    for r in (preview or {}).get("sessions", []):
+        r["label"] = r.get("title") or r["id"]
+    from webui.web.views import render_page
+
+    return render_page(
+        "prune.html",
+        {"prune-preview": "preview"},
+        days=days,
+        source=source,
+        preview=preview,
+        sources=lb.sessions.all_sources(),
+        size=lb.size_bytes(),
+        confirm_above=PRUNE_CONFIRM_ABOVE,
+    )
+
+
+@bp.post("/prune")
+@change_required
+def prune_run():
+    lb = get_logbook()
+    days = parse_days(request.form.get("older_than"))
+    source = request.form.get("source") or None
+    if request.form.get("confirm") != "yes":
+        abort(400, description="Confirm the prune (confirm=yes) after checking the preview.")
+    cutoff = _cutoff(request.form.get("cutoff"), days)
+    if request.htmx:
+        # In the browser: run in the background, the page polls its progress.
+        job = lb.actions.start_prune(cutoff, source)
+        return render_template("prune_job.html", job=job, size=lb.size_bytes())
+    # A plain form or a script: the response comes when the prune is done.
+    job = lb.actions.run_prune(cutoff, source)
+    if wants_json() or not _browser_form():
+        return jsonify(
+            {
+                "deleted": job.deleted,
+                "messages_deleted": job.messages_deleted,
+                "error": job.error,
+                "longest_transaction_s": job.longest_txn_s,
+                "size_bytes": lb.size_bytes(),
+                "job": job.id,
+            }
+        ), 200 if not job.error else 503
+    return redirect(url_for("actions.prune_job", job_id=job.id))
+
+
+def _cutoff(value: str | None, days: int) -> float:
+    """The preview's cutoff travels with the confirmation, so the POST deletes by the very
+    rule the user looked at; without one, now minus the days."""
+    latest = time.time() - days * 86400
+    if not value:
+        return latest
+    try:
+        cutoff = float(value)
+    except ValueError:
+        cutoff = float("nan")
+    # Never later than "older than N days" says (a minute's grace for a slow confirmation).
+    if not math.isfinite(cutoff) or cutoff > latest + 60:
+        abort(
+            400, description="cutoff must be a timestamp no later than the “older than” days allow."
+        )
+    return cutoff
+
+
+@bp.get("/prune/jobs/<job_id>")
+def prune_job(job_id: str):
+    lb = get_logbook()
+    try:
+        job = lb.actions.job(job_id)
+    except NotFound as exc:
+        abort(404, description=exc.message)
+    if wants_json():
+        return jsonify(
+            {
+                "id": job.id,
+                "total": job.total,
+                "deleted": job.deleted,
+                "messages_deleted": job.messages_deleted,
+                "done": job.done,
+                "error": job.error,
+                "longest_transaction_s": job.longest_txn_s,
+                "transactions": job.transactions,
+                "size_bytes": lb.size_bytes(),
+            }
+        )
+    if not request.htmx:
+        return render_template("prune_job_page.html", job=job, size=lb.size_bytes())
+    body = render_template("prune_job.html", job=job, size=lb.size_bytes())
+    return _toast(body, f"Pruned {job.deleted} sessions") if job.done else body

@@ -1,0 +1,147 @@
+"""Full-text search over every message (or one session's)."""
+
+from __future__ import annotations
+
+import itertools
+
+from flask import Blueprint, current_app, g, jsonify, request, url_for
+
+from webui.db import BadRequest, SearchFilters, get_logbook
+from webui.db.search import SearchResult, run
+from webui.hermes.search import plan, query_problem
+from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
+from webui.web.limits import search_slot
+from webui.web.profiles import merged_logbooks
+from webui.web.views import render_page, wants_json
+
+bp = Blueprint("search", __name__)
+
+ROLES = ("user", "assistant", "tool", "system")
+
+
+def _filters() -> SearchFilters:
+    a = request.args
+    f = SearchFilters(
+        sources=[s for s in a.getlist("source") if s],
+        exclude_sources=[s for s in a.getlist("exclude_source") if s],
+        roles=[r for r in a.getlist("role") if r],
+        session=a.get("session") or None,
+        since=a.get("since") or None,
+        until=a.get("until") or None,
+    )
+    for role in f.roles:
+        if role not in ROLES:
+            raise BadRequest(f"role must be one of {', '.join(ROLES)}.")
+    return f
+
+
+def _page() -> int:
+    try:
+        return int(request.args.get("page") or 1)
+    except ValueError:
+        raise BadRequest("page must be a number.") from None
+
+
+def _merged(query: str, f: SearchFilters, page: int):
+    """Each profile's own ranked page, interleaved (rank 1 of each, then rank 2, …): scores
+    from different databases are not comparable, positions are."""
+    per: list[list[dict]] = []
+    total, capped, more, notices, searched, p = 0, False, False, [], query, None
+    for name, book in merged_logbooks(current_app):
+        p = plan(query, has_fts=book.schema.has_fts, has_trigram=book.schema.has_trigram)
+        res, searched = run(book.search, p, f, page)
+        complete_snippets(res.rows)
+        for row in res.rows:
+            row["profile"] = name
+        per.append(res.rows)
+        total += res.total
+        capped = capped or res.capped
+        more = more or res.has_more
+        notices += [
+            n if n.startswith(name) else f"{name}: {n}" for n in res.notices if n not in notices
+        ]
+    rows = [r for group in itertools.zip_longest(*per) for r in group if r is not None]
+    result = SearchResult(rows, total, capped, False, more, list(dict.fromkeys(notices)))
+    return result, searched, p
+
+
+@bp.get("/search")
+def search():
+    lb = get_logbook()
+    query = request.args.get("q", "")
+    problem = query_problem(query)
+    if problem:
+        raise BadRequest(problem)
+    f = _filters()
+    page = _page()
+    group = request.args.get("group") == "session"
+    with search_slot():
+        if g.get("all_profiles"):
+            result, searched, p = _merged(query, f, page)
+        else:
+            p = plan(query, has_fts=lb.schema.has_fts, has_trigram=lb.schema.has_trigram)
+            result, searched = run(lb.search, p, f, page)
+            complete_snippets(result.rows)
+    args = {
+        k: request.args.getlist(k)
+        for k in request.args
+        if k not in ("page", "format") and not k.startswith("_")
+    }
+    notice = " ".join(result.notices) or None
+    if wants_json():
+        nxt = (
+            url_for("search.search", **args, page=page + 1, format="json")
+            if result.has_more
+            else None
+        )
+        return jsonify(
+            {
+                "results": [search_hit_json(r) for r in result.rows],
+                "query": searched,
+                "notice": notice,
+                "next": nxt,
+                "total": result.total,
+                "total_capped": result.capped,
+                "ranked": result.ranked,
+            }
+        )
+    hits = [search_hit_view(r) for r in result.rows]
+    groups: list[dict] = []
+    if group:
+        index: dict[tuple, dict] = {}
+        for h in hits:
+            key = (h.get("profile"), h["session_id"])
+            grp = index.get(key)
+            if grp is None:
+                grp = index[key] = {
+                    "session_id": h["session_id"],
+                    "hits": [],
+                    "label": h["session_label"],
+                    "source": h["source"],
+                    "model": h["model"],
+                    "started": h["session_started"],
+                    "profile": h.get("profile"),
+                }
+                groups.append(grp)
+            grp["hits"].append(h)
+    session = lb.sessions.brief(f.session) if f.session else None
+    return render_page(
+        "search.html",
+        {"search-results": "results"},
+        q=query,
+        searched=searched,
+        notice=notice,
+        hits=hits,
+        groups=groups,
+        group=group,
+        result=result,
+        filters=f,
+        page=page,
+        session=session,
+        roles=ROLES,
+        sources=lb.sessions.all_sources(),
+        terms=p.terms,
+        next_url=url_for("search.search", **args, page=page + 1) if result.has_more else None,
+        prev_url=url_for("search.search", **args, page=page - 1) if page > 1 else None,
+        json_url=url_for("search.search", **args, format="json"),
+    )

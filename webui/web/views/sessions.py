@@ -1,0 +1,333 @@
+"""The sessions list and the conversation viewer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, current_app, g, jsonify, redirect, render_template, url_for
+from htmx_flask import request
+
+from webui.db import BadRequest, SessionQuery, get_logbook
+from webui.db.messages import END_CURSOR
+from webui.db.schema import KNOWN_SESSION_COLUMNS
+from webui.db.sessions import encode_cursor
+from webui.hermes.content import plain_text
+from webui.present.rows import (
+    RenderBudget,
+    message_view,
+    number_and_date,
+    session_json,
+    session_label,
+)
+from webui.web.profiles import merged_logbooks
+from webui.web.views import merged, query_args, render_page, wants_json
+
+bp = Blueprint("sessions", __name__)
+
+
+@bp.get("/")
+def index():
+    return redirect(url_for("sessions.list_sessions", **query_args()))
+
+
+@bp.get("/sessions")
+def list_sessions():
+    lb = get_logbook()
+    q = SessionQuery.from_args(request.args)
+    if g.get("all_profiles"):
+        if q.conversations:
+            raise BadRequest("One row per conversation works within one profile.")
+        rows, cursor, facets = merged.session_page(q)
+    else:
+        rows, cursor = lb.sessions.conversation_page(q) if q.conversations else lb.sessions.page(q)
+        facets = lb.sessions.source_facets(q)
+    next_url = url_for("sessions.list_sessions", **q.url_args(after=cursor)) if cursor else None
+    if wants_json():
+        json_next = (
+            url_for("sessions.list_sessions", **q.url_args(after=cursor, format="json"))
+            if cursor
+            else None
+        )
+        return jsonify(
+            {
+                "sessions": [session_json(r) for r in rows],
+                "facets": {"source": facets},
+                "next": json_next,
+            }
+        )
+    if g.get("all_profiles"):
+        counts = [book.sessions.count(q) for _, book in merged_logbooks(current_app)]
+        total, capped = sum(c[0] for c in counts), any(c[1] for c in counts)
+    else:
+        total, capped = lb.sessions.count(q)
+    for r in rows:
+        r["label"] = session_label(r)
+    return render_page(
+        "sessions.html",
+        {"results": "results", "more-row": "rows_page"},
+        q=q,
+        rows=rows,
+        facets=facets,
+        models=lb.sessions.models(),
+        total=total,
+        capped=capped,
+        next_url=next_url,
+        has_archived=lb.schema.has("sessions", "archived"),
+        sort_options=SORT_LABELS,
+        first_page_url=url_for("sessions.list_sessions", **q.url_args()),
+    )
+
+
+SORT_LABELS = {
+    "-started": "Newest first",
+    "started": "Oldest first",
+    "-last_active": "Recently active",
+    "last_active": "Least recently active",
+    "-messages": "Most messages",
+    "messages": "Fewest messages",
+    "-tokens": "Most tokens",
+    "tokens": "Fewest tokens",
+    "-cost": "Most expensive",
+    "cost": "Cheapest",
+}
+
+
+def _int_arg(name: str) -> int | None:
+    value = request.args.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number is None or abs(number) >= 2**63:
+        raise BadRequest(f"'{name}' must be a message id (a number).")
+    return number
+
+
+@bp.get("/sessions/<session_id>")
+def view_session(session_id: str):
+    lb = get_logbook()
+    session = lb.sessions.get(session_id)
+    if session is None:
+        return _resolve_prefix(session_id)
+    include_rewound = request.args.get("rewound") in ("1", "true", "on")
+    # The JSON twin carries every message (rewound ones flagged by their `active` column)
+    # unless ?rewound=0 asks for the page's default view.
+    if wants_json() and request.args.get("rewound") != "0":
+        include_rewound = True
+    before = request.args.get("before")
+    if request.args.get("end") == "1":  # "jump to the end": the conversation's last page
+        before = END_CURSOR
+    page = lb.messages.page(
+        session_id,
+        after=request.args.get("after"),
+        before=before,
+        at=_int_arg("at"),
+        include_rewound=include_rewound,
+    )
+    base_args: dict[str, Any] = {"rewound": "1"} if include_rewound and not wants_json() else {}
+    if wants_json():
+        if request.args.get("rewound") == "0":
+            base_args["rewound"] = "0"
+        nxt = (
+            url_for(
+                "sessions.view_session",
+                session_id=session_id,
+                after=page.next_cursor,
+                format="json",
+                **base_args,
+            )
+            if page.next_cursor
+            else None
+        )
+        return jsonify({"session": session, "messages": page.messages, "next": nxt})
+
+    first_n = (
+        lb.messages.position(
+            session_id, page.messages[0] if page.messages else None, include_rewound
+        )
+        + 1
+    )
+    messages = prepare_messages(
+        session_id, page.messages, base_args, first_n=first_n, day_of=session.get("started_at")
+    )
+    # An htmx fragment extends the page in one direction only; the page it lands in already
+    # has the pager for the other direction.
+    target = request.htmx.target if request.htmx else None
+    # Columns an older schema lacks are shown as absent (—), never as an error.
+    shown = {**dict.fromkeys(KNOWN_SESSION_COLUMNS), **session}
+    context = {
+        "session": shown,
+        "label": session.get("title") or _first_user_text(page.messages) or session["id"],
+        "messages": messages,
+        "next_url": url_for(
+            "sessions.view_session", session_id=session_id, after=page.next_cursor, **base_args
+        )
+        if page.next_cursor and target != "earlier-messages"
+        else None,
+        "prev_url": url_for(
+            "sessions.view_session", session_id=session_id, before=page.prev_cursor, **base_args
+        )
+        if page.prev_cursor and target != "more-messages"
+        else None,
+        "include_rewound": include_rewound,
+        "live_url": url_for(
+            "sessions.tail", session_id=session_id, after=_last_cursor(page.messages)
+        )
+        if session.get("ended_at") is None and not page.next_cursor and target != "earlier-messages"
+        else None,
+    }
+    if target is None:
+        # The header, only for a whole page (fragments extend the conversation only).
+        parent = (
+            lb.sessions.brief(session["parent_session_id"])
+            if session.get("parent_session_id")
+            else None
+        )
+        counts = lb.messages.counts(session_id)
+        context.update(
+            counts=counts,
+            base_args=base_args,
+            shown_total=counts["total"] - (0 if include_rewound else counts["rewound"]),
+            parent=parent,
+            parent_missing=bool(session.get("parent_session_id")) and parent is None,
+            children=lb.sessions.children(session_id),
+            extra_columns=[(c, session.get(c)) for c in lb.schema.extra_session_columns],
+            schema=lb.schema,
+            **lineage_context(session),
+        )
+    return render_page(
+        "session.html",
+        {"more-messages": "messages_page", "earlier-messages": "messages_page"},
+        **context,
+    )
+
+
+def prepare_messages(
+    session_id: str, rows: list[dict], base_args: dict, first_n: int = 0, day_of: Any = None
+) -> list[dict]:
+    """Rows → what the message template shows, with tool calls and results linked both ways
+    (a plain #m-<id> when the partner is on the page, else ?at=<id> to load its page), each
+    numbered from ``first_n`` (0: unnumbered) and dated where the day changes."""
+    lb = get_logbook()
+    links = lb.messages.tool_links(session_id, rows)
+    on_page = {m["id"] for m in rows}
+
+    def href(message_id: int) -> str:
+        if message_id in on_page:
+            return f"#m-{message_id}"
+        return url_for(
+            "sessions.view_session",
+            session_id=session_id,
+            at=message_id,
+            _anchor=f"m-{message_id}",
+            **base_args,
+        )
+
+    forced = frozenset(
+        int(x) for x in request.args.getlist("render") if x.isascii() and x.isdigit()
+    )
+    budget = RenderBudget(forced=forced)
+    views = [message_view(m, links, href, budget) for m in rows]
+    number_and_date(views, first_n, day_of)
+    return views
+
+
+def _last_cursor(rows: list[dict]) -> str | None:
+    return encode_cursor(rows[-1]["timestamp"], rows[-1]["id"]) if rows else None
+
+
+@bp.get("/sessions/<session_id>/tail")
+def tail(session_id: str):
+    """The live end of an active session: 204 when nothing new (one indexed query), else the
+    new messages and a fresh tail that polls from after them."""
+    lb = get_logbook()
+    session = lb.sessions.brief(session_id)
+    if session is None:
+        abort(404, description=f"No session has the id “{session_id}”.")
+    after = request.args.get("after")
+    page = lb.messages.page(session_id, after=after, limit=200)
+    ended = session.get("ended_at")
+    if not page.messages and ended is None:
+        return "", 204
+    rows = page.messages
+    cursor = _last_cursor(rows) or after
+    live = (
+        None if ended is not None else url_for("sessions.tail", session_id=session_id, after=cursor)
+    )
+    return render_template(
+        "tail.html",
+        messages=prepare_messages(session_id, rows, {}),
+        live_url=live,
+        end_reason=session.get("end_reason"),
+    )
+
+
+def _first_user_text(messages: list[dict]) -> str | None:
+    for m in messages:
+        if m.get("role") == "user" and m.get("content"):
+            return plain_text(m["content"], 80)
+    return None
+
+
+def _resolve_prefix(prefix: str):
+    lb = get_logbook()
+    matches = lb.sessions.resolve_prefix(prefix)
+    if len(matches) == 1:
+        args = query_args()
+        return redirect(url_for("sessions.view_session", session_id=matches[0]["id"], **args))
+    if not matches:
+        abort(404, description=f"No session has the id or id prefix “{prefix}”.")
+    if wants_json():
+        return jsonify(
+            {
+                "error": "ambiguous",
+                "message": f"“{prefix}” matches several sessions.",
+                "candidates": [m["id"] for m in matches],
+            }
+        ), 300
+    for m in matches:
+        m["label"] = m.get("title") or m["id"]
+    return render_template(
+        "ambiguous.html", prefix=prefix, matches=matches[:20], more=len(matches) > 20
+    ), 300
+
+
+def lineage_context(session: dict[str, Any]) -> dict[str, Any]:
+    """Breadcrumbs of ancestors, the whole conversation's totals, and the compression
+    neighbours ("continued from" / "continued in"), from one lineage query."""
+    lb = get_logbook()
+    if not lb.lineage.has_family(session):
+        return {"lineage": None, "ancestors": [], "continued_in": None, "continued_from": None}
+    tree = lb.lineage.tree(session["id"])
+    by_id = tree.by_id
+    chain, seen = [], {session["id"]}
+    cur = by_id.get(session.get("parent_session_id") or "")
+    while cur and cur["id"] not in seen:
+        chain.append(cur)
+        seen.add(cur["id"])
+        cur = by_id.get(cur.get("parent_session_id") or "")
+    chain.reverse()
+    for n in tree.nodes:
+        n["label"] = session_label(n)
+    me = by_id.get(session["id"], {})
+    continued_in = next(
+        (
+            n
+            for n in tree.nodes
+            if n.get("parent_session_id") == session["id"] and n.get("edge") == "compression"
+        ),
+        None,
+    )
+    continued_from = (
+        by_id.get(session.get("parent_session_id") or "")
+        if me.get("edge") == "compression"
+        else None
+    )
+    return {
+        "lineage": tree,
+        "ancestors": chain,
+        "continued_in": continued_in,
+        "continued_from": continued_from,
+    }

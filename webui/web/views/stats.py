@@ -1,0 +1,331 @@
+"""Token and cost statistics: totals, breakdowns, time series, top sessions, tools, heatmap."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
+
+from webui.db import BadRequest, get_logbook
+from webui.db.sessions import parse_day
+from webui.db.stats import PERIODS, TOKEN_KINDS, StatsQuery, bucket_for
+from webui.present import charts
+from webui.present.filters import compact, group_cost, money, num
+from webui.web.profiles import merged_logbooks
+from webui.web.views import render_page, wants_json
+
+bp = Blueprint("stats", __name__)
+
+TOKEN_LABELS = {
+    "input_tokens": "input",
+    "output_tokens": "output",
+    "cache_read_tokens": "cache read",
+    "cache_write_tokens": "cache write",
+    "reasoning_tokens": "reasoning",
+}
+STACK_LIMIT = 6
+PANELS = (
+    "totals",
+    "by_model",
+    "by_source",
+    "by_provider",
+    "series",
+    "top_by_tokens",
+    "top_by_cost",
+    "tools",
+    "heatmap",
+    "aux_usage",
+    "cost_by_status",
+)
+
+
+def parse_query(date_errors: dict[str, str] | None = None) -> StatsQuery:
+    """The stats query from the URL. A bad date raises BadRequest, unless ``date_errors`` is
+    given: then the page says what is wrong beside the field and shows the default period."""
+    a = request.args
+    period = a.get("period") or "30"
+    dates: dict[str, float | None] = {"since": None, "until": None}
+    for name in dates:
+        value = (a.get(name) or "").strip()
+        if not value:
+            continue
+        try:
+            dates[name] = parse_day(value, end=name == "until")
+        except BadRequest as exc:
+            if date_errors is None:
+                raise
+            date_errors[name] = exc.message
+    if dates["since"] is not None or dates["until"] is not None:
+        period = "custom"
+    elif period not in PERIODS:
+        raise BadRequest(f"period must be one of {', '.join(PERIODS)} (or since/until dates).")
+    cost_by = a.get("cost_by") or "model"
+    if cost_by not in ("model", "source"):
+        raise BadRequest("cost_by must be 'model' or 'source'.")
+    return StatsQuery(
+        period=period,
+        since=dates["since"],
+        until=dates["until"],
+        sources=[s for s in a.getlist("source") if s],
+        models=[m for m in a.getlist("model") if m],
+        lineage=a.get("lineage") in ("1", "on", "true"),
+        cost_by=cost_by,
+    )
+
+
+def period_presets(now: float | None = None) -> list[dict[str, str]]:
+    """ "This month" and "last month" as since/until dates (the server's calendar)."""
+    today = datetime.fromtimestamp(now or time.time()).date()
+    first = today.replace(day=1)
+    last_end = first - timedelta(days=1)
+    return [
+        {"label": "this month", "since": first.isoformat(), "until": today.isoformat()},
+        {
+            "label": "last month",
+            "since": last_end.replace(day=1).isoformat(),
+            "until": last_end.isoformat(),
+        },
+    ]
+
+
+def period_heading(q: StatsQuery) -> str:
+    """The period in words, e.g. "1 Oct 2026 – 30 Oct 2026 (30 days)"."""
+
+    def day(ts: float) -> str:
+        return datetime.fromtimestamp(ts).strftime("%-d %b %Y")
+
+    start = q.start
+    end = q.end if q.end is not None else q.now
+    if start is None:
+        return f"All time, up to {day(end)}"
+    span = max(1, round((end - start) / 86400))
+    last = end - 1 if q.end is not None else end  # until is exclusive: the day before
+    name = {"custom": ""}.get(q.period, f"last {q.period} days: ")
+    return f"{name}{day(start)} – {day(last)} ({span} day{'s' if span != 1 else ''})"
+
+
+def build_report(q: StatsQuery) -> dict[str, Any]:
+    lb = get_logbook()
+    st = lb.stats
+    coverage = lb.rollup.refresh(current_app.config["LOGBOOK_ROLLUP_BUDGET"])
+    where, params = st.where(q)
+    start = q.start
+    if start is None:
+        start = st.first_started() or q.now
+    bucket = bucket_for((q.end or q.now) - start)
+    series_rows = st.series(q, bucket, q.cost_by)
+    tools = lb.rollup.tools(where, params)
+    all_calls = sum(t["calls"] for t in tools) or 1
+    for t in tools:
+        t["share"] = round(t["calls"] / all_calls, 6)
+    return {
+        "query": {
+            "period": q.period,
+            "since": q.start,
+            "until": q.end,
+            "source": q.sources,
+            "model": q.models,
+            "lineage": q.lineage,
+            "bucket": bucket,
+            "cost_by": q.cost_by,
+        },
+        "overview": {
+            **st.counts(rollup_messages=coverage.messages if coverage.complete else None),
+            "size_bytes": lb.size_bytes(),
+            "sessions_by_source": st.sources_overview(),
+            "messages_by_source": lb.rollup.messages_by_source(),
+        },
+        "totals": st.totals(q),
+        "by_model": st.breakdown(q, "model"),
+        "by_source": st.breakdown(q, "source"),
+        "by_provider": st.breakdown(q, "billing_provider"),
+        "series": series_rows,
+        "top_sessions": {
+            "tokens": st.top_sessions(q, "tokens"),
+            "cost": st.top_sessions(q, "cost"),
+        },
+        "tools": tools,
+        "heatmap": lb.rollup.heatmap(where, params),
+        "aux_usage": st.aux_usage(q),
+        "coverage": {
+            "complete": coverage.complete,
+            "messages_seen_up_to_id": coverage.seen_max_id,
+            "newest_message_id": coverage.db_max_id,
+        },
+    }
+
+
+def build_charts(report: dict[str, Any]) -> dict[str, charts.Chart]:
+    series = report["series"]
+    buckets = sorted({r["bucket"] for r in series})
+    by_bucket: dict[tuple[str, str], dict] = {}
+    stack_totals: dict[str, float] = {}
+    for r in series:
+        by_bucket[(r["bucket"], r["stack"])] = r
+        stack_totals[r["stack"]] = stack_totals.get(r["stack"], 0) + (r["cost_usd"] or 0)
+    top_stacks = [k for k, _ in sorted(stack_totals.items(), key=lambda kv: -kv[1])][:STACK_LIMIT]
+    rest = [k for k in stack_totals if k not in top_stacks]
+
+    def field_sum(bucket: str, name: str, stacks: list[str]) -> float:
+        return sum((by_bucket.get((bucket, s)) or {}).get(name) or 0 for s in stacks)
+
+    all_stacks = list(stack_totals)
+    unit = report["query"]["bucket"]
+    out = {
+        "sessions": charts.stacked_columns(
+            f"Sessions per {unit}",
+            buckets,
+            ["sessions"],
+            lambda b, _s: field_sum(b, "sessions", all_stacks),
+            num,
+            "sessions",
+            unit,
+        ),
+        "tokens": charts.stacked_columns(
+            f"Tokens per {unit}, by kind",
+            buckets,
+            [TOKEN_LABELS[k] for k in TOKEN_KINDS],
+            lambda b, s: field_sum(b, _kind(s), all_stacks),
+            compact,
+            "tokens",
+            unit,
+        ),
+        "cost": charts.stacked_columns(
+            f"Cost per {unit}, by {report['query']['cost_by']}",
+            buckets,
+            top_stacks + (["other"] if rest else []),
+            lambda b, s: field_sum(b, "cost_usd", rest if s == "other" else [s]),
+            money,
+            "USD",
+            unit,
+        ),
+    }
+    for key, title in (
+        ("by_model", "Cost by model"),
+        ("by_source", "Cost by source"),
+        ("by_provider", "Cost by billing provider"),
+    ):
+        rows = report[key][:12]
+        out[key] = charts.horizontal_bars(
+            title,
+            [str(r["key"]) for r in rows],
+            [r["cost_usd"] or 0 for r in rows],
+            money,
+            texts=[group_cost(r) for r in rows],
+        )
+    tools = report["tools"][:15]
+    out["tools"] = charts.horizontal_bars(
+        "Tool calls by tool", [t["tool"] for t in tools], [t["calls"] for t in tools], num
+    )
+    out["heatmap"] = charts.heatmap(
+        "Messages by weekday and hour",
+        {(c["dow"], c["hour"]): c["messages"] for c in report["heatmap"]},
+    )
+    return out
+
+
+def _kind(label: str) -> str:
+    return next(k for k, v in TOKEN_LABELS.items() if v == label)
+
+
+def build_merged_report(q: StatsQuery) -> dict[str, Any]:
+    """All profiles side by side: each database's own totals and overview."""
+    profiles = []
+    for name, book in merged_logbooks(current_app):
+        profiles.append(
+            {
+                "profile": name,
+                "totals": book.stats.totals(q),
+                "overview": {**book.stats.counts(), "size_bytes": book.size_bytes()},
+                "by_source": book.stats.breakdown(q, "source"),
+            }
+        )
+    return {
+        "query": {
+            "period": q.period,
+            "since": q.start,
+            "until": q.end,
+            "source": q.sources,
+            "model": q.models,
+        },
+        "profiles": profiles,
+    }
+
+
+@bp.get("/stats")
+def stats():
+    date_errors: dict[str, str] = {}
+    q = parse_query(None if wants_json() else date_errors)
+    if g.get("all_profiles"):
+        report = build_merged_report(q)
+        if wants_json():
+            return jsonify(report)
+        return render_template(
+            "stats_all.html", report=report, q=q, periods=list(PERIODS), token_labels=TOKEN_LABELS
+        )
+    report = build_report(q)
+    if wants_json():
+        return jsonify(report)
+    lb = get_logbook()
+    args = {
+        k: request.args.getlist(k)
+        for k in request.args
+        if k not in ("format", "panel") and not k.startswith("_")
+    }
+    # A bad date: the page still renders, with the message beside the field, as a 400.
+    status = 400 if date_errors else 200
+    return render_page(
+        "stats.html",
+        {"stats-body": "body"},
+        report=report,
+        charts=build_charts(report),
+        q=q,
+        args=args,
+        periods=list(PERIODS),
+        sources=lb.sessions.all_sources(),
+        date_errors=date_errors,
+        presets=period_presets(),
+        heading=period_heading(q),
+        models=[m["model"] for m in lb.sessions.models()],
+        token_labels=TOKEN_LABELS,
+        json_url=url_for("stats.stats", **args, format="json"),
+    ), status
+
+
+@bp.get("/stats.csv")
+def stats_csv():
+    panel = request.args.get("panel", "totals")
+    if panel not in PANELS:
+        raise BadRequest(f"panel must be one of {', '.join(PANELS)}.")
+    report = build_report(parse_query())
+    data: Any
+    if panel.startswith("top_by_"):
+        data = report["top_sessions"][panel[len("top_by_") :]]
+    elif panel == "cost_by_status":
+        data = report["totals"]["cost_by_status"]
+    elif panel == "totals":
+        data = [{k: v for k, v in report["totals"].items() if not isinstance(v, list)}]
+    else:
+        data = report[panel]
+    buf = io.StringIO()
+    if data:
+        writer = csv.DictWriter(buf, fieldnames=list(data[0].keys()))
+        writer.writeheader()
+        for row in data:
+            writer.writerow({k: _csv_safe(v) for k, v in row.items()})
+    return Response(
+        buf.getvalue(),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="logbook-{panel}.csv"'},
+    )
+
+
+def _csv_safe(value: Any) -> Any:
+    """Spreadsheet formula injection: text that starts like a formula is prefixed."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
