@@ -163,12 +163,20 @@ def test_a_failed_htmx_request_says_why_in_the_page(fresh, page):
     page.js_errors.clear()
 
 
-def test_one_row_per_conversation_with_any_sort_works_in_the_browser(fresh, page):
+def test_switching_between_hermes_rows_and_every_row_with_any_sort(fresh, page):
     db, srv, _ = fresh
     page.goto(f"{srv.url}/sessions?sort=-cost")
-    page.locator("input[name=view]").check()
-    page.wait_for_url(re.compile(r"view=conversations"))
+    summary = page.locator("#results .summary")
+    assert "as hermes sessions list shows them" in summary.inner_text()
+    page.locator("input[name=rows]").check()
+    page.wait_for_url(re.compile(r"rows=all"))
     page.locator("table.sessions tbody tr").first.wait_for()
+    assert "session row" in summary.inner_text()
+    (every,) = sql(db, "SELECT COUNT(*) FROM sessions")[0]  # a v11 database: no archive
+    assert f"{every:,} session rows" in summary.inner_text()
+    page.locator("input[name=rows]").uncheck()
+    page.wait_for_url(re.compile(r"^(?!.*rows=all)"))
+    assert "conversations" in summary.inner_text()
     assert page.locator("#request-error").is_hidden()
 
 

@@ -45,12 +45,12 @@ def test_page_connections_are_read_only(tmp_path):
 def test_query_time_limit_gives_a_clear_503(tmp_path):
     db = copy_fixture("hermes-v11.db", tmp_path)
     client = make_app(db, tmp_path / "inst", LOGBOOK_QUERY_TIME_LIMIT=0.0).test_client()
-    r = client.get("/sessions?sort=-last_active")
+    r = client.get("/sessions?rows=all&sort=-last_active")
     assert r.status_code == 503
     assert r.headers["Retry-After"]
     text = r.get_data(as_text=True)
     assert "took too long" in text and "Traceback" not in text and "SELECT" not in text
-    r = client.get("/sessions?sort=-last_active&format=json")
+    r = client.get("/sessions?rows=all&sort=-last_active&format=json")
     assert r.status_code == 503 and "took too long" in r.get_json()["message"]
 
 
@@ -111,7 +111,7 @@ def test_reads_do_not_block_a_writer(tmp_path):
     t = threading.Thread(target=writer)
     t.start()
     for _ in range(15):
-        assert client.get("/sessions?sort=-last_active").status_code == 200
+        assert client.get("/sessions?rows=all&sort=-last_active").status_code == 200
     stop.set()
     t.join()
     assert not errors
@@ -135,15 +135,15 @@ def test_minimal_schema_missing_columns_render_as_absent(tmp_path):
     conn.close()
     client = make_app(db, tmp_path / "inst").test_client()
     for sort in ("started", "-last_active", "messages", "-tokens", "cost"):
-        r = client.get(f"/sessions?format=json&sort={sort}")
+        r = client.get(f"/sessions?rows=all&format=json&sort={sort}")
         assert r.status_code == 200
         assert {s["id"] for s in r.get_json()["sessions"]} == {"s1", "s2"}
-    body = client.get("/sessions?format=json").get_json()
+    body = client.get("/sessions?rows=all&format=json").get_json()
     s1 = next(s for s in body["sessions"] if s["id"] == "s1")
     assert s1["title"] is None and s1["preview"] == "hello there" and s1["model"] is None
     r = client.get("/sessions/s1")
     assert r.status_code == 200 and b"<strong>hi</strong>" in r.data
-    assert client.get("/sessions?state=active&model=x").status_code == 200
+    assert client.get("/sessions?rows=all&state=active&model=x").status_code == 200
 
 
 def test_newer_schema_extra_columns_are_shown(tmp_path):

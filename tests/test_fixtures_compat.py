@@ -23,7 +23,7 @@ def test_list_pages_render(fixture_client):
 
 
 def test_list_json_follows_next_to_every_session_once(fixture_client, fixture_db):
-    got = [s["id"] for s in follow(fixture_client, "/sessions?format=json", "sessions")]
+    got = [s["id"] for s in follow(fixture_client, "/sessions?rows=all&format=json", "sessions")]
     expected = [
         r[0]
         for r in sql(
@@ -38,7 +38,8 @@ def test_list_json_follows_next_to_every_session_once(fixture_client, fixture_db
 
 def test_archived_sessions_hidden_unless_asked(fixture_client, fixture_db):
     everything = {
-        s["id"] for s in follow(fixture_client, "/sessions?format=json&archived=1", "sessions")
+        s["id"]
+        for s in follow(fixture_client, "/sessions?rows=all&format=json&archived=1", "sessions")
     }
     assert everything == {r[0] for r in sql(fixture_db, "SELECT id FROM sessions")}
 
@@ -48,13 +49,13 @@ def test_source_filter_returns_exactly_that_source(fixture_client, fixture_db):
     for source, count in sql(
         fixture_db, f"SELECT source, COUNT(*) FROM sessions WHERE {where} GROUP BY source"
     ):
-        got = follow(fixture_client, f"/sessions?format=json&source={source}", "sessions")
+        got = follow(fixture_client, f"/sessions?rows=all&format=json&source={source}", "sessions")
         assert len(got) == count
         assert {s["source"] for s in got} == {source}
 
 
 def test_facets_equal_sql(fixture_client, fixture_db):
-    body = fixture_client.get("/sessions?format=json").get_json()
+    body = fixture_client.get("/sessions?rows=all&format=json").get_json()
     where = visible_where(fixture_db)
     expected = dict(
         sql(fixture_db, f"SELECT source, COUNT(*) FROM sessions WHERE {where} GROUP BY source")
@@ -63,7 +64,7 @@ def test_facets_equal_sql(fixture_client, fixture_db):
 
 
 def test_list_row_values_equal_sql(fixture_client, fixture_db):
-    body = fixture_client.get("/sessions?format=json&sort=-messages").get_json()
+    body = fixture_client.get("/sessions?rows=all&format=json&sort=-messages").get_json()
     for s in body["sessions"]:
         (row,) = sql(
             fixture_db,
@@ -152,6 +153,7 @@ def test_every_sort_order_pages_through_all_sessions_in_sql_order(fixture_client
         )
     ]
     got = [
-        s["id"] for s in follow(fixture_client, f"/sessions?format=json&sort={sort}", "sessions")
+        s["id"]
+        for s in follow(fixture_client, f"/sessions?rows=all&format=json&sort={sort}", "sessions")
     ]
     assert got == expected

@@ -220,74 +220,77 @@ def test_resolve_by_title_like_hermes(tmp_path):
             assert r.headers["Location"] == f"/sessions/{expected}", title
 
 
-def test_conversation_mode_lists_each_lineage_once_with_chain_totals(fx):
+def test_default_rows_are_hermes_rows_each_chain_once(fx):
+    """Hermes's rows: no delegate or unmarked child and no continuation is listed; a
+    compression chain appears once, as its root's slot showing its newest segment, with the
+    whole chain's totals; every other row stands for itself."""
     db, client = fx
     from support.http import follow
 
-    rows = follow(client, "/sessions?format=json&view=conversations&archived=1", "sessions")
-    roots = {
-        r[0]
-        for r in sql(
-            db,
-            "SELECT id FROM sessions WHERE parent_session_id IS NULL OR "
-            "parent_session_id NOT IN (SELECT id FROM sessions)",
-        )
+    every = {
+        r["id"]: r
+        for r in follow(client, "/sessions?format=json&rows=all&archived=include", "sessions")
     }
-    assert sorted(r["conversation"]["root"] for r in rows) == sorted(roots)
-    starts = [r["started_at"] for r in rows]
-    assert starts == sorted(starts, reverse=True)
+    rows = follow(client, "/sessions?format=json&archived=include", "sessions")
+    assert len({r["id"] for r in rows}) == len(rows)
+    parents = dict(sql(db, "SELECT id, parent_session_id FROM sessions"))
     for r in rows:
-        conv = r["conversation"]
-        members = {x[0] for x in sql(db, DOWN_SQL, (conv["root"],))}
-        assert r["id"] in members
-        (newest,) = sql(
-            db,
-            f"SELECT MAX(started_at) FROM sessions WHERE id IN ({','.join('?' * len(members))})",
-            tuple(members),
-        )[0]
-        assert r["started_at"] == newest
-        assert conv["segments"] == len(members)
-        (msgs,) = sql(
-            db,
-            f"SELECT SUM(COALESCE(message_count, 0)) FROM sessions WHERE id IN "
-            f"({','.join('?' * len(members))})",
-            tuple(members),
-        )[0]
-        assert conv["message_count"] == msgs
-    assert client.get("/sessions?view=conversations").status_code == 200
-    # every sort works in this mode: by the chain's totals, every page in order
-    by_msgs = follow(
-        client, "/sessions?format=json&view=conversations&archived=1&sort=-messages", "sessions"
-    )
-    totals = [r["conversation"]["message_count"] for r in by_msgs]
-    assert totals == sorted(totals, reverse=True)
-    assert sorted(r["id"] for r in by_msgs) == sorted(r["id"] for r in rows)
-    for sort in ("cost", "-tokens", "last_active"):
-        assert client.get(f"/sessions?view=conversations&sort={sort}").status_code == 200
+        root = r.get("lineage_root_id") or r["id"]
+        assert root in every
+        parent = parents[root]
+        if parent is not None:  # only branches may have a parent
+            (ended_branched,) = sql(
+                db,
+                "SELECT COUNT(*) FROM sessions p, sessions c WHERE c.id = ? AND p.id = ? AND "
+                "((p.end_reason = 'branched' AND c.started_at >= p.ended_at) OR "
+                "json_extract(c.model_config, '$._branched_from') IS NOT NULL)",
+                (root, parent),
+            )[0]
+            assert ended_branched == 1, root
+        if r.get("lineage_root_id"):
+            conv = r["conversation"]
+            assert conv["root"] == root and conv["members"][-1] == r["id"]
+            assert r["started_at"] == every[root]["started_at"]
+            # the chain: each member a child of the one before, after a compression
+            for before, after in zip(conv["members"], conv["members"][1:], strict=False):
+                assert parents[after] == before
+                assert (
+                    sql(db, "SELECT end_reason FROM sessions WHERE id = ?", (before,))[0][0]
+                    == "compression"
+                )
+            (msgs,) = sql(
+                db,
+                f"SELECT SUM(COALESCE(message_count, 0)) FROM sessions WHERE id IN "
+                f"({','.join('?' * len(conv['members']))})",
+                tuple(conv["members"]),
+            )[0]
+            assert conv["message_count"] == msgs
+    hidden = set(every) - {r.get("lineage_root_id") or r["id"] for r in rows}
+    for sid in hidden:  # what is not listed is a child that is no branch, or a tool session
+        assert parents[sid] is not None or every[sid]["source"] == "tool", sid
+    for sort in ("cost", "-tokens", "last_active", "-messages"):
+        got = follow(client, f"/sessions?format=json&archived=include&sort={sort}", "sessions")
+        assert sorted(r["id"] for r in got) == sorted(r["id"] for r in rows), sort
 
 
-def test_conversation_matches_when_any_segment_matches(fx):
+def test_conversation_found_by_its_root_or_tip(fx):
     """Filtering by an older segment's title or id finds its conversation (shown by its
     newest segment), not nothing."""
     db, client = fx
-    chains = sql(
-        db,
-        "SELECT p.id, p.title FROM sessions p JOIN sessions c "
-        "ON c.parent_session_id = p.id WHERE p.title IS NOT NULL "
-        "AND c.started_at > p.started_at ORDER BY p.started_at LIMIT 5",
-    )
-    assert chains, "the fixture has compression chains"
-    for old_id, old_title in chains:
-        for q in (old_id, old_title):
-            rows = client.get(
-                "/sessions",
-                query_string={
-                    "format": "json",
-                    "view": "conversations",
-                    "archived": "1",
-                    "q": q,
-                },
+    from support.http import follow
+
+    chains = [
+        r
+        for r in follow(client, "/sessions?format=json&archived=include", "sessions")
+        if r.get("lineage_root_id")
+    ]
+    for row in chains[:5]:
+        root = row["lineage_root_id"]
+        (title,) = sql(db, "SELECT title FROM sessions WHERE id = ?", (root,))[0]
+        for q in (root, title, row["id"]):
+            if not q:
+                continue
+            got = client.get(
+                "/sessions", query_string={"format": "json", "archived": "include", "q": q}
             ).get_json()["sessions"]
-            roots = [r["conversation"]["root"] for r in rows]
-            lineage = {x[0] for x in sql(db, DOWN_SQL, (roots[0],))} if roots else set()
-            assert old_id in lineage, (q, roots)
+            assert row["id"] in [r["id"] for r in got], q

@@ -61,7 +61,10 @@ def test_each_profile_equals_its_own_sql(client, root, name):
     db = root / DBS[name]
     cols = {r[1] for r in sql(db, "PRAGMA table_info(sessions)")}
     where = "COALESCE(archived, 0) = 0" if "archived" in cols else "1"
-    got = [s["id"] for s in follow(client, f"/sessions?profile={name}&format=json", "sessions")]
+    got = [
+        s["id"]
+        for s in follow(client, f"/sessions?rows=all&profile={name}&format=json", "sessions")
+    ]
     assert got == [
         r[0]
         for r in sql(db, f"SELECT id FROM sessions WHERE {where} ORDER BY started_at DESC, id DESC")
@@ -89,7 +92,7 @@ def test_each_profile_equals_its_own_sql(client, root, name):
 
 
 def test_merged_list_holds_every_session_once_in_order(client, root):
-    rows = follow(client, "/sessions?profile=all&format=json&archived=1", "sessions")
+    rows = follow(client, "/sessions?rows=all&profile=all&format=json&archived=1", "sessions")
     expected = []
     for name, rel in DBS.items():
         expected += [
@@ -99,13 +102,15 @@ def test_merged_list_holds_every_session_once_in_order(client, root):
     expected.sort(reverse=True)
     assert [(r["started_at"], r["profile"], r["id"]) for r in rows] == expected
     # other sort orders merge too
-    rows = follow(client, "/sessions?profile=all&format=json&archived=1&sort=messages", "sessions")
+    rows = follow(
+        client, "/sessions?rows=all&profile=all&format=json&archived=1&sort=messages", "sessions"
+    )
     assert len(rows) == len(expected)
     keys = [r["message_count"] or 0 for r in rows]
     assert keys == sorted(keys)
-    facets = client.get("/sessions?profile=all&format=json&archived=1").get_json()["facets"][
-        "source"
-    ]
+    facets = client.get("/sessions?rows=all&profile=all&format=json&archived=1").get_json()[
+        "facets"
+    ]["source"]
     assert sum(facets.values()) == len(expected)
 
 
@@ -122,10 +127,10 @@ def test_merged_search_and_stats(client, root):
 
 
 def test_broken_profile_is_reported_and_others_keep_working(client):
-    r = client.get("/sessions?profile=broken")
+    r = client.get("/sessions?rows=all&profile=broken")
     assert r.status_code == 503 and "broken" in r.get_data(as_text=True)
-    assert client.get("/sessions?profile=nope").status_code == 404
-    assert client.get("/sessions?profile=old").status_code == 200
+    assert client.get("/sessions?rows=all&profile=nope").status_code == 404
+    assert client.get("/sessions?rows=all&profile=old").status_code == 200
     assert client.get("/sessions").status_code == 200
 
 
@@ -136,7 +141,7 @@ def test_new_profile_appears_without_restart(client, root, monkeypatch):
     (root / "profiles" / "later").mkdir()
     shutil.copyfile(FIXTURES / "hermes-v11.db", root / "profiles" / "later" / "state.db")
     assert 'value="later"' in client.get("/sessions").get_data(as_text=True)
-    assert client.get("/sessions?profile=later&format=json").status_code == 200
+    assert client.get("/sessions?rows=all&profile=later&format=json").status_code == 200
 
 
 def test_actions_touch_one_profile_only(client, root):
@@ -154,7 +159,7 @@ def test_actions_touch_one_profile_only(client, root):
 
 
 def test_merged_pages_link_to_each_rows_own_profile(client, root):
-    html = client.get("/sessions?profile=all&archived=1").get_data(as_text=True)
+    html = client.get("/sessions?rows=all&profile=all&archived=1").get_data(as_text=True)
     for name in ("old", "new"):
         sid = sql(root / DBS[name], "SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1")[0][
             0
@@ -203,7 +208,7 @@ def test_grouped_merged_search_and_live_checks_keep_the_profile(client, root):
     html = client.get("/search?q=docker&profile=all&group=session").get_data(as_text=True)
     heads = re.findall(r'<h2><a href="(/sessions/[^"]+)"', html)
     assert heads and all("profile=" in h for h in heads)
-    body = client.get("/sessions?profile=old").get_data(as_text=True)
+    body = client.get("/sessions?rows=all&profile=old").get_data(as_text=True)
     assert 'data-changes-url="/changes?profile=old"' in body
     token = client.get("/changes?profile=old").get_json()["token"]
     with sqlite3.connect(root / DBS["old"]) as conn:

@@ -175,13 +175,15 @@ def test_last_activity_order_never_shows_a_stale_match(env):
     # ended behind our back: the list re-checks the filter
     active = [r[0] for r in sql(db, "SELECT id FROM sessions WHERE ended_at IS NULL")]
     assert len(
-        follow(client, "/sessions?state=active&sort=-last_active&format=json", "sessions")
+        follow(client, "/sessions?rows=all&state=active&sort=-last_active&format=json", "sessions")
     ) == len(active)
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE sessions SET ended_at = started_at + 1 WHERE id = ?", (active[0],))
     ids = [
         s["id"]
-        for s in follow(client, "/sessions?state=active&sort=-last_active&format=json", "sessions")
+        for s in follow(
+            client, "/sessions?rows=all&state=active&sort=-last_active&format=json", "sessions"
+        )
     ]
     assert active[0] not in ids
 

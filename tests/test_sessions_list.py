@@ -3,9 +3,11 @@ honour every filter but their own."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from support import sql
+from support import DATA, copy_fixture, make_app, sql
 from support.http import follow
 
 
@@ -73,3 +75,35 @@ def test_facets_count_under_every_filter_but_their_own(fx, other):
     facets = {k: v for k, v in body["facets"]["source"].items() if v}
     assert facets == expected, (other, value)
     assert facets.get(b, 0) == expected.get(b, 0)
+
+
+# -- Hermes's rows, compared with what Hermes 0.19.0 answered (tests/data/hermes/) ----------
+
+LIST_TRUTH = json.loads((DATA / "hermes" / "list_truth.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(LIST_TRUTH))
+@pytest.mark.parametrize(
+    "query", ["", "source=telegram", "source=tool", "archived=include", "archived=only"]
+)
+def test_default_rows_equal_recorded_hermes(tmp_path, name, query):
+    """Rows, root start times, tip titles and previews equal list_sessions_rich's (recorded;
+    the oracle tier re-checks the recording against live Hermes)."""
+    db = copy_fixture(name, tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    ours = {r["id"]: r for r in follow(client, f"/sessions?format=json&{query}", "sessions")}
+    theirs = LIST_TRUTH[name][query]
+    assert sorted(ours) == sorted(t["id"] for t in theirs)
+    for t in theirs:
+        o = ours[t["id"]]
+        assert (o["started_at"], o["title"], o["preview"], o["message_count"]) == (
+            t["started_at"],
+            t["title"],
+            t["preview"],
+            t["message_count"],
+        ), t["id"]
+        assert o.get("lineage_root_id") == t["lineage_root_id"]
+    order = [r["id"] for r in follow(client, f"/sessions?format=json&{query}", "sessions")]
+    assert [ours[i]["started_at"] for i in order] == sorted(
+        (t["started_at"] for t in theirs), reverse=True
+    )

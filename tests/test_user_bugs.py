@@ -140,7 +140,7 @@ def test_a_session_with_a_message_a_minute_ago_is_live(v22):
             (sid, time.time() - 60),
         )
     conn.close()
-    html = client.get(f"/sessions?q={sid}").get_data(as_text=True)
+    html = client.get(f"/sessions?rows=all&q={sid}").get_data(as_text=True)
     assert "● live" in _row_html(html, sid)
     assert session_state(None, time.time() - ACTIVE_WINDOW_S - 1) == "open"
     assert session_state(123.0, time.time()) == "ended"
@@ -158,6 +158,7 @@ def test_id_column_shows_the_part_that_differs(v22):
     assert len(set(labels)) == len(labels), "every row's id label differs"
     assert short_id("20261031_174951_f7466a") == "…f7466a"
     assert short_id("cron_ec3fc2001234567") == "cron_ec3fc20…"
+    assert short_id("cron_167b69247670_20261007_110004") == "cron_167b69…20261007_110004"
 
 
 def test_a_filtered_export_that_matches_nothing_says_so(v22):

@@ -11,6 +11,7 @@ import io
 import json
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -59,7 +60,9 @@ class Exporter:
             ):
                 yield r["id"]
             return
-        q = q or SessionQuery()
+        # An export holds every session row that matches (as `hermes sessions export`), not
+        # only the rows the list shows.
+        q = replace(q or SessionQuery(), rows="all")
         where, params = self.sessions.where(q)
         after: tuple[float, str] | None = None
         while True:

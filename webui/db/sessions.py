@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from typing import Any
@@ -13,6 +14,7 @@ from webui.db import sql
 from webui.db.errors import BadRequest
 from webui.db.reader import Reader
 from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor  # noqa: F401 - the list's cursor
+from webui.hermes import listing
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
@@ -63,8 +65,8 @@ class SessionQuery:
     q: str = ""
     sort: str = "-started"
     after: str | None = None
-    archived: bool = False
-    conversations: bool = False  # one row per lineage: its newest segment, chain totals
+    archived: str = "hide"  # hide (Hermes's default) | include | only
+    rows: str = "conversations"  # Hermes's rows (webui.hermes.listing) | all: every row
     limit: int = PAGE_SIZE
 
     @classmethod
@@ -79,6 +81,11 @@ class SessionQuery:
         state = (args.get("state") or "").strip() or None
         if state not in (None, *STATES):
             raise BadRequest("state must be 'active' or 'ended'.")
+        try:
+            rows = listing.row_mode(args.get("rows"))
+            archived = listing.archived_mode(args.get("archived"))
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
         query = cls(
             sources=[s for s in getlist("source") if s],
             models=[m for m in getlist("model") if m],
@@ -88,14 +95,19 @@ class SessionQuery:
             q=(args.get("q") or "").strip()[:MAX_FILTER_CHARS],
             sort=sort,
             after=args.get("after") or None,
-            archived=(args.get("archived") or "") in ("1", "true", "yes", "on"),
-            conversations=args.get("view") == "conversations",
+            archived=archived,
+            rows=rows,
         )
         # Validate dates now so a bad one is a 400 before any SQL runs.
         for value, end in ((query.since, False), (query.until, True)):
             if value:
                 parse_day(value, end=end)
         return query
+
+    @property
+    def conversations(self) -> bool:
+        """Hermes's rows: one per conversation, a compression chain shown as its tip."""
+        return self.rows == "conversations"
 
     @property
     def sort_key(self) -> str:
@@ -115,8 +127,8 @@ class SessionQuery:
             "until": self.until,
             "q": self.q or None,
             "sort": None if self.sort == "-started" else self.sort,
-            "archived": "1" if self.archived else None,
-            "view": "conversations" if self.conversations else None,
+            "archived": None if self.archived == "hide" else self.archived,
+            "rows": None if self.rows == "conversations" else self.rows,
         }
         args.update(override)
         return {k: v for k, v in args.items() if v not in (None, [], "")}
@@ -139,14 +151,17 @@ class SessionStore:
 
     # -- expressions ------------------------------------------------------------------------
 
-    @property
-    def last_active_expr(self) -> str:
+    def last_active_of(self, alias: str = "s") -> str:
         # Hermes's own definition (export_all / sessions list): the newest message, else start.
         # MAX over idx_messages_session(session_id, timestamp) is a single index seek.
         return (
-            "COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id),"
-            " s.started_at)"
+            f"COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = {alias}.id),"
+            f" {alias}.started_at)"
         )
+
+    @property
+    def last_active_expr(self) -> str:
+        return self.last_active_of("s")
 
     @property
     def tokens_expr(self) -> str:
@@ -156,7 +171,22 @@ class SessionStore:
     def cost_expr(self) -> str:
         return sql.cost(self.schema, "s")
 
-    def sort_expr(self, key: str) -> str:
+    def shown(self, name: str, q: SessionQuery) -> str:
+        """A column as the list shows it: in Hermes's rows a compression root shows its tip's
+        value for the fields the tip lends it (``listing.TIP_FIELDS``), its own otherwise."""
+        own = self.col(name)
+        if not q.conversations or name not in listing.TIP_FIELDS or own == "NULL":
+            return own
+        return f"(CASE WHEN t.id IS NULL THEN {own} ELSE {self.col(name, 't')} END)"
+
+    def sort_expr(self, key: str, q: SessionQuery | None = None) -> str:
+        if q is not None and q.conversations:
+            if key == "messages":
+                return f"COALESCE({self.shown('message_count', q)}, 0)"
+            if key == "last_active":
+                # Hermes (order_by_last_active): a chain's newest activity.
+                mine = self.last_active_of("s")
+                return f"MAX({mine}, COALESCE({self.last_active_of('t')}, {mine}))"
         return {
             "started": "s.started_at",
             "last_active": self.last_active_expr,
@@ -166,12 +196,91 @@ class SessionStore:
         }[key]
 
     def preview_expr(self) -> str:
-        # Like `hermes sessions list`: the first user message stands in for a missing title.
+        # Hermes's list preview reads the first 63 characters of the first user message with
+        # content; webui.hermes.listing.preview trims them to its 60 + '...'.
         return (
-            f"(SELECT substr({sql.col(self.schema, 'content', 'm', 'messages')}, 1, 300) "
-            "FROM messages m WHERE m.session_id = s.id "
-            "AND m.role = 'user' ORDER BY m.timestamp, m.id LIMIT 1)"
+            f"(SELECT substr({sql.col(self.schema, 'content', 'm', 'messages')}, 1, 63) "
+            "FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
+            f"AND {sql.col(self.schema, 'content', 'm', 'messages')} IS NOT NULL "
+            "ORDER BY m.timestamp, m.id LIMIT 1)"
         )
+
+    # -- which rows: Hermes's or all -----------------------------------------------------------
+
+    def _marker(self, alias: str, key: str) -> str:
+        """A marker in model_config (``_branched_from``, ``_delegate_from``); a row whose
+        model_config is not valid JSON has none (Hermes's json_extract would fail on it)."""
+        mc = self.col("model_config", alias)
+        if mc == "NULL":
+            return "NULL"
+        return f"(CASE WHEN json_valid({mc}) THEN json_extract({mc}, '$.{key}') END)"
+
+    def listable(self) -> str:
+        """Roots and branches, never delegate subagent runs (``_LISTABLE_CHILD_SQL`` and the
+        delegate test of list_sessions_rich)."""
+        parent = self.col("parent_session_id")
+        if parent == "NULL":
+            return "1"
+        branch = (
+            f"{self._marker('s', '_branched_from')} IS NOT NULL OR EXISTS (SELECT 1 FROM "
+            f"sessions p WHERE p.id = s.parent_session_id AND {self.col('end_reason', 'p')} = "
+            f"'branched' AND s.started_at >= {self.col('ended_at', 'p')})"
+        )
+        return f"(s.parent_session_id IS NULL OR {branch}) AND {self._marker('s', '_delegate_from')} IS NULL"
+
+    def source_sql(self, q: SessionQuery) -> tuple[str, str, list[Any]]:
+        """(WITH prefix, FROM clause, their parameters). Hermes's rows join each listed
+        compression root to its tip (``t``); every other row has no ``t``."""
+        if not q.conversations:
+            return "", "sessions s", []
+        tips = {root: chain[-1] for root, chain in self.chains().items() if len(chain) > 1}
+        if not tips:
+            return "", "sessions s LEFT JOIN sessions t ON 0", []
+        # MATERIALIZED: an ephemeral table SQLite can index, probed once per listed row.
+        return (
+            "WITH tm AS MATERIALIZED (SELECT key AS root, value AS tip FROM json_each(?)) ",
+            "sessions s LEFT JOIN tm ON tm.root = s.id LEFT JOIN sessions t ON t.id = tm.tip",
+            [json.dumps(tips)],
+        )
+
+    def chains(self) -> dict[str, list[str]]:
+        """Every compression chain, root → [root, …, tip], walked by Hermes's rule. Only
+        sessions that ended 'compression' start one; the walk is cached for a few seconds and
+        until sessions appear, go or end."""
+        if not (
+            self.schema.has("sessions", "end_reason")
+            and self.schema.has("sessions", "parent_session_id")
+        ):
+            return {}
+        token = self.r.one("SELECT COUNT(*) AS n, MAX(started_at) AS s FROM sessions") or {}
+        key = ("chains", token.get("n"), token.get("s"))
+        hit = self._cache.get("chains")
+        if hit and hit[1][0] == key and time.monotonic() - hit[0] < 5.0:
+            return hit[1][1]
+        edges = self.r.rows(
+            f"SELECT parent.id AS parent, child.id AS id, child.end_reason AS end_reason, "
+            f"{self.col('ended_at', 'child')} AS ended_at, child.started_at AS started_at, "
+            f"{self.last_active_of('child')} AS last_active "
+            "FROM sessions parent JOIN sessions child ON child.parent_session_id = parent.id "
+            "WHERE parent.end_reason = 'compression' "
+            f"AND {self._marker('child', '_branched_from')} IS NULL "
+            f"AND {self._marker('child', '_delegate_from')} IS NULL "
+            "AND COALESCE(child.source, '') != 'tool'"
+        )
+        children: dict[str, list[listing.Continuation]] = {}
+        for e in edges:
+            children.setdefault(e["parent"], []).append(
+                listing.Continuation(
+                    id=e["id"],
+                    end_reason=e["end_reason"],
+                    ended_at=e["ended_at"],
+                    started_at=e["started_at"],
+                    last_active=e["last_active"],
+                )
+            )
+        chains = {root: listing.compression_chain(root, children) for root in children}
+        self._cache["chains"] = (time.monotonic(), (key, chains))
+        return chains
 
     # -- filters ------------------------------------------------------------------------------
 
@@ -181,23 +290,38 @@ class SessionStore:
         if q.sources and not skip_source:
             clauses.append(f"s.source IN ({','.join('?' * len(q.sources))})")
             params += q.sources
+        if q.conversations:
+            clauses.append(self.listable())
+            hidden = () if skip_source else listing.hidden_sources(q.sources)
+            if hidden:
+                clauses.append(f"s.source NOT IN ({sql.in_list(len(hidden))})")
+                params += hidden
         if q.models and self.schema.has("sessions", "model"):
-            clauses.append(f"s.model IN ({','.join('?' * len(q.models))})")
+            clauses.append(f"{self.shown('model', q)} IN ({','.join('?' * len(q.models))})")
             params += q.models
+        ended = self.shown("ended_at", q)
         if q.state == "active":
-            clauses.append(f"{self.col('ended_at')} IS NULL")
+            clauses.append(f"{ended} IS NULL")
         elif q.state == "ended":
-            clauses.append(f"{self.col('ended_at')} IS NOT NULL")
+            clauses.append(f"{ended} IS NOT NULL")
         dc, dp = date_range("s.started_at", q.since, q.until)
         clauses += dc
         params += dp
         if q.q:
             pattern = like_escape(q.q)
-            title = self.col("title")
-            clauses.append(f"({title} LIKE ? ESCAPE '\\' OR s.id LIKE ? ESCAPE '\\')")
-            params += [f"%{pattern}%", f"{pattern}%"]
-        if self.schema.has("sessions", "archived") and not q.archived:
-            clauses.append("COALESCE(s.archived, 0) = 0")
+            match = f"({self.col('title')} LIKE ? ESCAPE '\\' OR s.id LIKE ? ESCAPE '\\')"
+            clauses_params = [f"%{pattern}%", f"{pattern}%"]
+            if q.conversations:
+                # A conversation is found by its root's or its tip's title or id.
+                match = f"({match} OR {match.replace('s.', 't.')})"
+                clauses_params *= 2
+            clauses.append(match)
+            params += clauses_params
+        if self.schema.has("sessions", "archived"):
+            if q.archived == "hide":
+                clauses.append("COALESCE(s.archived, 0) = 0")
+            elif q.archived == "only":
+                clauses.append("COALESCE(s.archived, 0) != 0")
         return (" AND ".join(clauses) or "1"), params
 
     # -- queries ------------------------------------------------------------------------------
@@ -218,6 +342,9 @@ class SessionStore:
             "cost_status",
             "parent_session_id",
             "archived",
+            "cwd",
+            "git_branch",
+            "git_repo_root",
         )
         cols = [f"{self.col(c)} AS {c}" for c in wanted]
         cols.append(f"{self.last_active_expr} AS last_active")
@@ -227,15 +354,31 @@ class SessionStore:
         )
         return ", ".join(cols)
 
+    def details(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The list's columns for these sessions, the preview as Hermes trims it."""
+        if not ids:
+            return {}
+        out = {}
+        for d in self.r.rows(
+            f"SELECT {self.list_columns()} FROM sessions s WHERE s.id IN ({sql.in_list(len(ids))})",
+            ids,
+        ):
+            d["preview"] = listing.preview(d["preview"])
+            out[d["id"]] = d
+        return out
+
     def page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
         """One keyset page: the rows and the cursor of the next page (or None)."""
         where, params = self.where(q)
+        with_sql, from_sql, from_params = self.source_sql(q)
         where_only, where_params = where, list(params)
-        key = self.sort_expr(q.sort_key)
+        key = self.sort_expr(q.sort_key, q)
         direction = "DESC" if q.descending else "ASC"
         op = "<" if q.descending else ">"
         if q.sort_key == "last_active":
-            ids = self._last_active_page(q, where, params, key, direction)
+            ids = self._last_active_page(
+                q, (with_sql, from_sql, from_params), where, params, key, direction
+            )
         else:
             if q.after:
                 after_key, after_id = decode_cursor(q.after)
@@ -246,119 +389,83 @@ class SessionStore:
                 params += [after_key, after_key, after_key, after_id]
             # Step 1 orders bare ids (cheap); step 2 computes display columns for one page.
             ids = self.r.rows(
-                f"SELECT s.id AS id, {key} AS k FROM sessions s WHERE {where} "
+                f"{with_sql}SELECT s.id AS id, {key} AS k FROM {from_sql} WHERE {where} "
                 f"ORDER BY k {direction}, s.id {direction} LIMIT ?",
-                [*params, q.limit + 1],
+                [*from_params, *params, q.limit + 1],
             )
         more = len(ids) > q.limit
         ids = ids[: q.limit]
         if not ids:
             return [], None
-        # The filter again: an order kept from an earlier request (last activity) must not show
-        # a session that no longer matches (renamed, ended, archived since).
-        details = self.r.rows(
-            f"SELECT {self.list_columns()} FROM sessions s "
-            f"WHERE s.id IN ({','.join('?' * len(ids))}) AND {where_only}",
-            [r["id"] for r in ids] + where_params,
-        )
-        by_id = {d["id"]: d for d in details}
+        wanted = [r["id"] for r in ids]
+        if q.sort_key == "last_active":
+            # An order kept from an earlier request must not show a session that no longer
+            # matches (renamed, ended, archived since).
+            still = {
+                r["id"]
+                for r in self.r.rows(
+                    f"{with_sql}SELECT s.id AS id FROM {from_sql} WHERE s.id IN "
+                    f"({sql.in_list(len(wanted))}) AND {where_only}",
+                    [*from_params, *wanted, *where_params],
+                )
+            }
+            wanted = [i for i in wanted if i in still]
+        chains = self.chains() if q.conversations else {}
+        tips = {i: chains[i][-1] for i in wanted if len(chains.get(i, ())) > 1}
+        by_id = self.details(wanted + list(tips.values()))
         rows = []
         for r in ids:
-            if r["id"] in by_id:
-                by_id[r["id"]]["_sort_key"] = r["k"]  # lets pages from several databases merge
-                rows.append(by_id[r["id"]])
+            row = by_id.get(r["id"])
+            if row is None or r["id"] not in wanted:
+                continue
+            if r["id"] in tips and tips[r["id"]] in by_id:
+                row = listing.project(row, by_id[tips[r["id"]]])
+                row["chain"] = self._chain_totals(chains[r["id"]])
+            row["_sort_key"] = r["k"]  # lets pages from several databases merge
+            rows.append(row)
         cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
         return rows, cursor
 
-    FAMILY_CTE = sql.FAMILY_CTE
-
-    # How a conversation (a whole lineage) sorts: by its newest segment's start or its last
-    # activity, or by the chain's totals.
-    CONVERSATION_KEYS = {
-        "started": "c.newest_started",
-        "last_active": "c.newest_active",
-        "messages": "c.chain_message_count",
-        "tokens": "(c.chain_input_tokens + c.chain_output_tokens + c.chain_cache_read_tokens"
-        " + c.chain_cache_write_tokens)",
-        "cost": "c.chain_cost",
-    }
-
-    def conversation_page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
-        """One row per logical conversation (a lineage): its newest segment, with the whole
-        chain's totals. A conversation matches when any of its segments matches the filters
-        (a title or id search finds the conversation of an older segment too). Sessions
-        caught in a parent cycle, which have no root, stand alone."""
-        where, params = self.where(q)
-        key = self.CONVERSATION_KEYS[q.sort_key]
-        direction = "DESC" if q.descending else "ASC"
-        op = "<" if q.descending else ">"
-        keyset = ""
-        if q.after:
-            after_key, after_id = decode_cursor(q.after)
-            keyset = f" AND ({key} {op} ? OR ({key} = ? AND c.newest_id {op} ?))"
-            params = [*params, after_key, after_key, after_id]
-        cost = sql.cost(self.schema, "x")
-        summed = (
-            "message_count",
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-        )
-        member_cols = ", ".join(f"COALESCE({self.col(c, 'x')}, 0) AS {c}" for c in summed)
-        windows = ", ".join(f"SUM({c}) OVER fam_w AS chain_{c}" for c in summed)
-        # Window functions pick each family's newest segment and sum the family in one pass.
-        rows = self.r.rows(
-            f"{self.FAMILY_CTE}, members AS (SELECT x.id AS id, COALESCE(fam.root, x.id) AS root, "
-            f"x.started_at AS started_at, COALESCE(x.ended_at, x.started_at) AS active_at, "
-            f"{cost} AS cost, {member_cols} FROM sessions x LEFT JOIN fam ON fam.id = x.id), "
-            f"c AS (SELECT * FROM (SELECT id AS newest_id, root, started_at AS newest_started, "
-            f"ROW_NUMBER() OVER (PARTITION BY root ORDER BY started_at DESC, id DESC) AS rn, "
-            f"COUNT(*) OVER fam_w AS segments, MAX(active_at) OVER fam_w AS newest_active, "
-            f"SUM(cost) OVER fam_w AS chain_cost, {windows} "
-            f"FROM members WINDOW fam_w AS (PARTITION BY root)) WHERE rn = 1) "
-            f"SELECT c.*, {key} AS k FROM c WHERE c.root IN (SELECT m.root FROM members m "
-            f"JOIN sessions s ON s.id = m.id WHERE {where}){keyset} "
-            f"ORDER BY {key} {direction}, c.newest_id {direction} LIMIT ?",
-            [*params, q.limit + 1],
-        )
-        more = len(rows) > q.limit
-        rows = rows[: q.limit]
-        if not rows:
-            return [], None
-        details = {
-            d["id"]: d
-            for d in self.r.rows(
-                f"SELECT {self.list_columns()} FROM sessions s "
-                f"WHERE s.id IN ({','.join('?' * len(rows))})",
-                [r["newest_id"] for r in rows],
+    def _chain_totals(self, members: list[str]) -> dict[str, Any]:
+        summed = ("message_count", *sql.TOKEN_COLUMNS)
+        row = (
+            self.r.one(
+                "SELECT "
+                + ", ".join(f"TOTAL({self.num(c)}) AS {c}" for c in summed)
+                + f", TOTAL({self.cost_expr}) AS cost FROM sessions s WHERE s.id IN "
+                f"({sql.in_list(len(members))})",
+                members,
             )
-        }
-        out = []
-        for r in rows:
-            d = details.get(r["newest_id"])
-            if d:
-                d["chain"] = {k[6:]: v for k, v in r.items() if k.startswith("chain_")}
-                d["chain"]["segments"] = r["segments"]
-                d["chain"]["root"] = r["root"]
-                out.append(d)
-        cursor = encode_cursor(rows[-1]["k"], rows[-1]["newest_id"]) if more else None
-        return out, cursor
+            or {}
+        )
+        out: dict[str, Any] = {c: int(row.get(c) or 0) for c in summed}
+        out["cost"] = row.get("cost") or 0.0
+        out["segments"] = len(members)
+        out["root"] = members[0]
+        out["members"] = list(members)
+        return out
 
     def _last_active_page(
-        self, q: SessionQuery, where: str, params: list[Any], key: str, direction: str
+        self,
+        q: SessionQuery,
+        source: tuple[str, str, list[Any]],
+        where: str,
+        params: list[Any],
+        key: str,
+        direction: str,
     ) -> list[dict[str, Any]]:
         """Last activity is not a column: ordering by it costs one index seek per session.
         The ordered (key, id) list is kept per filter and reused until the database changes
         (a new message, a new or deleted session), so paging and repeated views are cheap."""
+        with_sql, from_sql, from_params = source
         token = self.order_token()
-        cache_key = (where, tuple(params), direction)
+        cache_key = (with_sql, from_sql, tuple(from_params), where, tuple(params), direction)
         hit = self._order_cache.get(cache_key)
         if hit is None or hit[0] != token:
             rows = self.r.rows(
-                f"SELECT s.id AS id, {key} AS k FROM sessions s WHERE {where} "
+                f"{with_sql}SELECT s.id AS id, {key} AS k FROM {from_sql} WHERE {where} "
                 f"ORDER BY k {direction}, s.id {direction}",
-                params,
+                [*from_params, *params],
             )
             hit = (token, [(r["k"], r["id"]) for r in rows])
             if len(self._order_cache) >= 8:
@@ -393,25 +500,36 @@ class SessionStore:
         return f"{row.get('m')}-{row.get('n')}-{row.get('s')}"
 
     def count(self, q: SessionQuery) -> tuple[int, bool]:
-        """The number of matching sessions, capped: (n, capped?)."""
+        """The number of matching rows, capped: (n, capped?)."""
         where, params = self.where(q)
+        with_sql, from_sql, from_params = self.source_sql(q)
         n = self.r.scalar(
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM sessions s WHERE {where} LIMIT {COUNT_CAP + 1})",
-            params,
+            f"{with_sql}SELECT COUNT(*) FROM (SELECT 1 FROM {from_sql} WHERE {where} "
+            f"LIMIT {COUNT_CAP + 1})",
+            [*from_params, *params],
         )
         return min(n, COUNT_CAP), n > COUNT_CAP
 
+    def hidden_count(self, q: SessionQuery) -> int | None:
+        """In Hermes's rows: how many more rows 'every row' would show (capped); else None."""
+        if not q.conversations:
+            return None
+        every, _ = self.count(replace(q, rows="all", after=None))
+        mine, _ = self.count(q)
+        return max(every - mine, 0)
+
     def source_facets(self, q: SessionQuery) -> dict[str, int]:
-        """Sessions per source under every other filter (the source filter itself ignored,
+        """Rows per source under every other filter (the source filter itself ignored,
         so the counts say what ticking another source would add). Every known source is
         listed, zero counts included, so the filter form keeps a stable shape."""
         where, params = self.where(q, skip_source=True)
+        with_sql, from_sql, from_params = self.source_sql(q)
         counts = {
             r["source"]: r["n"]
             for r in self.r.rows(
-                f"SELECT s.source AS source, COUNT(*) AS n FROM sessions s WHERE {where} "
-                "GROUP BY s.source",
-                params,
+                f"{with_sql}SELECT s.source AS source, COUNT(*) AS n FROM {from_sql} "
+                f"WHERE {where} GROUP BY s.source",
+                [*from_params, *params],
             )
         }
         for src in self.all_sources():

@@ -184,14 +184,21 @@ def duration(seconds: Any) -> str:
 _STAMPED_ID = re.compile(r"^\d{8}_\d{6}_(.+)$")
 
 
+_CRON_ID = re.compile(r"^cron_([0-9A-Za-z]+)_(\d{8}_\d{6})$")
+
+
 def short_id(session_id: Any) -> str:
     """The part of a session id that tells sessions apart. Hermes ids start with the date
     and time (``20261031_174951_f7466a``), which every row of a day shares: show the random
-    tail (``…f7466a``); other ids keep their first 12 characters."""
+    tail (``…f7466a``). Cron runs (``cron_<job>_<date>_<time>``) differ by their time: show
+    the job's start and the time. Other ids keep their first 12 characters."""
     text = str(session_id)
     m = _STAMPED_ID.match(text)
     if m:
         return "…" + m.group(1)
+    m = _CRON_ID.match(text)
+    if m:
+        return f"cron_{m.group(1)[:6]}…{m.group(2)}"
     return text if len(text) <= 12 else text[:12] + "…"
 
 

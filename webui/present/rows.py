@@ -57,11 +57,14 @@ def session_json(row: dict[str, Any]) -> dict[str, Any]:
             "child_count",
         )
     }
-    out["preview"] = plain_text(row.get("preview"), 120) if row.get("preview") else None
+    # Hermes's list preview: the first user message, 60 characters and '...'.
+    out["preview"] = row.get("preview") or ""
     if row.get("archived") is not None:
         out["archived"] = bool(row["archived"])
     if "chain" in row:
         out["conversation"] = row["chain"]
+    if row.get("lineage_root_id"):
+        out["lineage_root_id"] = row["lineage_root_id"]
     if "profile" in row:
         out["profile"] = row["profile"]
     return out

@@ -52,11 +52,11 @@ def _selection():
         return lb.exporter.session_ids(ids=sessions), name
     args = request.args.copy()
     args.pop("after", None)
-    # "Everything" means everything, as `hermes sessions export`: archived sessions too,
-    # unless the list's own filter (archived=0) is being exported.
-    args.setdefault("archived", "1")
-    if args.get("archived") == "0":
-        args.pop("archived")
+    # "Everything" means everything, as `hermes sessions export`: every session row (subagent
+    # runs and continuations too) and archived sessions, unless the list's own archived
+    # filter comes along.
+    args.setdefault("archived", "include")
+    args["rows"] = "all"
     return lb.exporter.session_ids(SessionQuery.from_args(args)), "sessions"
 
 

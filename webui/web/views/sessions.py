@@ -35,11 +35,9 @@ def list_sessions():
     lb = get_logbook()
     q = SessionQuery.from_args(request.args)
     if g.get("all_profiles"):
-        if q.conversations:
-            raise BadRequest("One row per conversation works within one profile.")
         rows, cursor, facets = merged.session_page(q)
     else:
-        rows, cursor = lb.sessions.conversation_page(q) if q.conversations else lb.sessions.page(q)
+        rows, cursor = lb.sessions.page(q)
         facets = lb.sessions.source_facets(q)
     next_url = url_for("sessions.list_sessions", **q.url_args(after=cursor)) if cursor else None
     if wants_json():
@@ -58,8 +56,10 @@ def list_sessions():
     if g.get("all_profiles"):
         counts = [book.sessions.count(q) for _, book in merged_logbooks(current_app)]
         total, capped = sum(c[0] for c in counts), any(c[1] for c in counts)
+        hidden = None
     else:
         total, capped = lb.sessions.count(q)
+        hidden = lb.sessions.hidden_count(q)
     for r in rows:
         r["label"] = session_label(r)
     return render_page(
@@ -71,6 +71,7 @@ def list_sessions():
         models=lb.sessions.models(),
         total=total,
         capped=capped,
+        hidden=hidden,
         next_url=next_url,
         has_archived=lb.schema.has("sessions", "archived"),
         sort_options=SORT_LABELS,

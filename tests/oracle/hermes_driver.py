@@ -1,0 +1,45 @@
+"""Runs Hermes 0.19.0's own SessionDB on a database and prints what it answers, as JSON.
+Executed by the Python of the oracle venv (tests/support/oracle.py), never imported by Logbook:
+
+    <venv>/bin/python tests/oracle/hermes_driver.py '<request as JSON>'
+
+A request is {"db": path, "op": ..., ...}; see OPS below."""
+
+import json
+import sys
+from pathlib import Path
+
+from hermes_state import SessionDB
+
+
+def op_list(db, req):
+    rows = db.list_sessions_rich(limit=1_000_000, compact_rows=True, **req.get("kwargs", {}))
+    return [
+        {
+            "id": r["id"],
+            "started_at": r["started_at"],
+            "title": r.get("title"),
+            "preview": r.get("preview"),
+            "message_count": r.get("message_count"),
+            "lineage_root_id": r.get("_lineage_root_id"),
+        }
+        for r in rows
+    ]
+
+
+def op_search(db, req):
+    hits = db.search_messages(
+        req["query"], limit=req.get("limit", 100_000), **req.get("kwargs", {})
+    )
+    return [{"id": h.get("id"), "session_id": h.get("session_id")} for h in hits]
+
+
+OPS = {"list": op_list, "search": op_search}
+
+if __name__ == "__main__":
+    request = json.loads(sys.argv[1])
+    db = SessionDB(Path(request["db"]))
+    try:
+        print(json.dumps(OPS[request["op"]](db, request)))
+    finally:
+        db.close()

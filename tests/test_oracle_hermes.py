@@ -1,0 +1,104 @@
+"""The comparison tier: Hermes Agent 0.19.0 itself (its CLI and its SessionDB, installed in a
+venv of its own) and Logbook, each on its own copy of the same real database, must give the
+same answers. Runs in CI; builds the venv on first use (tests/support/oracle.py)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from support import copy_fixture, make_app
+from support.http import follow
+from support.oracle import Hermes, ensure_venv, listed_ids
+
+pytestmark = pytest.mark.oracle
+
+ORACLE_FIXTURES = ("hermes-v22.db", "hermes-v22-extended.db", "hermes-v11.db")
+
+
+@pytest.fixture(scope="session")
+def venv():
+    return ensure_venv()
+
+
+@pytest.fixture(scope="module", params=ORACLE_FIXTURES)
+def pair(request, venv, tmp_path_factory):
+    """(Hermes on one copy, Logbook's client on another copy) of one fixture. Hermes opens
+    its copy first: an older file is migrated to schema 22 then (hermes-v11.db's migration
+    tags 12 untitled tool-using roots as orphaned subagent runs), which is what happens to
+    every user's file; Logbook reads a copy of the migrated file."""
+    name = request.param
+    home = tmp_path_factory.mktemp("hermes-home")
+    shutil.copyfile(copy_fixture(name, tmp_path_factory.mktemp("src")), home / "state.db")
+    hermes = Hermes(venv, home)
+    hermes.call("list", kwargs={})  # opens (and migrates) the file, then closes it cleanly
+    mine = tmp_path_factory.mktemp("logbook")
+    db = mine / "state.db"
+    shutil.copyfile(home / "state.db", db)
+    client = make_app(db, mine / "inst").test_client()
+    return name, hermes, client
+
+
+def _logbook_rows(client, query: str) -> list[dict]:
+    return follow(client, f"/sessions?format=json{query}", "sessions")
+
+
+def _order(rows: list[dict]) -> list[str]:
+    # Hermes orders by started_at alone; Logbook breaks ties by id. Equal start times are
+    # compared as sets, everything else in order.
+    return [r["id"] for r in sorted(rows, key=lambda r: (-r["started_at"], r["id"]))]
+
+
+@pytest.mark.parametrize(
+    "cli_args,query",
+    [
+        ((), ""),
+        (("--source", "telegram"), "&source=telegram"),
+        (("--source", "cli"), "&source=cli"),
+        (("--source", "tool"), "&source=tool"),
+        (("--source", "cron"), "&source=cron"),
+    ],
+)
+def test_sessions_list_rows_equal_hermes_cli(pair, cli_args, query):
+    name, hermes, client = pair
+    theirs = listed_ids(hermes.cli("sessions", "list", "--limit", "100000", *cli_args))
+    ours = _logbook_rows(client, query)
+    assert [r["id"] for r in ours] == theirs or _order(ours) == theirs, name
+    assert len(ours) == len(theirs)
+
+
+@pytest.mark.parametrize(
+    "kwargs,query",
+    [
+        ({"exclude_sources": ["tool"]}, ""),
+        ({"exclude_sources": ["tool"], "include_archived": True}, "&archived=include"),
+        ({"exclude_sources": ["tool"], "archived_only": True}, "&archived=only"),
+        ({"source": "telegram", "include_archived": True}, "&archived=include&source=telegram"),
+    ],
+)
+def test_list_rows_previews_and_tips_equal_session_db(pair, kwargs, query):
+    """The same rows as list_sessions_rich with the CLI's and the dashboard's arguments: ids,
+    start (the root's), title and preview (the tip's), and which root a tip stands for."""
+    name, hermes, client = pair
+    theirs = hermes.call("list", kwargs=kwargs)
+    ours = {r["id"]: r for r in _logbook_rows(client, query)}
+    assert sorted(ours) == sorted(r["id"] for r in theirs), name
+    for t in theirs:
+        o = ours[t["id"]]
+        assert o["started_at"] == t["started_at"], t["id"]
+        assert o["title"] == t["title"], t["id"]
+        assert o["preview"] == t["preview"], t["id"]
+        assert o["message_count"] == t["message_count"], t["id"]
+        assert o.get("lineage_root_id") == t["lineage_root_id"], t["id"]
+
+
+def test_recorded_lists_are_what_hermes_answers_today(venv):
+    """The fast tier compares with tests/data/hermes/list_truth.json; it must still be true."""
+    import json
+
+    from oracle.record_truth import record_lists
+
+    from support import DATA
+
+    assert record_lists(venv) == json.loads((DATA / "hermes" / "list_truth.json").read_text())

@@ -1,0 +1,140 @@
+"""Which sessions `hermes sessions list` shows, and how it shows them (Hermes 0.19.0,
+``SessionDB.list_sessions_rich`` and ``get_compression_tip`` in ``hermes_state.py``).
+
+A database holds more session rows than conversations: a subagent run, a compression
+continuation and a third-party ``tool`` session are rows of their own. Hermes lists
+
+- roots (no parent) and branches (``/branch``: a ``_branched_from`` marker in ``model_config``,
+  or a parent that ended ``'branched'`` before the child started),
+- never delegate subagent runs (a ``_delegate_from`` marker), compression continuations (a
+  child of a parent that ended ``'compression'``) or, unless a source is asked for, ``tool``
+  sessions,
+- a compression chain once, as its root's slot (the root's start time) showing its newest
+  segment (the *tip*: id, title, messages, activity, preview, end …).
+
+These are pure functions over plain values; ``webui.db.sessions`` turns them into SQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PREVIEW_CHARS = 60
+# Sources `hermes sessions list` leaves out unless --source names them.
+HIDDEN_SOURCES = ("tool",)
+# The fields a compression root takes from its tip; everything else (started_at, tokens,
+# cost …) stays the root's, exactly as list_sessions_rich merges them.
+TIP_FIELDS = (
+    "id",
+    "ended_at",
+    "end_reason",
+    "message_count",
+    "tool_call_count",
+    "title",
+    "last_active",
+    "preview",
+    "model",
+    "cwd",
+    "git_branch",
+    "git_repo_root",
+)
+# A chain longer than this is pathological; Hermes stops walking after 100 steps too.
+MAX_CHAIN = 100
+
+ROW_MODES = ("conversations", "all")
+ARCHIVED_MODES = ("hide", "include", "only")
+
+
+def preview(raw: str | None) -> str:
+    """The list's preview of a first user message: Hermes reads 63 characters with line
+    breaks turned into spaces, strips them, and shows 60 plus '...' when more remain."""
+    if not raw:
+        return ""
+    text = raw[:63].replace("\n", " ").replace("\r", " ").strip()
+    if not text:
+        return ""
+    return text[:PREVIEW_CHARS] + ("..." if len(text) > PREVIEW_CHARS else "")
+
+
+def row_mode(value: str | None) -> str:
+    """``rows=`` in the URL: Hermes's rows (the default) or every session row."""
+    value = (value or "").strip().lower()
+    if value in ("", "conversations", "hermes", "default"):
+        return "conversations"
+    if value in ("all", "every"):
+        return "all"
+    raise ValueError("rows must be 'all' (every session row) or left out (Hermes's rows).")
+
+
+def archived_mode(value: str | None) -> str:
+    """``archived=``: hidden (Hermes's default), included, or only archived sessions.
+    ``1``/``true`` (Logbook 0.2) mean included."""
+    value = (value or "").strip().lower()
+    if value in ("", "hide", "0", "false", "no", "off"):
+        return "hide"
+    if value in ("include", "1", "true", "yes", "on", "all"):
+        return "include"
+    if value == "only":
+        return "only"
+    raise ValueError("archived must be 'hide', 'include' or 'only'.")
+
+
+def hidden_sources(asked_sources: Iterable[str]) -> tuple[str, ...]:
+    """The sources left out: ``tool`` unless the user asked for particular sources."""
+    return () if any(asked_sources) else HIDDEN_SOURCES
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A candidate next segment of a compression chain: a child of a session that ended
+    ``'compression'``, not a branch, not a delegate, not a ``tool`` session."""
+
+    id: str
+    end_reason: str | None
+    ended_at: float | None
+    started_at: float | None
+    last_active: float | None
+
+
+def _preference(c: Continuation) -> tuple:
+    # Hermes: a child that compressed again first, then a live one, then stale closed
+    # siblings; newest activity, newest start, greatest id break ties.
+    rank = 0 if c.end_reason == "compression" else 1 if c.ended_at is None else 2
+    return (rank, -(c.last_active or 0.0), -(c.started_at or 0.0), _desc(c.id))
+
+
+def _desc(text: str) -> tuple:
+    # Sorting ascending by this tuple sorts the ids descending.
+    return tuple(-ord(ch) for ch in text) + (1,)
+
+
+def next_segment(candidates: Iterable[Continuation]) -> Continuation | None:
+    ranked = sorted(candidates, key=_preference)
+    return ranked[0] if ranked else None
+
+
+def compression_chain(start: str, children: Mapping[str, list[Continuation]]) -> list[str]:
+    """The chain from ``start`` forward to its tip, as ``get_compression_tip`` walks it.
+    ``children`` maps a compression-ended session to its candidate continuations."""
+    chain = [start]
+    seen = {start}
+    current = start
+    for _ in range(MAX_CHAIN):
+        step = next_segment(children.get(current, ()))
+        if step is None or step.id in seen:
+            break
+        seen.add(step.id)
+        chain.append(step.id)
+        current = step.id
+    return chain
+
+
+def project(root_row: Mapping[str, Any], tip_row: Mapping[str, Any]) -> dict[str, Any]:
+    """A listed compression root shown as its tip (root's start and figures, tip's identity)."""
+    merged = dict(root_row)
+    for key in TIP_FIELDS:
+        if key in tip_row:
+            merged[key] = tip_row[key]
+    merged["lineage_root_id"] = root_row["id"]
+    return merged
