@@ -102,3 +102,27 @@ def test_recorded_lists_are_what_hermes_answers_today(venv):
     from support import DATA
 
     assert record_lists(venv) == json.loads((DATA / "hermes" / "list_truth.json").read_text())
+
+
+def test_recorded_searches_are_what_hermes_answers_today(venv):
+    import json
+
+    from oracle.record_truth import record_searches
+
+    from support import DATA
+
+    assert record_searches(venv) == json.loads((DATA / "hermes" / "search_truth.json").read_text())
+
+
+def test_search_hits_equal_live_hermes(pair):
+    """Every recorded query, live, on each fixture (the v11 file as Hermes 0.19 migrated it)."""
+    from oracle.record_truth import SEARCH_QUERIES
+    from test_search import search_matches_hermes
+
+    name, hermes, client = pair
+    db = hermes.db
+    outcomes = {
+        q: search_matches_hermes(client, db, q, [h["id"] for h in hermes.call("search", query=q)])
+        for q in SEARCH_QUERIES
+    }
+    assert sum(v == "equal" for v in outcomes.values()) >= len(outcomes) - 2, (name, outcomes)

@@ -28,6 +28,53 @@ LIST_CASES = {
 }
 RECORDED_FIXTURES = ("hermes-v22.db", "hermes-v22-extended.db")
 TRUTH = ROOT / "data" / "hermes" / "list_truth.json"
+SEARCH_TRUTH = ROOT / "data" / "hermes" / "search_truth.json"
+# Words, phrases, prefixes, OR/NOT, hyphens and dots, colons, CJK of 1-3+ characters, mixed
+# CJK/ASCII, quotes, malformed input.
+SEARCH_QUERIES = [
+    "docker",
+    '"docker compose"',
+    "deploy*",
+    "deploy -prod",
+    "docker OR kubernetes",
+    "docker NOT compose",
+    "TODO: fix",
+    "TODO:fix",
+    "a:b",
+    "100%",
+    "原因 天气",
+    "数据库 v2",
+    "数据",
+    "库",
+    "数据库",
+    "向量数据库",
+    "错误",
+    "部署 docker",
+    "docker 部署",
+    "数据库 NOT 向量",
+    "数据库 OR OR 向量数据库",
+    '"原因 天气"',
+    "C++",
+    "node.js",
+    "e-mail",
+    '"unclosed',
+    "a AND",
+    "foo*bar",
+    "re-deploy",
+    "x",
+    "sparrow-bot",
+    "kubernetes rollout",
+    "NEAR(docker compose)",
+    "())",
+    "*",
+    "error:",
+    "it's",
+    "docker;",
+    "session_search",
+    "Deploy*",
+    "rollout AND sparrow",
+    "このエラー",
+]
 
 
 def record_lists(venv: Path) -> dict:
@@ -41,6 +88,21 @@ def record_lists(venv: Path) -> dict:
     return out
 
 
+def record_searches(venv: Path) -> dict:
+    out: dict = {}
+    for name in RECORDED_FIXTURES:
+        with tempfile.TemporaryDirectory() as tmp:
+            home = Path(tmp)
+            shutil.copyfile(FIXTURES / name, home / "state.db")
+            hermes = Hermes(venv, home)
+            out[name] = {
+                q: [h["id"] for h in hermes.call("search", query=q)] for q in SEARCH_QUERIES
+            }
+    return out
+
+
 if __name__ == "__main__":
-    TRUTH.write_text(json.dumps(record_lists(ensure_venv()), indent=1, ensure_ascii=False) + "\n")
-    print("wrote", TRUTH)
+    venv = ensure_venv()
+    TRUTH.write_text(json.dumps(record_lists(venv), indent=1, ensure_ascii=False) + "\n")
+    SEARCH_TRUTH.write_text(json.dumps(record_searches(venv), ensure_ascii=False) + "\n")
+    print("wrote", TRUTH, SEARCH_TRUTH)

@@ -38,6 +38,7 @@ from webui.db.search import SearchFilters, SearchStore
 from webui.db.sessions import SessionQuery, SessionStore
 from webui.db.stats import StatsStore
 from webui.db.writer import Writer
+from webui.hermes.rules import Rules, rules_for
 
 __all__ = [
     "BadRequest",
@@ -76,6 +77,11 @@ class Logbook:
     @property
     def schema(self) -> Schema:
         return self.opened.schema
+
+    @property
+    def rules(self) -> Rules:
+        """Whose rules apply to this database (webui.hermes.rules): they follow its schema."""
+        return rules_for(self.schema.version)
 
     def size_bytes(self) -> int:
         return file_size(self.opened.path)

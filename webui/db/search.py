@@ -25,7 +25,9 @@ from webui.hermes.content import plain_text
 from webui.hermes.search import Plan, explain_fts_problem
 
 PAGE_SIZE = 50
-MAX_RESULTS = 1000  # deepest result reachable by paging
+# Deepest result reachable by paging: every hit up to the ranking cap (Hermes pages without
+# limit; past this, narrow the search).
+MAX_RESULTS = 20_000
 RANK_CAP = 20_000  # above this many matches, newest first instead of bm25
 # Private-use characters mark matches inside snippets; literal ">>>"/"<<<" in messages (Python
 # prompts, heredocs) are then never mistaken for markers.
@@ -60,7 +62,9 @@ class SearchStore:
 
     # -- filters -------------------------------------------------------------------------
 
-    def _filters(self, f: SearchFilters) -> tuple[str, list[Any]]:
+    def _filters(
+        self, f: SearchFilters, *, include_inactive: bool = False
+    ) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         params: list[Any] = []
         if f.sources:
@@ -78,7 +82,7 @@ class SearchStore:
         dc, dp = date_range("m.timestamp", f.since, f.until)
         clauses += dc
         params += dp
-        if self.schema.has("messages", "active"):
+        if self.schema.has("messages", "active") and not include_inactive:
             # Messages undone by /rewind are not part of the conversation any more; Hermes
             # 0.19 keeps compacted ones searchable (active = 1 OR compacted = 1).
             keep = "COALESCE(m.active, 1) != 0"
@@ -101,8 +105,21 @@ class SearchStore:
         except sqlite3.Error as exc:
             return str(exc)
 
-    def fts(self, table: str, expression: str, f: SearchFilters, page: int) -> SearchResult:
+    def fts(
+        self,
+        table: str,
+        expression: str,
+        f: SearchFilters,
+        page: int,
+        literal_terms: list[str] | None = None,
+    ) -> SearchResult:
         where, params = self._filters(f)
+        if literal_terms:
+            # The literal fallback: every word as typed must be in the message (an FTS5
+            # phrase ignores punctuation, so "100%" would also match a bare "100").
+            like_sql, like_params = self._like_clauses(literal_terms, any_term=False)
+            where += f" AND {like_sql}"
+            params = [*like_params, *params]
         base = (
             f"FROM {table} JOIN messages m ON m.id = {table}.rowid "
             f"JOIN sessions s ON s.id = m.session_id WHERE {table} MATCH ?{where}"
@@ -163,31 +180,45 @@ class SearchStore:
 
     # -- substring route -----------------------------------------------------------------
 
-    def like(self, terms: list[str], f: SearchFilters, page: int) -> SearchResult:
-        if not terms:
-            return SearchResult([], 0, False, False, False, [])
-        where, params = self._filters(f)
+    def _like_clauses(self, terms: list[str], *, any_term: bool) -> tuple[str, list[Any]]:
+        """Each term as a substring of the content, tool name or tool calls; ALL terms or ANY."""
         columns = ["m.content"] if self.schema.has("messages", "content") else []
         if self.schema.has("messages", "tool_name"):
             columns.append("m.tool_name")
         if self.schema.has("messages", "tool_calls"):
             columns.append("m.tool_calls")
+        if not columns:
+            return "0", []
         clauses: list[str] = []
         like_params: list[Any] = []
         for term in terms:
             pattern = f"%{like_escape(term)}%"
             clauses.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")")
             like_params += [pattern] * len(columns)
-        base = (
-            f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE "
-            f"{' AND '.join(clauses)}{where}"
-        )
+        return "(" + (" OR " if any_term else " AND ").join(clauses) + ")", like_params
+
+    def like(
+        self,
+        terms: list[str],
+        f: SearchFilters,
+        page: int,
+        *,
+        any_term: bool = False,
+        include_inactive: bool = False,
+    ) -> SearchResult:
+        if not terms:
+            return SearchResult([], 0, False, False, False, [])
+        where, params = self._filters(f, include_inactive=include_inactive)
+        like_sql, like_params = self._like_clauses(terms, any_term=any_term)
+        base = f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {like_sql}{where}"
         offset = (page - 1) * PAGE_SIZE
-        # Newest first by id: the scan walks the table backwards and stops after one page.
+        # Newest first. By id, the scan walks the table backwards and stops after one page;
+        # Hermes 0.19 orders by timestamp (clocks can jump back), which needs the whole scan.
+        order = "m.timestamp DESC, m.id DESC" if any_term else "m.id DESC"
         ids = [
             r["id"]
             for r in self.r.rows(
-                f"SELECT m.id AS id {base} ORDER BY m.id DESC LIMIT ? OFFSET ?",
+                f"SELECT m.id AS id {base} ORDER BY {order} LIMIT ? OFFSET ?",
                 [*like_params, *params, PAGE_SIZE + 1, offset],
             )
         ]
@@ -277,24 +308,41 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
         table = "messages_fts" if plan.route == "fts" else "messages_fts_trigram"
         expression = plan.match
         problem = store.valid_match(table, expression)
+        literal: list[str] | None = None
+        if problem and plan.route == "trigram" and plan.trigram_error_terms:
+            notices.append(
+                f"SQLite cannot read “{plan.searched}” as a trigram query "
+                f"({explain_fts_problem(problem)}); as Hermes 0.19 does, each word was "
+                "matched as a substring instead, a message with ANY of them listed."
+            )
+            result = store.like(
+                plan.trigram_error_terms, f, page, any_term=True, include_inactive=True
+            )
+            result.notices = [n for n in notices + result.notices if n]
+            store.contexts(result.rows)
+            return result, searched
         if problem:
             why = explain_fts_problem(problem)
             if not plan.fallback:
                 notices.append(f"The search syntax could not be read: {why}.")
                 return SearchResult([], 0, False, False, False, notices), searched
+            hermes = "Hermes 0.19" if plan.dialect == "v22" else "Hermes"
             notices.append(
-                f"“{plan.searched}” cannot be read as search syntax ({why}); Hermes "
-                f"finds nothing here. Searched for the words literally instead: "
-                f"{plan.fallback}."
+                f"“{plan.searched}” cannot be read as search syntax ({why}), so {hermes} "
+                f"finds nothing for it. Logbook searched for the words literally instead, "
+                f"each as typed: {' '.join(plan.literal_terms) or plan.fallback}."
             )
             expression = searched = plan.fallback
+            literal = plan.literal_terms
         elif plan.sanitize_note:
             notices.append(plan.sanitize_note)
-        result = store.fts(table, expression, f, page)
+        result = store.fts(table, expression, f, page, literal_terms=literal)
     else:
         if plan.sanitize_note:
             notices.append(plan.sanitize_note)
-        result = store.like(plan.terms, f, page)
+        result = store.like(
+            plan.terms, f, page, any_term=plan.like_any, include_inactive=plan.like_inactive
+        )
     result.notices = [n for n in notices + result.notices if n]
     store.contexts(result.rows)
     for row in result.rows:

@@ -1,10 +1,16 @@
 """Hermes's search syntax, reproduced exactly, and Logbook's plan for answering a query.
 
-``sanitize_fts5_query`` is a faithful port of ``SessionDB._sanitize_fts5_query`` (v11; the
-v8 variant quotes dotted and hyphenated terms but not underscored ones), so a query means
-here what it means in ``hermes sessions search``. ``plan`` then decides the route (FTS5,
-trigram, substring) and — where Hermes silently returns nothing — a literal fallback, with a
-notice that says what was changed and why.
+``sanitize_fts5_query`` is a faithful port of ``SessionDB._sanitize_fts5_query`` in three
+dialects, chosen by the database's schema (``webui.hermes.rules``):
+
+* ``v22`` — Hermes 0.19.0: input cut at 2,048 characters, quotes paired in one pass, ``:``
+  stripped too; CJK words under three CJK characters go to substring matching where ANY word
+  may match, and rewound messages are not filtered there (as ``search_messages`` does);
+* ``v11`` — the reference documents: all words must match, quotes kept whole;
+* ``v8`` — as v11, but underscored terms are not quoted.
+
+``plan`` then decides the route (FTS5, trigram, substring) and — where Hermes silently returns
+nothing — a literal fallback, with a notice that says what was changed and why.
 """
 
 from __future__ import annotations
@@ -37,21 +43,49 @@ def count_cjk(text: str) -> int:
     return sum(1 for ch in text if is_cjk(ch))
 
 
-def sanitize_fts5_query(query: str, *, quote_underscores: bool = True) -> str:
-    """Hermes's sanitizer, step by step (reference §2)."""
+HERMES_0_19_MAX_QUERY_CHARS = 2048  # MAX_FTS5_QUERY_CHARS in Hermes 0.19's hermes_state.py
+
+
+def _pair_quotes(query: str, quoted: list[str]) -> str:
+    """Hermes 0.19's single pass: each quote pairs with the next; an unpaired one is a space."""
+    pieces: list[str] = []
+    i = 0
+    while i < len(query):
+        ch = query[i]
+        if ch != '"':
+            pieces.append(ch)
+            i += 1
+            continue
+        end = query.find('"', i + 1)
+        if end == -1:
+            pieces.append(" ")
+            i += 1
+            continue
+        quoted.append(query[i : end + 1])
+        pieces.append(f"\x00Q{len(quoted) - 1}\x00")
+        i = end + 1
+    return "".join(pieces)
+
+
+def sanitize_fts5_query(query: str, *, quote_underscores: bool = True, dialect: str = "v11") -> str:
+    """Hermes's sanitizer, step by step (reference §2; Hermes 0.19 for ``dialect="v22"``)."""
     quoted: list[str] = []
 
     def keep(m: re.Match) -> str:
         quoted.append(m.group(0))
         return f"\x00Q{len(quoted) - 1}\x00"
 
-    s = re.sub(r'"[^"]*"', keep, query)  # 1. protect balanced phrases
-    s = re.sub(r'[+{}()"^]', " ", s)  # 2. drop FTS5 specials
+    if dialect == "v22":
+        s = _pair_quotes(query[:HERMES_0_19_MAX_QUERY_CHARS], quoted)  # 0-1. cap, pair
+        s = re.sub(r'[+{}():"^]', " ", s)  # 2. drop FTS5 specials, the column colon too
+    else:
+        s = re.sub(r'"[^"]*"', keep, query)  # 1. protect balanced phrases
+        s = re.sub(r'[+{}()"^]', " ", s)  # 2. drop FTS5 specials
     s = re.sub(r"\*+", "*", s)  # 3. collapse *, no leading *
     s = re.sub(r"(^|\s)\*", r"\1", s)
     s = re.sub(r"(?i)^(AND|OR|NOT)\b\s*", "", s.strip())  # 4. dangling operators
     s = re.sub(r"(?i)\s+(AND|OR|NOT)\s*$", "", s.strip())
-    joiners = "[._-]" if quote_underscores else "[.-]"  # 5. dotted/hyphenated → phrase
+    joiners = "[._-]" if quote_underscores and dialect != "v8" else "[.-]"  # 5. → phrase
     s = re.sub(rf"\b(\w+(?:{joiners}\w+)+)\b", r'"\1"', s)
     for i, part in enumerate(quoted):  # 6. restore phrases
         s = s.replace(f"\x00Q{i}\x00", part)
@@ -84,8 +118,16 @@ class Plan:
     terms: list[str] = field(default_factory=list)  # substring terms (like) / highlight terms
     notices: list[str] = field(default_factory=list)
     fallback: str = ""  # literal FTS expression to try if `match` is invalid
+    # The fallback's words as typed: a hit must contain each (FTS5 phrases drop punctuation,
+    # so "100%" alone would also find "100").
+    literal_terms: list[str] = field(default_factory=list)
     # Said when the sanitized query is searched as is; replaced by the fallback's own notice.
     sanitize_note: str = ""
+    like_any: bool = False  # substring route: a hit needs ANY term (Hermes 0.19), else ALL
+    like_inactive: bool = False  # substring route keeps rewound messages (Hermes 0.19)
+    # Hermes 0.19: a trigram query SQLite cannot read is answered by the substring route.
+    trigram_error_terms: list[str] = field(default_factory=list)
+    dialect: str = "v11"
 
     @property
     def notice(self) -> str | None:
@@ -98,9 +140,12 @@ MAX_QUERY_CHARS = 2_000
 MAX_QUERY_WORDS = 64
 
 
-def query_problem(query: str) -> str | None:
-    """Why a query is too big to search, in words, or None."""
-    if len(query) > MAX_QUERY_CHARS:
+def query_problem(query: str, dialect: str = "v11") -> str | None:
+    """Why a query is too big to search, in words, or None. (Hermes 0.19 cuts a long query at
+    2,048 characters itself; ``plan`` does the same and says so.)"""
+    if dialect == "v22":
+        query = query[:HERMES_0_19_MAX_QUERY_CHARS]
+    elif len(query) > MAX_QUERY_CHARS:
         return (
             f"The query is {len(query):,} characters long; search takes at most "
             f"{MAX_QUERY_CHARS:,}."
@@ -111,13 +156,26 @@ def query_problem(query: str) -> str | None:
     return None
 
 
-def plan(query: str, *, has_fts: bool, has_trigram: bool, quote_underscores: bool = True) -> Plan:
+def plan(
+    query: str,
+    *,
+    has_fts: bool,
+    has_trigram: bool,
+    quote_underscores: bool = True,
+    dialect: str = "v11",
+) -> Plan:
+    notices: list[str] = []
+    if dialect == "v22" and len(query or "") > HERMES_0_19_MAX_QUERY_CHARS:
+        notices.append(
+            f"Only the first {HERMES_0_19_MAX_QUERY_CHARS:,} characters were searched, "
+            "as Hermes 0.19 does."
+        )
+        query = query[:HERMES_0_19_MAX_QUERY_CHARS]
     # A NUL cannot be typed and ends strings inside SQLite's FTS5 parser: drop it.
     raw = (query or "").replace("\x00", "").strip()
     if not raw:
-        return Plan("none", "", notices=[])
-    sanitized = sanitize_fts5_query(raw, quote_underscores=quote_underscores)
-    notices: list[str] = []
+        return Plan("none", "", notices=notices, dialect=dialect)
+    sanitized = sanitize_fts5_query(raw, quote_underscores=quote_underscores, dialect=dialect)
     note = ""
     if re.match(r"(?i)^NOT\b", raw) and not re.match(r"(?i)^NOT\b", sanitized):
         notices.append(
@@ -138,6 +196,8 @@ def plan(query: str, *, has_fts: bool, has_trigram: bool, quote_underscores: boo
         notices.append("Nothing is left to search once FTS5's special characters are removed.")
         return Plan("none", "", notices=notices)
 
+    if contains_cjk(sanitized) and dialect == "v22":
+        return _plan_cjk_v22(sanitized, has_trigram, notices, note)
     if contains_cjk(sanitized):
         terms = words_for_like(sanitized)
         long_enough = all(len(t) >= 3 for t in terms)
@@ -187,7 +247,69 @@ def plan(query: str, *, has_fts: bool, has_trigram: bool, quote_underscores: boo
         terms=words_for_like(sanitized),
         notices=notices,
         fallback=literal_match_expression(raw),
+        literal_terms=[w for w in raw.split() if any(ch.isalnum() for ch in w)],
         sanitize_note=note,
+        dialect=dialect,
+    )
+
+
+def _plan_cjk_v22(sanitized: str, has_trigram: bool, notices: list[str], note: str) -> Plan:
+    """Hermes 0.19's CJK routes (``search_messages``): the trigram index when the query holds
+    at least three CJK characters and no CJK word has fewer than three; otherwise substrings,
+    one per word, a message matching ANY of them, rewound ones included, newest first."""
+    raw_query = sanitized.strip('"').strip()
+    words = raw_query.split()
+    plain = [w for w in words if w.upper() not in OPERATORS]
+    like_terms = plain or [raw_query]
+    short_cjk = [w for w in plain if contains_cjk(w) and count_cjk(w) < 3]
+    if has_trigram and count_cjk(raw_query) >= 3 and not short_cjk:
+        tokens = [w if w.upper() in OPERATORS else '"' + w.replace('"', '""') + '"' for w in words]
+        ignored = [w for w in plain if len(w) < 3]
+        if ignored:
+            notices.append(
+                "The trigram index cannot match words under three characters, so "
+                f"{', '.join(ignored)} did not narrow the search (as in Hermes 0.19)."
+            )
+        return Plan(
+            "trigram",
+            sanitized,
+            match=" ".join(tokens),
+            terms=[w.strip('"') for w in plain],
+            notices=notices,
+            sanitize_note=note,
+            trigram_error_terms=like_terms,
+            dialect="v22",
+        )
+    if short_cjk and has_trigram:
+        notices.append(
+            f"{', '.join(short_cjk)} {'has' if len(short_cjk) == 1 else 'have'} fewer than three "
+            "CJK characters, which the trigram index cannot match, so each word was matched "
+            + (
+                "as a substring and a message with ANY of them is listed"
+                if len(like_terms) > 1
+                else "as a substring"
+            )
+            + ", newest first, as Hermes 0.19 does."
+        )
+    elif not has_trigram:
+        notices.append(
+            "This database has no trigram index, so CJK text was matched as substrings, "
+            "newest first."
+        )
+    else:
+        notices.append(
+            "Fewer than three CJK characters cannot use the trigram index: matched as "
+            "substrings, newest first, as Hermes 0.19 does."
+        )
+    return Plan(
+        "like",
+        sanitized,
+        terms=like_terms,
+        notices=notices,
+        sanitize_note=note,
+        like_any=True,
+        like_inactive=True,
+        dialect="v22",
     )
 
 

@@ -48,7 +48,12 @@ def _merged(query: str, f: SearchFilters, page: int):
     per: list[list[dict]] = []
     total, capped, more, notices, searched, p = 0, False, False, [], query, None
     for name, book in merged_logbooks(current_app):
-        p = plan(query, has_fts=book.schema.has_fts, has_trigram=book.schema.has_trigram)
+        p = plan(
+            query,
+            has_fts=book.schema.has_fts,
+            has_trigram=book.schema.has_trigram,
+            dialect=book.rules.search,
+        )
         res, searched = run(book.search, p, f, page)
         complete_snippets(res.rows)
         for row in res.rows:
@@ -69,7 +74,7 @@ def _merged(query: str, f: SearchFilters, page: int):
 def search():
     lb = get_logbook()
     query = request.args.get("q", "")
-    problem = query_problem(query)
+    problem = query_problem(query, lb.rules.search)
     if problem:
         raise BadRequest(problem)
     f = _filters()
@@ -79,7 +84,12 @@ def search():
         if g.get("all_profiles"):
             result, searched, p = _merged(query, f, page)
         else:
-            p = plan(query, has_fts=lb.schema.has_fts, has_trigram=lb.schema.has_trigram)
+            p = plan(
+                query,
+                has_fts=lb.schema.has_fts,
+                has_trigram=lb.schema.has_trigram,
+                dialect=lb.rules.search,
+            )
             result, searched = run(lb.search, p, f, page)
             complete_snippets(result.rows)
     args = {

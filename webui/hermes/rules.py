@@ -1,0 +1,28 @@
+"""Which Hermes's rules apply to a database: the rules follow the file.
+
+A database written by Hermes 0.19 (schema 22 and newer) is read with Hermes 0.19.0's rules;
+a schema-11 file with the rules of the documents Logbook was built from (``tests/data/
+reference``); older files as close to those as their columns allow. Every rule family picks its
+variant here, once, from the schema version, so views and SQL never test versions themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HERMES_0_19_SCHEMA = 22
+
+
+@dataclass(frozen=True)
+class Rules:
+    schema: int | None
+    hermes: str  # whose behaviour these rules reproduce, in words
+    search: str  # search dialect: "v8", "v11" or "v22" (webui.hermes.search)
+
+
+def rules_for(schema_version: int | None) -> Rules:
+    if schema_version is not None and schema_version >= HERMES_0_19_SCHEMA:
+        return Rules(schema_version, "Hermes Agent 0.19.0", "v22")
+    if schema_version is not None and schema_version >= 11:
+        return Rules(schema_version, "Hermes at schema 11 (the reference documents)", "v11")
+    return Rules(schema_version, "Hermes at schema 8 (as close as its columns allow)", "v8")
