@@ -69,6 +69,17 @@
   });
 
   document.addEventListener("DOMContentLoaded", openMessageAnchor);
+  // Stats count days in the reader's time zone. The first visit does not know it yet (UTC);
+  // the browser tells the page once, and a cookie keeps it for the next visits.
+  document.addEventListener("DOMContentLoaded", function () {
+    var input = document.querySelector("input[data-browser-tz]");
+    if (!input || /[?&]tz=/.test(window.location.search)) return;
+    var zone;
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) { return; }
+    if (!zone || zone === input.value) return;
+    input.value = zone;
+    if (window.htmx) window.htmx.trigger(input.form, "submit");
+  });
   document.addEventListener("DOMContentLoaded", highlightTerms);
   window.addEventListener("hashchange", openMessageAnchor);
 

@@ -126,3 +126,46 @@ def test_search_hits_equal_live_hermes(pair):
         for q in SEARCH_QUERIES
     }
     assert sum(v == "equal" for v in outcomes.values()) >= len(outcomes) - 2, (name, outcomes)
+
+
+@pytest.mark.parametrize("days", [7, 30, 365])
+def test_stats_equal_hermes_dashboard_analytics(pair, days):
+    """The figures of Hermes 0.19's /api/analytics/usage for the same period: totals, days
+    (UTC), by model with auxiliary usage merged in, and tools (the larger of calls and results)."""
+    name, hermes, client = pair
+    theirs = hermes.call("usage", days=days)
+    ours = client.get(f"/stats?period={days}&format=json").get_json()
+    t, o = theirs["totals"], ours["totals"]
+    # SQL's SUM over no rows is NULL in Hermes's answer; Logbook says 0
+    assert (o["sessions"], o["input_tokens"], o["output_tokens"]) == (
+        t["total_sessions"] or 0,
+        t["total_input"] or 0,
+        t["total_output"] or 0,
+    ), name
+    assert o["estimated_cost_usd"] == pytest.approx(t["total_estimated_cost"] or 0)
+    assert o["actual_cost_usd"] == pytest.approx(t["total_actual_cost"] or 0)
+    by_model = {r["key"]: r for r in ours["by_model"] if r["key"] != "(none)"}
+    assert sorted(by_model) == sorted(r["model"] for r in theirs["by_model"]), name
+    for r in theirs["by_model"]:
+        m = by_model[r["model"]]
+        assert (m["sessions"], m["input_tokens"], m["output_tokens"], m["api_calls"]) == (
+            r["sessions"],
+            r["input_tokens"],
+            r["output_tokens"],
+            r["api_calls"],
+        ), r["model"]
+        assert m["estimated_cost_usd"] == pytest.approx(r["estimated_cost"]), r["model"]
+    assert {x["tool"]: x["calls"] for x in ours["tools"]} == {
+        x["tool"]: x["count"] for x in theirs["tools"]
+    }, name
+    if ours["query"]["bucket"] == "day":
+        days_ours: dict[str, list[int]] = {}
+        for r in ours["series"]:
+            d = days_ours.setdefault(r["bucket"], [0, 0, 0])
+            d[0] += r["sessions"]
+            d[1] += r["input_tokens"]
+            d[2] += r["output_tokens"]
+        assert days_ours == {
+            d["day"]: [d["sessions"], d["input_tokens"], d["output_tokens"]]
+            for d in theirs["daily"]
+        }, name

@@ -72,6 +72,10 @@ def test_totals_equal_sql(fx):
         assert sum(r["cost_usd"] for r in t["cost_by_status"]) == pytest.approx(t["cost_usd"])
 
 
+def has_table(db, name: str) -> bool:
+    return bool(sql(db, "SELECT 1 FROM sqlite_master WHERE name = ?", (name,)))
+
+
 def test_breakdowns_equal_sql(fx):
     db, client = fx
     for qs, where, params in filters(db):
@@ -94,6 +98,17 @@ def test_breakdowns_equal_sql(fx):
                     params,
                 )
             }
+            if key == "by_model" and has_table(db, "session_model_usage"):
+                # Hermes 0.19 adds auxiliary calls (task != '') into their model's row
+                for model, cost, tokens in sql(
+                    db,
+                    "SELECT u.model, SUM(u.estimated_cost_usd), SUM(u.input_tokens) FROM "
+                    "session_model_usage u WHERE u.task != '' AND u.session_id IN "
+                    f"(SELECT id FROM sessions WHERE {where}) GROUP BY 1",
+                    params,
+                ):
+                    n, c, i = expected.get(model, (0, 0, 0))
+                    expected[model] = (n, round(c + cost, 9), i + tokens)
             assert got == expected, (qs, key)
 
 
@@ -121,6 +136,37 @@ def test_top_sessions_equal_sql(fx):
     assert body["top_sessions"]["tokens"][0]["value"] == top
 
 
+def hermes_tool_counts(db, where: str, params) -> dict[str, int]:
+    """Hermes 0.19's insights rule, written independently: per tool, the larger of its
+    tool-result rows and the entries naming it in assistants' tool_calls lists."""
+    import json as _json
+
+    results = dict(
+        sql(
+            db,
+            "SELECT m.tool_name, COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
+            f"WHERE m.role = 'tool' AND m.tool_name IS NOT NULL AND {where} GROUP BY 1",
+            params,
+        )
+    )
+    entries: dict[str, int] = {}
+    for (raw,) in sql(
+        db,
+        "SELECT m.tool_calls FROM messages m JOIN sessions s ON s.id = m.session_id "
+        f"WHERE m.role = 'assistant' AND m.tool_calls IS NOT NULL AND {where}",
+        params,
+    ):
+        try:
+            calls = _json.loads(raw)
+        except ValueError:
+            continue
+        for call in calls if isinstance(calls, list) else []:
+            name = (call.get("function") or {}).get("name") if isinstance(call, dict) else None
+            if isinstance(name, str):
+                entries[name] = entries.get(name, 0) + 1
+    return {t: max(results.get(t, 0), entries.get(t, 0)) for t in set(results) | set(entries)}
+
+
 def test_tools_and_heatmap_equal_sql(fx):
     db, client = fx
     for qs, where, params in filters(db):
@@ -130,23 +176,15 @@ def test_tools_and_heatmap_equal_sql(fx):
             .replace("source", "s.source")
             .replace("model", "s.model")
         )
-        expected = dict(
-            sql(
-                db,
-                f"SELECT m.tool_name, COUNT(*) FROM messages m JOIN sessions s ON "
-                f"s.id = m.session_id WHERE m.tool_name IS NOT NULL AND {w} "
-                f"GROUP BY 1",
-                params,
-            )
-        )
+        expected = hermes_tool_counts(db, w, params)
         assert {t["tool"]: t["calls"] for t in body["tools"]} == expected, qs
         total = sum(expected.values())
         for t in body["tools"]:
             assert t["share"] == pytest.approx(t["calls"] / total, abs=1e-6)
         heat = sql(
             db,
-            "SELECT CAST(strftime('%w', m.timestamp, 'unixepoch', 'localtime') AS INT), "
-            "CAST(strftime('%H', m.timestamp, 'unixepoch', 'localtime') AS INT), COUNT(*) "
+            "SELECT CAST(strftime('%w', m.timestamp, 'unixepoch') AS INT), "
+            "CAST(strftime('%H', m.timestamp, 'unixepoch') AS INT), COUNT(*) "
             f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {w} "
             "GROUP BY 1, 2",
             params,
@@ -245,12 +283,7 @@ def test_rollup_follows_appends_and_deletions(tmp_path):
         }
 
     def truth():
-        return dict(
-            sql(
-                db,
-                "SELECT tool_name, COUNT(*) FROM messages WHERE tool_name IS NOT NULL GROUP BY 1",
-            )
-        )
+        return hermes_tool_counts(db, "1", ())
 
     assert tools() == truth()
     conn = sqlite3.connect(db)

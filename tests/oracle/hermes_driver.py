@@ -34,12 +34,20 @@ def op_search(db, req):
     return [{"id": h.get("id"), "session_id": h.get("session_id")} for h in hits]
 
 
-OPS = {"list": op_list, "search": op_search}
+def op_usage(db, req):
+    # The dashboard's /api/analytics/usage, which reads HERMES_HOME/state.db itself.
+    db.close()
+    from hermes_cli.web_server import _get_usage_analytics
+
+    return _get_usage_analytics(req["days"], None)
+
+
+OPS = {"list": op_list, "search": op_search, "usage": op_usage}
 
 if __name__ == "__main__":
     request = json.loads(sys.argv[1])
     db = SessionDB(Path(request["db"]))
     try:
-        print(json.dumps(OPS[request["op"]](db, request)))
+        print(json.dumps(OPS[request["op"]](db, request), default=str))
     finally:
         db.close()

@@ -22,13 +22,17 @@ from webui.db.reader import Reader
 from webui.db.schema import readonly_uri
 
 BATCH = 100_000
-VERSION = "2"
+VERSION = "3"  # 3: hours in UTC, tool-call entries counted beside tool results
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS roles (session_id TEXT, role TEXT, n INTEGER,
                                   PRIMARY KEY (session_id, role));
 CREATE TABLE IF NOT EXISTS tools (session_id TEXT, tool_name TEXT, n INTEGER,
+                                  PRIMARY KEY (session_id, tool_name));
+-- Entries in assistants' tool_calls lists, by function name (Hermes counts a tool by the
+-- larger of these and its tool-result rows).
+CREATE TABLE IF NOT EXISTS calls (session_id TEXT, tool_name TEXT, n INTEGER,
                                   PRIMARY KEY (session_id, tool_name));
 CREATE TABLE IF NOT EXISTS hours (session_id TEXT, dow INTEGER, hour INTEGER, n INTEGER,
                                   PRIMARY KEY (session_id, dow, hour));
@@ -71,7 +75,7 @@ class Rollup:
 
     def _reset(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN")
-        for table in ("roles", "tools", "hours", "sess", "meta"):
+        for table in ("roles", "tools", "calls", "hours", "sess", "meta"):
             conn.execute(f"DELETE FROM main.{table}")
         conn.executemany(
             "INSERT INTO main.meta VALUES (?, ?)",
@@ -147,8 +151,8 @@ class Rollup:
         tool = "tool_name" if self.has_tool_name else "NULL"
         rows = self.r.rows(
             f"SELECT session_id, role, {tool} AS tool_name, "
-            "CAST(strftime('%w', timestamp, 'unixepoch', 'localtime') AS INTEGER) AS dow, "
-            "CAST(strftime('%H', timestamp, 'unixepoch', 'localtime') AS INTEGER) AS hour, "
+            "CAST(strftime('%w', timestamp, 'unixepoch') AS INTEGER) AS dow, "
+            "CAST(strftime('%H', timestamp, 'unixepoch') AS INTEGER) AS hour, "
             "COUNT(*) AS n FROM messages WHERE id > ? AND id <= ? GROUP BY 1, 2, 3, 4, 5",
             [lo, hi],
             time_limit_s=30,
@@ -161,12 +165,17 @@ class Rollup:
             n = r["n"]
             total += n
             roles[(r["session_id"], r["role"])] = roles.get((r["session_id"], r["role"]), 0) + n
-            if r["tool_name"]:
+            if r["tool_name"] and r["role"] == "tool":
                 k = (r["session_id"], r["tool_name"])
                 tools[k] = tools.get(k, 0) + n
             k = (r["session_id"], r["dow"], r["hour"])
             hours[k] = hours.get(k, 0) + n
+        calls = self._tool_call_entries(lo, hi)
         conn.execute("BEGIN")
+        conn.executemany(
+            "INSERT INTO main.calls VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n",
+            [(*k, v) for k, v in calls.items()],
+        )
         conn.executemany(
             "INSERT INTO main.roles VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n",
             [(*k, v) for k, v in roles.items()],
@@ -183,6 +192,22 @@ class Rollup:
         conn.execute("COMMIT")
         return total
 
+    def _tool_call_entries(self, lo: int, hi: int) -> dict[tuple, int]:
+        """Function names in assistants' tool_calls lists (Hermes's insights: each element's
+        function.name counts once; a list that is not valid JSON counts nothing)."""
+        if not self.r.schema.has("messages", "tool_calls"):
+            return {}
+        rows = self.r.rows(
+            "SELECT m.session_id AS session_id, json_extract(j.value, '$.function.name') AS name, "
+            "COUNT(*) AS n FROM messages m, json_each(CASE WHEN json_valid(m.tool_calls) AND "
+            "json_type(m.tool_calls) = 'array' THEN m.tool_calls ELSE '[]' END) j "
+            "WHERE m.id > ? AND m.id <= ? AND m.role = 'assistant' AND m.tool_calls IS NOT NULL "
+            "AND json_type(j.value) = 'object' GROUP BY 1, 2",
+            [lo, hi],
+            time_limit_s=30,
+        )
+        return {(r["session_id"], r["name"]): r["n"] for r in rows if isinstance(r["name"], str)}
+
     def query(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         # No lock: readers of our own file run side by side (WAL); only refresh() serialises.
         conn = self._connect()
@@ -198,18 +223,49 @@ class Rollup:
     # -- panels ------------------------------------------------------------------------
 
     def tools(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
-        return self.query(
-            "SELECT t.tool_name AS tool, SUM(t.n) AS calls FROM main.tools t JOIN main.sess s "
-            f"ON s.session_id = t.session_id WHERE {where} GROUP BY 1 ORDER BY calls DESC, tool",
-            params,
-        )
+        """Per tool, as Hermes's analytics count it: the larger of its tool-result rows and
+        its entries in assistants' tool_calls (both also given)."""
 
-    def heatmap(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
-        return self.query(
+        def per_tool(table: str) -> dict[str, int]:
+            return {
+                r["tool"]: r["n"]
+                for r in self.query(
+                    f"SELECT t.tool_name AS tool, SUM(t.n) AS n FROM main.{table} t JOIN main.sess s "
+                    f"ON s.session_id = t.session_id WHERE {where} GROUP BY 1",
+                    params,
+                )
+            }
+
+        results, entries = per_tool("tools"), per_tool("calls")
+        out = [
+            {
+                "tool": name,
+                "calls": max(results.get(name, 0), entries.get(name, 0)),
+                "results": results.get(name, 0),
+                "call_entries": entries.get(name, 0),
+            }
+            for name in set(results) | set(entries)
+        ]
+        return sorted(out, key=lambda t: (-t["calls"], t["tool"]))
+
+    def heatmap(self, where: str, params: list[Any], offset_s: int = 0) -> list[dict[str, Any]]:
+        """Messages per weekday and hour, counted in UTC and shown in the reader's zone
+        (shifted by its offset now: an hour off for the part of the year on the other side
+        of a daylight-saving change)."""
+        shift = round(offset_s / 3600)
+        rows = self.query(
             "SELECT h.dow AS dow, h.hour AS hour, SUM(h.n) AS messages FROM main.hours h JOIN "
             f"main.sess s ON s.session_id = h.session_id WHERE {where} GROUP BY 1, 2",
             params,
         )
+        out = []
+        for r in rows:
+            if r["dow"] is None or r["hour"] is None:  # a timestamp SQLite cannot read
+                continue
+            slot = (r["dow"] * 24 + r["hour"] + shift) % 168
+            r["dow"], r["hour"] = divmod(slot, 24)
+            out.append(r)
+        return out
 
     def messages_by_source(self) -> list[dict[str, Any]]:
         return self.query(

@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as dtime
 from typing import Any
 
@@ -29,16 +29,21 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def parse_day(value: str, *, end: bool = False) -> float:
-    """An ISO date (or date-time) in the server's local time zone, as epoch seconds.
-    ``end`` makes a bare date inclusive: until=2026-03-01 means before March 2nd."""
+def parse_day(value: str, *, end: bool = False, tz: tzinfo | None = None) -> float:
+    """An ISO date (or date-time) as epoch seconds, read in ``tz`` (the reader's zone; the
+    server's local zone when None). ``end`` makes a bare date inclusive: until=2026-03-01
+    means before March 2nd."""
     try:
         if len(value) == 10:
             d = date.fromisoformat(value)
             moment = datetime.combine(d + timedelta(days=1) if end else d, dtime())
         else:
             moment = datetime.fromisoformat(value)
-        return moment.astimezone().timestamp() if moment.tzinfo is None else moment.timestamp()
+        if not 1970 <= moment.year <= 9998:
+            raise ValueError("out of range")
+        if moment.tzinfo is None:
+            return moment.replace(tzinfo=tz).timestamp() if tz else moment.astimezone().timestamp()
+        return moment.timestamp()
     except (ValueError, OverflowError, OSError):
         raise BadRequest(f"'{value}' is not a usable date; use YYYY-MM-DD.") from None
 

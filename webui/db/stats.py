@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from webui.db import sql
+from webui.db import sql, tz
 from webui.db.reader import Reader
 
 TOKEN_KINDS = (
@@ -34,6 +34,8 @@ class StatsQuery:
     models: list[str] = field(default_factory=list)
     lineage: bool = False  # count a compressed conversation once
     cost_by: str = "model"  # stack the cost series by model or by source
+    tz: str = "UTC"  # the reader's time zone: days, weeks and months are theirs
+    archived: str = "include"  # Hermes's analytics count archived sessions; hide / only
     now: float = field(default_factory=time.time)
 
     @property
@@ -57,10 +59,10 @@ def bucket_for(span_seconds: float | None) -> str:
 
 
 BUCKET_SQL = {
-    "day": "strftime('%Y-%m-%d', started_at, 'unixepoch', 'localtime')",
+    "day": "strftime('%Y-%m-%d', {t}, 'unixepoch')",
     # ISO-ish week label: the Monday that starts it
-    "week": "date(started_at, 'unixepoch', 'localtime', 'weekday 1', '-7 days')",
-    "month": "strftime('%Y-%m', started_at, 'unixepoch', 'localtime')",
+    "week": "date({t}, 'unixepoch', 'weekday 1', '-7 days')",
+    "month": "strftime('%Y-%m', {t}, 'unixepoch')",
 }
 
 
@@ -96,6 +98,11 @@ class StatsStore:
         if q.models and self.schema.has("sessions", "model"):
             clauses.append(f"model IN ({','.join('?' * len(q.models))})")
             params += q.models
+        if self.schema.has("sessions", "archived"):
+            if q.archived == "hide":
+                clauses.append("COALESCE(archived, 0) = 0")
+            elif q.archived == "only":
+                clauses.append("COALESCE(archived, 0) != 0")
         return (" AND ".join(clauses) or "1"), params
 
     def _sums(self) -> str:
@@ -146,12 +153,17 @@ class StatsStore:
             params,
         )
 
-    def series(self, q: StatsQuery, bucket: str, stack_by: str) -> list[dict[str, Any]]:
+    def series(
+        self, q: StatsQuery, bucket: str, stack_by: str, first: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Per day/week/month of the reader's zone (``q.tz``), stacked by model or source."""
         where, params = self.where(q)
+        start = q.start if q.start is not None else (first if first is not None else q.now)
+        local = tz.local_seconds("started_at", tz.zone(q.tz), start, q.end or q.now)
         stack = stack_by if self.schema.has("sessions", stack_by) else "NULL"
         token_sums = ", ".join(f"{_total(self.num(k))} AS {k}" for k in TOKEN_KINDS)
         return self.r.rows(
-            f"SELECT {BUCKET_SQL[bucket]} AS bucket, COALESCE({stack}, '(none)') AS stack, "
+            f"SELECT {BUCKET_SQL[bucket].format(t=local)} AS bucket, COALESCE({stack}, '(none)') AS stack, "
             f"COUNT(*) AS sessions, {token_sums}, SUM({self.cost}) AS cost_usd FROM sessions "
             f"WHERE {where} GROUP BY 1, 2 ORDER BY 1",
             params,
@@ -202,6 +214,22 @@ class StatsStore:
         )
         return {"sessions": self.r.scalar("SELECT COUNT(*) FROM sessions"), "messages": messages}
 
+    def aux_by_model(self, q: StatsQuery) -> list[dict[str, Any]]:
+        """Auxiliary model calls (title generation, compression, vision …) per model and task,
+        for sessions started in the period: what Hermes 0.19's analytics add into by-model."""
+        if not self.schema.has("session_model_usage", "task"):
+            return []
+        where, params = self.where(q)
+        return self.r.rows(
+            "SELECT COALESCE(u.model, 'unknown') AS model, u.task AS task, "
+            f"{_total('u.input_tokens')} AS input_tokens, {_total('u.output_tokens')} AS "
+            "output_tokens, TOTAL(u.estimated_cost_usd) AS estimated_cost_usd, "
+            f"{_total('u.api_call_count')} AS api_calls FROM session_model_usage u "
+            f"WHERE u.task != '' AND u.session_id IN (SELECT id FROM sessions WHERE {where}) "
+            "GROUP BY 1, 2",
+            params,
+        )
+
     def aux_usage(self, q: StatsQuery) -> list[dict[str, Any]]:
         """Newer Hermes records per-task model usage (title generation, compression, …)."""
         if not self.schema.has("session_model_usage"):
@@ -222,6 +250,40 @@ class StatsStore:
 
 
 FAMILY = sql.FAMILY_CTE
+
+
+def merge_aux_into_by_model(
+    by_model: list[dict[str, Any]], aux: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Hermes 0.19's by-model: each auxiliary row adds its input and output tokens, estimated
+    cost and API calls to its model's row (a model used only for auxiliary tasks gets a row
+    with no sessions); ``main`` keeps the sessions' own figures, ``aux_tasks`` the
+    auxiliary part, so the split stays visible."""
+    rows = {r["key"]: dict(r) for r in by_model}
+    for r in rows.values():
+        r["main"] = {k: r.get(k) or 0 for k in ADDED_BY_AUX}
+        r["aux_tasks"] = []
+    for a in aux:
+        row = rows.get(a["model"])
+        if row is None:
+            row = rows[a["model"]] = {"key": a["model"], "sessions": 0, "messages": 0}
+            row.update(dict.fromkeys((*ADDED_BY_AUX, "cost_usd", "actual_cost_usd"), 0))
+            row["main"] = dict.fromkeys(ADDED_BY_AUX, 0)
+            row["aux_tasks"] = []
+        for k in ADDED_BY_AUX:
+            row[k] = (row.get(k) or 0) + (a[k] or 0)
+        row["cost_usd"] = (row.get("cost_usd") or 0) + (a["estimated_cost_usd"] or 0)
+        row["aux_tasks"].append({k: a[k] for k in ("task", *ADDED_BY_AUX)})
+    return sorted(
+        rows.values(),
+        key=lambda r: (
+            -(r.get("cost_usd") or 0),
+            -(r.get("input_tokens") or 0) - (r.get("output_tokens") or 0),
+        ),
+    )
+
+
+ADDED_BY_AUX = ("input_tokens", "output_tokens", "estimated_cost_usd", "api_calls")
 
 
 def _total(expr: str) -> str:

@@ -10,9 +10,16 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
-from webui.db import BadRequest, get_logbook
+from webui.db import BadRequest, get_logbook, tz
 from webui.db.sessions import parse_day
-from webui.db.stats import PERIODS, TOKEN_KINDS, StatsQuery, bucket_for
+from webui.db.stats import (
+    PERIODS,
+    TOKEN_KINDS,
+    StatsQuery,
+    bucket_for,
+    merge_aux_into_by_model,
+)
+from webui.hermes import listing
 from webui.present import charts
 from webui.present.filters import compact, group_cost, money, num
 from webui.web.profiles import merged_logbooks
@@ -48,13 +55,21 @@ def parse_query(date_errors: dict[str, str] | None = None) -> StatsQuery:
     given: then the page says what is wrong beside the field and shows the default period."""
     a = request.args
     period = a.get("period") or "30"
+    # The reader's zone: sent by the page (from the browser), remembered in a cookie; UTC
+    # until one is known, as Hermes's own analytics bucket by UTC day.
+    tz_name = (a.get("tz") or request.cookies.get(TZ_COOKIE) or tz.UTC).strip()
+    zone = tz.zone(tz_name)
+    try:
+        archived = listing.archived_mode(a.get("archived") or "include")
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
     dates: dict[str, float | None] = {"since": None, "until": None}
     for name in dates:
         value = (a.get(name) or "").strip()
         if not value:
             continue
         try:
-            dates[name] = parse_day(value, end=name == "until")
+            dates[name] = parse_day(value, end=name == "until", tz=zone)
         except BadRequest as exc:
             if date_errors is None:
                 raise
@@ -74,12 +89,17 @@ def parse_query(date_errors: dict[str, str] | None = None) -> StatsQuery:
         models=[m for m in a.getlist("model") if m],
         lineage=a.get("lineage") in ("1", "on", "true"),
         cost_by=cost_by,
+        tz=zone.key,
+        archived=archived,
     )
 
 
-def period_presets(now: float | None = None) -> list[dict[str, str]]:
-    """ "This month" and "last month" as since/until dates (the server's calendar)."""
-    today = datetime.fromtimestamp(now or time.time()).date()
+TZ_COOKIE = "logbook_tz"
+
+
+def period_presets(now: float | None = None, zone_name: str = "UTC") -> list[dict[str, str]]:
+    """ "This month" and "last month" as since/until dates (the reader's calendar)."""
+    today = datetime.fromtimestamp(now or time.time(), tz.zone(zone_name)).date()
     first = today.replace(day=1)
     last_end = first - timedelta(days=1)
     return [
@@ -96,7 +116,7 @@ def period_heading(q: StatsQuery) -> str:
     """The period in words, e.g. "1 Oct 2026 – 30 Oct 2026 (30 days)"."""
 
     def day(ts: float) -> str:
-        return datetime.fromtimestamp(ts).strftime("%-d %b %Y")
+        return datetime.fromtimestamp(ts, tz.zone(q.tz)).strftime("%-d %b %Y")
 
     start = q.start
     end = q.end if q.end is not None else q.now
@@ -117,7 +137,7 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
     if start is None:
         start = st.first_started() or q.now
     bucket = bucket_for((q.end or q.now) - start)
-    series_rows = st.series(q, bucket, q.cost_by)
+    series_rows = st.series(q, bucket, q.cost_by, first=start)
     tools = lb.rollup.tools(where, params)
     all_calls = sum(t["calls"] for t in tools) or 1
     for t in tools:
@@ -132,6 +152,8 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
             "lineage": q.lineage,
             "bucket": bucket,
             "cost_by": q.cost_by,
+            "time_zone": q.tz,
+            "archived": q.archived,
         },
         "overview": {
             **st.counts(rollup_messages=coverage.messages if coverage.complete else None),
@@ -140,7 +162,7 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
             "messages_by_source": lb.rollup.messages_by_source(),
         },
         "totals": st.totals(q),
-        "by_model": st.breakdown(q, "model"),
+        "by_model": merge_aux_into_by_model(st.breakdown(q, "model"), st.aux_by_model(q)),
         "by_source": st.breakdown(q, "source"),
         "by_provider": st.breakdown(q, "billing_provider"),
         "series": series_rows,
@@ -149,7 +171,9 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
             "cost": st.top_sessions(q, "cost"),
         },
         "tools": tools,
-        "heatmap": lb.rollup.heatmap(where, params),
+        "heatmap": lb.rollup.heatmap(
+            where, params, int(datetime.now(tz.zone(q.tz)).utcoffset().total_seconds())
+        ),
         "aux_usage": st.aux_usage(q),
         "coverage": {
             "complete": coverage.complete,
@@ -278,7 +302,7 @@ def stats():
     }
     # A bad date: the page still renders, with the message beside the field, as a 400.
     status = 400 if date_errors else 200
-    return render_page(
+    response = render_page(
         "stats.html",
         {"stats-body": "body"},
         report=report,
@@ -288,12 +312,17 @@ def stats():
         periods=list(PERIODS),
         sources=lb.sessions.all_sources(),
         date_errors=date_errors,
-        presets=period_presets(),
+        presets=period_presets(zone_name=q.tz),
+        has_archived=lb.schema.has("sessions", "archived"),
         heading=period_heading(q),
         models=[m["model"] for m in lb.sessions.models()],
         token_labels=TOKEN_LABELS,
         json_url=url_for("stats.stats", **args, format="json"),
-    ), status
+    )
+    response = current_app.make_response((response, status))
+    if request.args.get("tz"):
+        response.set_cookie(TZ_COOKIE, q.tz, max_age=365 * 86400, samesite="Lax", httponly=True)
+    return response
 
 
 @bp.get("/stats.csv")

@@ -1,0 +1,70 @@
+"""Days in the reader's time zone. SQLite knows only UTC and the server's zone; a browser may
+be anywhere. A zone's offset changes only at its transitions (daylight saving), so a period's
+timestamps are shifted by a CASE over the transitions inside it, computed here with zoneinfo:
+exact days for any zone, still one pass over the rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from webui.db.errors import BadRequest
+
+UTC = "UTC"
+_DAY = 86400
+
+
+def zone(name: str | None) -> ZoneInfo:
+    """The IANA zone ``name`` (UTC when empty), or a 400 that says what is wrong."""
+    name = (name or UTC).strip() or UTC
+    if len(name) > 64 or ".." in name or name.startswith("/"):
+        raise BadRequest(f"'{name[:64]}' is not a time zone name (like Europe/Berlin or UTC).")
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise BadRequest(f"'{name}' is not a time zone name (like Europe/Berlin or UTC).") from None
+
+
+def _offset(tz: ZoneInfo, ts: float) -> int:
+    return int(dt.datetime.fromtimestamp(ts, dt.UTC).astimezone(tz).utcoffset().total_seconds())
+
+
+def offsets(tz: ZoneInfo, start: float, end: float) -> list[tuple[float, int]]:
+    """[(from_ts, offset_seconds)] covering [start, end]: the first entry starts at ``start``;
+    each later one at a transition (found to the second)."""
+    start, end = int(start), int(max(end, start)) + 1
+    out = [(start, _offset(tz, start))]
+    t = start
+    while t < end:
+        nxt = min(t + _DAY, end)
+        if _offset(tz, nxt) != out[-1][1]:
+            lo, hi = t, nxt  # the change lies in (lo, hi]
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if _offset(tz, mid) == out[-1][1]:
+                    lo = mid
+                else:
+                    hi = mid
+            out.append((hi, _offset(tz, hi)))
+        t = nxt
+    return out
+
+
+def local_seconds(column: str, tz: ZoneInfo, start: float, end: float) -> str:
+    """SQL: ``column`` (epoch seconds) shifted into ``tz``'s wall-clock seconds, exact for rows
+    between ``start`` and ``end``."""
+    steps = offsets(tz, start, end)
+    if len(steps) == 1:
+        return f"({column} + {steps[0][1]})"
+    cases = " ".join(
+        f"WHEN {column} < {nxt!r} THEN {off}"
+        for (_, off), (nxt, _) in zip(steps, steps[1:], strict=False)
+    )
+    return f"({column} + CASE {cases} ELSE {steps[-1][1]} END)"
+
+
+def local_midnight(day_iso: str, tz: ZoneInfo, *, next_day: bool = False) -> float:
+    """Epoch seconds of 00:00 on ``day_iso`` (YYYY-MM-DD) in ``tz`` (of the next day with
+    ``next_day``: an inclusive 'until')."""
+    d = dt.date.fromisoformat(day_iso) + dt.timedelta(days=1 if next_day else 0)
+    return dt.datetime.combine(d, dt.time(), tzinfo=tz).timestamp()
