@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from webui import create_app  # noqa: E402
+from webui.hermes.selection import Selection  # noqa: E402
 
 
 def main() -> int:
@@ -44,7 +45,9 @@ def main() -> int:
     started = time.perf_counter()
     with app.app_context():
         actions = app.extensions["logbook"].actions
-        job = actions.run_prune(time.time() - args.days * 86400, None)
+        job = actions.run_prune(
+            Selection(started_before=time.time() - args.days * 86400, archived=None)
+        )
     took = time.perf_counter() - started
     out = ""
     for _ in range(3):  # the writer prints its summary when told to stop

@@ -10,7 +10,7 @@ import pytest
 
 from support import copy_fixture, make_app
 from support.http import follow
-from support.oracle import Hermes, ensure_venv, listed_ids
+from support.oracle import Hermes, dry_run_ids, ensure_venv, listed_ids
 
 pytestmark = pytest.mark.oracle
 
@@ -169,3 +169,110 @@ def test_stats_equal_hermes_dashboard_analytics(pair, days):
             d["day"]: [d["sessions"], d["input_tokens"], d["output_tokens"]]
             for d in theirs["daily"]
         }, name
+
+
+# Each: the CLI options, the same selection as URL parameters.
+PRUNE_CASES = [
+    (["--older-than", "90"], {"older_than": "90"}),
+    (["--source", "cli"], {"source": "cli"}),
+    (["--source", "telegram", "--older-than", "30d"], {"source": "telegram", "older_than": "30d"}),
+    (["--title", "migration"], {"title": "migration"}),
+    (["--min-messages", "20"], {"min_messages": "20"}),
+    (["--max-messages", "3"], {"max_messages": "3"}),
+    (["--end-reason", "compression"], {"end_reason": "compression"}),
+    (["--model", "gpt"], {"model": "gpt"}),
+    (["--newer-than", "400", "--older-than", "6w"], {"newer_than": "400", "older_than": "6w"}),
+    (["--min-cost", "0.5"], {"min_cost": "0.5"}),
+    (["--max-tokens", "1000"], {"max_tokens": "1000"}),
+    (["--include-archived", "--source", "telegram"], {"archived": "include", "source": "telegram"}),
+    (
+        ["--after", "2026-06-01", "--before", "2026-09-01 12:00"],
+        {"after": "2026-06-01", "before": "2026-09-01 12:00"},
+    ),
+    (["--min-tool-calls", "5", "--max-cost", "2"], {"min_tool_calls": "5", "max_cost": "2"}),
+    (["--cwd", "/home/ana/src/atlas"], {"cwd": "/home/ana/src/atlas"}),
+    (["--provider", "openrouter"], {"provider": "openrouter"}),
+    (["--chat-type", "dm"], {"chat_type": "dm"}),
+]
+
+
+@pytest.mark.parametrize("cli,params", PRUNE_CASES, ids=[" ".join(c) for c, _ in PRUNE_CASES])
+def test_prune_preview_lists_what_hermes_dry_run_lists(pair, cli, params):
+    name, hermes, client = pair
+    theirs = dry_run_ids(hermes.cli("sessions", "prune", *cli, "--dry-run"))
+    body = client.get("/prune", query_string={**params, "format": "json"}).get_json()
+    assert body["sessions"] == theirs or sorted(body["sessions"]) == sorted(theirs), (name, cli)
+    assert body["count"] == len(theirs)
+
+
+ARCHIVE_CASES = [
+    (["--source", "slack"], {"source": "slack"}),
+    (["--title", "atlas"], {"title": "atlas"}),
+    (["--older-than", "200", "--min-messages", "10"], {"older_than": "200", "min_messages": "10"}),
+]
+
+
+@pytest.mark.parametrize("cli,params", ARCHIVE_CASES, ids=[" ".join(c) for c, _ in ARCHIVE_CASES])
+def test_archive_preview_lists_what_hermes_dry_run_lists(pair, cli, params):
+    name, hermes, client = pair
+    theirs = dry_run_ids(hermes.cli("sessions", "archive", *cli, "--dry-run"))
+    body = client.get("/archive", query_string={**params, "format": "json"}).get_json()
+    assert sorted(body["sessions"]) == sorted(theirs), (name, cli)
+
+
+def _fresh_pair(name, venv, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copyfile(copy_fixture(name, tmp_path / "src"), home / "state.db")
+    hermes = Hermes(venv, home)
+    hermes.call("list", kwargs={})
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    shutil.copyfile(home / "state.db", mine / "state.db")
+    return hermes, mine / "state.db", make_app(mine / "state.db", mine / "inst").test_client()
+
+
+def _state(db) -> tuple:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        sessions = conn.execute(
+            "SELECT id, parent_session_id, COALESCE(archived, 0) FROM sessions ORDER BY id"
+        ).fetchall()
+        messages = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+        fts = conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone()[0]
+    finally:
+        conn.close()
+    return sessions, messages, fts
+
+
+@pytest.mark.parametrize(
+    "cli,params",
+    [PRUNE_CASES[1], PRUNE_CASES[3], PRUNE_CASES[8], PRUNE_CASES[11]],
+    ids=["source", "title", "window", "archived"],
+)
+def test_prune_leaves_the_database_as_hermes_leaves_it(venv, tmp_path, cli, params):
+    """Same filters, each on its own copy: the same sessions, parents, messages and FTS rows
+    remain."""
+    from support.http import post
+
+    hermes, db, client = _fresh_pair("hermes-v22-extended.db", venv, tmp_path)
+    hermes.cli("sessions", "prune", *cli, "--yes")
+    preview = client.get("/prune", query_string={**params, "format": "json"}).get_json()
+    r = post(client, "/prune", {**preview["selection"], "confirm": "yes"})
+    assert r.status_code == 200, r.get_data(as_text=True)[:300]
+    assert r.get_json()["deleted"] == preview["count"]
+    assert _state(db) == _state(hermes.db)
+
+
+@pytest.mark.parametrize("cli,params", ARCHIVE_CASES[:2], ids=["source", "title"])
+def test_archive_leaves_the_database_as_hermes_leaves_it(venv, tmp_path, cli, params):
+    from support.http import post
+
+    hermes, db, client = _fresh_pair("hermes-v22-extended.db", venv, tmp_path)
+    hermes.cli("sessions", "archive", *cli, "--yes")
+    preview = client.get("/archive", query_string={**params, "format": "json"}).get_json()
+    r = post(client, "/archive", {**preview["selection"], "confirm": "yes"})
+    assert r.status_code == 200, r.get_data(as_text=True)[:300]
+    assert _state(db) == _state(hermes.db)

@@ -116,3 +116,11 @@ def listed_ids(cli_output: str) -> list[str]:
     except StopIteration:
         return []
     return [m.group(1) for line in lines[start:] if (m := _ROW_ID.search(line))]
+
+
+_DRY_RUN_ROW = re.compile(r"^  (\S+)  (?:\d{4}-\d\d-\d\d \d\d:\d\d|-)")
+
+
+def dry_run_ids(cli_output: str) -> list[str]:
+    """The ids `hermes sessions prune|archive --dry-run` lists, in its order."""
+    return [m.group(1) for line in cli_output.splitlines() if (m := _DRY_RUN_ROW.match(line))]

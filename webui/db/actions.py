@@ -13,10 +13,12 @@ from typing import Any
 from flask import current_app
 
 from webui.db import deadline as request_deadline
+from webui.db import selection as selection_sql
 from webui.db import sql
-from webui.db.errors import BadRequest, LogbookDBError
+from webui.db.errors import LogbookDBError
 from webui.db.reader import Reader
 from webui.db.writer import MESSAGE_BATCH, TARGET_TXN_S, Writer
+from webui.hermes.selection import Selection, describe
 from webui.hermes.titles import sanitize_title
 
 # At most this many messages go in the same transaction as their sessions' rows (Hermes's
@@ -40,8 +42,7 @@ class TitleInUse(LogbookDBError):
 @dataclass
 class PruneJob:
     id: str
-    cutoff: float
-    source: str | None
+    selection: Selection
     total: int
     deleted: int = 0
     messages_deleted: int = 0
@@ -128,23 +129,43 @@ class Actions:
         self.w.checkpoint()
         return deleted
 
+    # -- archive -----------------------------------------------------------------------------
+
+    def set_archived(self, ids: list[str], archived: bool) -> tuple[int, int]:
+        """Hermes 0.19's set_session_archived for each id: the session with its compression
+        ancestors and its compression continuations, so a conversation is archived whole (an
+        unarchived root would bring it back into the list). One short transaction per id.
+        Returns (sessions matched, rows changed)."""
+        lineage = (
+            "WITH RECURSIVE ancestors(id) AS (SELECT ? UNION SELECT parent.id FROM ancestors a "
+            "JOIN sessions child ON child.id = a.id JOIN sessions parent ON parent.id = "
+            "child.parent_session_id WHERE parent.end_reason = 'compression'), "
+            "descendants(id) AS (SELECT ? UNION SELECT child.id FROM descendants d JOIN "
+            "sessions parent ON parent.id = d.id JOIN sessions child ON child.parent_session_id "
+            "= parent.id WHERE parent.end_reason = 'compression'), "
+            "lineage(id) AS (SELECT id FROM ancestors UNION SELECT id FROM descendants) "
+            "UPDATE sessions SET archived = ? WHERE id IN (SELECT id FROM lineage)"
+        )
+        matched = changed = 0
+        for sid in ids:
+            n = self.w.run(
+                lambda c, sid=sid: c.execute(lineage, (sid, sid, int(archived))).rowcount
+            )
+            matched += 1 if n else 0
+            changed += max(n, 0)
+        self.on_change()
+        return matched, changed
+
     # -- prune -------------------------------------------------------------------------------
 
-    def _rule(self, cutoff: float, source: str | None, alias: str = "") -> tuple[str, list]:
-        a = f"{alias}." if alias else ""
-        # Without an ended_at column no session is known to have ended: nothing is pruned.
-        ended = f"{a}ended_at IS NOT NULL" if self.r.schema.has("sessions", "ended_at") else "0"
-        where = f"{ended} AND {a}started_at < ?"
-        params: list[Any] = [cutoff]
-        if source:
-            where += f" AND {a}source = ?"
-            params.append(source)
-        return where, params
+    def _rule(self, sel: Selection, alias: str = "sessions") -> tuple[str, list]:
+        """Hermes's prune filter (webui.db.selection), ended sessions only."""
+        return selection_sql.where(self.r.schema, sel, alias)
 
-    def prune_preview(self, cutoff: float, source: str | None, limit: int = 20) -> dict[str, Any]:
-        """Exactly what `hermes sessions prune` would delete: ended sessions started before the
-        cutoff (strictly), optionally of one source. Active sessions never."""
-        where, params = self._rule(cutoff, source)
+    def prune_preview(self, sel: Selection, limit: int = 20) -> dict[str, Any]:
+        """Exactly what `hermes sessions prune <same filters>` would delete (its --dry-run):
+        ended sessions matching every filter. Active sessions never."""
+        where, params = self._rule(sel)
         cost = sql.cost(self.r.schema)
         tok = sql.tokens(self.r.schema)
         summary = (
@@ -164,8 +185,8 @@ class Actions:
             f"sessions WHERE {where} ORDER BY started_at LIMIT {limit}",
             params,
         )
-        cw, cp = self._rule(cutoff, source, "p")
-        kw, kp = self._rule(cutoff, source, "c")
+        cw, cp = self._rule(sel, "p")
+        kw, kp = self._rule(sel, "c")
         child_title = "c.title" if title != "NULL" else "NULL"
         orphans = self.r.rows(
             f"SELECT c.id AS id, {child_title} AS title, c.parent_session_id AS parent FROM sessions c JOIN sessions p ON "
@@ -174,25 +195,28 @@ class Actions:
         )
         return {
             **summary,
-            "cutoff": cutoff,
-            "source": source,
+            "selection": sel,
+            "described": describe(sel),
             "sessions": first,
             "orphaned_children": orphans,
         }
 
-    def prune_ids(self, cutoff: float, source: str | None) -> list[str]:
-        where, params = self._rule(cutoff, source)
+    def prune_ids(self, sel: Selection) -> list[str]:
+        """The ids `hermes sessions prune --dry-run` lists, oldest first as it lists them."""
+        where, params = self._rule(sel)
         return [
             r["id"]
-            for r in self.r.rows(f"SELECT id FROM sessions WHERE {where}", params, time_limit_s=60)
+            for r in self.r.rows(
+                f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id",
+                params,
+                time_limit_s=60,
+            )
         ]
 
-    def start_prune(self, cutoff: float, source: str | None) -> PruneJob:
-        total = self.r.scalar(
-            f"SELECT COUNT(*) FROM sessions WHERE {self._rule(cutoff, source)[0]}",
-            self._rule(cutoff, source)[1],
-        )
-        job = PruneJob(uuid.uuid4().hex[:12], cutoff, source, total)
+    def start_prune(self, sel: Selection) -> PruneJob:
+        where, params = self._rule(sel)
+        total = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
+        job = PruneJob(uuid.uuid4().hex[:12], sel, total)
         with self._jobs_lock:
             self.jobs[job.id] = job
         app = current_app._get_current_object()  # the pool lives in the app's context
@@ -204,13 +228,12 @@ class Actions:
         threading.Thread(target=work, daemon=True, name=f"prune-{job.id}").start()
         return job
 
-    def run_prune(self, cutoff: float, source: str | None) -> PruneJob:
+    def run_prune(self, sel: Selection) -> PruneJob:
         """The same as start_prune, in the calling thread (CLI, tests)."""
-        where, params = self._rule(cutoff, source)
+        where, params = self._rule(sel)
         job = PruneJob(
             uuid.uuid4().hex[:12],
-            cutoff,
-            source,
+            sel,
             self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params),
         )
         with self._jobs_lock:
@@ -224,7 +247,7 @@ class Actions:
             batch = 20
             msg_batch = MESSAGE_BATCH
             while True:
-                where, params = self._rule(job.cutoff, job.source)
+                where, params = self._rule(job.selection)
                 ids = [
                     r["id"]
                     for r in self.r.rows(
@@ -235,7 +258,7 @@ class Actions:
                 if not ids:
                     break
                 marks = ",".join("?" * len(ids))
-                sw, sp = self._rule(job.cutoff, job.source, "s")
+                sw, sp = self._rule(job.selection, "s")
                 pending = self.r.scalar(
                     f"SELECT COUNT(*) FROM messages WHERE session_id IN ({marks})", ids
                 )
@@ -319,15 +342,3 @@ def _adapt(size: int, took: float, lo: int, hi: int) -> int:
     if took > TARGET_TXN_S:
         return max(lo, size // 2)
     return size
-
-
-def parse_days(value: str | None, default: int = 90) -> int:
-    if value in (None, ""):
-        return default
-    try:
-        days = int(value)
-    except ValueError:
-        raise BadRequest("“older than” must be a whole number of days.") from None
-    if days < 0 or days > 36500:
-        raise BadRequest("“older than” must be between 0 and 36500 days.")
-    return days

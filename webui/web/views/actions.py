@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 from flask import (
     Blueprint,
@@ -19,9 +20,19 @@ from flask import (
     url_for,
 )
 from htmx_flask import make_response, request
+from markupsafe import escape
 
-from webui.db import get_logbook
-from webui.db.actions import NotFound, TitleInUse, parse_days
+from webui.db import BadRequest, get_logbook
+from webui.db.actions import NotFound, TitleInUse
+from webui.hermes.selection import (
+    PARAMS,
+    TIME_PARAMS,
+    Selection,
+    SelectionError,
+    archive_problem,
+    as_args,
+    selection_from_args,
+)
 from webui.hermes.titles import TitleError
 from webui.present.rows import session_label
 from webui.web.access import change_required
@@ -174,31 +185,63 @@ def bulk():
     return render_template("bulk_preview.html", rows=rows)
 
 
+def _selection(args, command: str) -> Selection:
+    """The selection of a prune or archive, with Hermes's meaning of every filter. A
+    ``cutoff`` (Logbook 0.2's preview) is one more upper bound, never later than the
+    "older than" it came with allows."""
+    try:
+        sel = selection_from_args(args, command=command)
+    except SelectionError as exc:
+        raise BadRequest(str(exc)) from None
+    raw = args.get("cutoff")
+    if raw:
+        try:
+            cutoff = float(raw)
+        except ValueError:
+            cutoff = float("nan")
+        days = args.get("older_than") or "90"
+        try:
+            latest = time.time() - float(days) * 86400
+        except ValueError:
+            latest = time.time()
+        if not math.isfinite(cutoff) or cutoff > latest + 60:
+            abort(
+                400,
+                description="cutoff must be a timestamp no later than the “older than” days allow.",
+            )
+        before = cutoff if sel.started_before is None else min(cutoff, sel.started_before)
+        sel = replace(sel, started_before=before)
+    return sel
+
+
+def _chosen(args) -> bool:
+    """Has the user chosen anything yet? (The page opens with nothing armed.)"""
+    return any(args.get(k) not in (None, "") for k in (*TIME_PARAMS, *PARAMS, "session", "cutoff"))
+
+
 @bp.route("/prune", methods=["GET"])
 def prune_form():
     lb = get_logbook()
-    days = parse_days(request.args.get("older_than"))
-    source = request.args.get("source") or None
-    cutoff = _cutoff(request.args.get("cutoff"), days)
+    sel = _selection(request.args, "prune")
     if wants_json():
-        preview = lb.actions.prune_preview(cutoff, source)
+        preview = lb.actions.prune_preview(sel)
         return jsonify(
             {
                 "count": preview["count"],
-                "sessions": lb.actions.prune_ids(cutoff, source),
+                "sessions": lb.actions.prune_ids(sel),
                 "tokens": preview["tokens"],
                 "cost": preview["cost"],
                 "messages": preview["messages"],
                 "oldest": preview["oldest"],
                 "newest": preview["newest"],
-                "cutoff": cutoff,
+                "cutoff": sel.started_before,
+                "filters": preview["described"],
+                "selection": as_args(sel),
                 "orphaned_children": [c["id"] for c in preview["orphaned_children"]],
             }
         )
-    # The page opens with nothing armed: a preview (and its delete button) only once the
-    # user has chosen what to prune.
-    chosen = "older_than" in request.args
-    preview = lb.actions.prune_preview(cutoff, source) if chosen else None
+    chosen = _chosen(request.args)
+    preview = lb.actions.prune_preview(sel) if chosen else None
     for r in (preview or {}).get("sessions", []):
         r["label"] = r.get("title") or r["id"]
     from webui.web.views import render_page
@@ -206,12 +249,13 @@ def prune_form():
     return render_page(
         "prune.html",
         {"prune-preview": "preview"},
-        days=days,
-        source=source,
+        args=request.args,
+        selection=as_args(sel),
         preview=preview,
         sources=lb.sessions.all_sources(),
         size=lb.size_bytes(),
         confirm_above=PRUNE_CONFIRM_ABOVE,
+        has_archived=lb.schema.has("sessions", "archived"),
     )
 
 
@@ -219,17 +263,15 @@ def prune_form():
 @change_required
 def prune_run():
     lb = get_logbook()
-    days = parse_days(request.form.get("older_than"))
-    source = request.form.get("source") or None
     if request.form.get("confirm") != "yes":
         abort(400, description="Confirm the prune (confirm=yes) after checking the preview.")
-    cutoff = _cutoff(request.form.get("cutoff"), days)
+    sel = _selection(request.form, "prune")
     if request.htmx:
         # In the browser: run in the background, the page polls its progress.
-        job = lb.actions.start_prune(cutoff, source)
+        job = lb.actions.start_prune(sel)
         return render_template("prune_job.html", job=job, size=lb.size_bytes())
     # A plain form or a script: the response comes when the prune is done.
-    job = lb.actions.run_prune(cutoff, source)
+    job = lb.actions.run_prune(sel)
     if wants_json() or not _browser_form():
         return jsonify(
             {
@@ -244,22 +286,77 @@ def prune_run():
     return redirect(url_for("actions.prune_job", job_id=job.id))
 
 
-def _cutoff(value: str | None, days: int) -> float:
-    """The preview's cutoff travels with the confirmation, so the POST deletes by the very
-    rule the user looked at; without one, now minus the days."""
-    latest = time.time() - days * 86400
-    if not value:
-        return latest
-    try:
-        cutoff = float(value)
-    except ValueError:
-        cutoff = float("nan")
-    # Never later than "older than N days" says (a minute's grace for a slow confirmation).
-    if not math.isfinite(cutoff) or cutoff > latest + 60:
-        abort(
-            400, description="cutoff must be a timestamp no later than the “older than” days allow."
+@bp.route("/archive", methods=["GET"])
+def archive_form():
+    """Preview of `hermes sessions archive <filters>` (or the reverse with unarchive=1)."""
+    lb = get_logbook()
+    if not lb.schema.has("sessions", "archived"):
+        abort(404, description="This database has no archive (Hermes added it in a later schema).")
+    unarchive = request.args.get("unarchive") in ("1", "true", "yes", "on")
+    sel = _archive_selection(request.args, unarchive)
+    chosen = _chosen(request.args)
+    problem = archive_problem(sel) if chosen or wants_json() else None
+    preview = None if problem or not chosen else lb.actions.prune_preview(sel)
+    if wants_json():
+        if problem:
+            raise BadRequest(problem)
+        return jsonify(
+            {
+                "count": preview["count"],
+                "sessions": lb.actions.prune_ids(sel),
+                "filters": preview["described"],
+                "unarchive": unarchive,
+                "selection": as_args(sel),
+            }
         )
-    return cutoff
+    for r in (preview or {}).get("sessions", []):
+        r["label"] = r.get("title") or r["id"]
+    from webui.web.views import render_page
+
+    return render_page(
+        "archive.html",
+        {"archive-preview": "preview"},
+        args=request.args,
+        selection=as_args(sel),
+        preview=preview,
+        problem=problem,
+        unarchive=unarchive,
+        sources=lb.sessions.all_sources(),
+    )
+
+
+def _archive_selection(args, unarchive: bool) -> Selection:
+    sel = _selection(args, "archive")
+    # Unarchiving picks among archived sessions; archiving among the others (Hermes).
+    return replace(sel, archived=unarchive)
+
+
+@bp.post("/archive")
+@change_required
+def archive_run():
+    lb = get_logbook()
+    if not lb.schema.has("sessions", "archived"):
+        abort(404, description="This database has no archive (Hermes added it in a later schema).")
+    if request.form.get("confirm") != "yes":
+        abort(400, description="Confirm (confirm=yes) after checking the preview.")
+    unarchive = request.form.get("unarchive") in ("1", "true", "yes", "on")
+    sel = _archive_selection(request.form, unarchive)
+    problem = archive_problem(sel)
+    if problem:
+        raise BadRequest(problem)
+    matched, changed = lb.actions.set_archived(lb.actions.prune_ids(sel), not unarchive)
+    verb = "Unarchived" if unarchive else "Archived"
+    message = (
+        f"{verb} {matched} session{'s' if matched != 1 else ''}"
+        + (f" ({changed} rows with their compression chains)" if changed != matched else "")
+        + ("." if unarchive else ". They're hidden from listings but fully recoverable.")
+    )
+    if request.htmx:
+        return _toast(f'<p class="notice" role="status">{escape(message)}</p>', message)
+    if wants_json() or not _browser_form():
+        return jsonify({"matched": matched, "rows_changed": changed, "unarchive": unarchive})
+    flash(message)
+    return redirect(url_for("actions.archive_form"))
 
 
 @bp.get("/prune/jobs/<job_id>")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import math
 import time
+from datetime import datetime
 
 from flask import Blueprint, Response, abort, render_template, request, stream_with_context
 
 from webui.db import BadRequest, SessionQuery, get_logbook
+from webui.hermes.selection import SelectionError, selection_from_args
 
 bp = Blueprint("export", __name__)
 
@@ -29,14 +32,22 @@ def _ids():
 def _selection():
     lb = get_logbook()
     prune_cutoff = request.args.get("prune_cutoff")
-    if prune_cutoff:
+    if prune_cutoff or request.args.get("selection") == "prune":
         # "Export these first" from the prune preview: exactly the sessions it listed.
+        args = request.args.copy()
+        if prune_cutoff:  # Logbook 0.2's link: older than the cutoff, one source
+            try:
+                cutoff = float(prune_cutoff)
+            except ValueError:
+                abort(400, description="prune_cutoff must be a timestamp.")
+            if not math.isfinite(cutoff):
+                abort(400, description="prune_cutoff must be a timestamp.")
+            args["before"] = datetime.fromtimestamp(cutoff).astimezone().isoformat()
         try:
-            cutoff = float(prune_cutoff)
-        except ValueError:
-            abort(400, description="prune_cutoff must be a timestamp.")
-        source = request.args.get("source") or None
-        return iter(lb.actions.prune_ids(cutoff, source)), "prune-preview"
+            sel = selection_from_args(args, command="prune")
+        except (SelectionError, OverflowError, OSError, ValueError) as exc:
+            abort(400, description=str(exc))
+        return iter(lb.actions.prune_ids(sel)), "prune-preview"
     sessions = [s for s in request.args.getlist("session") if s]
     lineage = request.args.get("lineage") or None
     if lineage:
