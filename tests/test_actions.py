@@ -401,3 +401,92 @@ def test_prune_interrupted_midway_leaves_a_consistent_database(tmp_path, monkeyp
         == 0
     )
     assert fts_consistent(db) == 0
+
+
+# -- Hermes 0.19's delete: delegate subagent runs and transcript files go too ------------------
+
+
+def _transcripts(home, ids):
+    folder = home / "sessions"
+    folder.mkdir(exist_ok=True)
+    made = []
+    for sid in ids:
+        for name in (f"{sid}.json", f"{sid}.jsonl", f"request_dump_{sid}_1.json"):
+            (folder / name).write_text("{}")
+            made.append(name)
+    return made
+
+
+def test_delete_on_schema_22_takes_delegates_and_their_transcripts(tmp_path):
+    from support.http import post
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    doomed = ["x_deleg_parent", "x_deleg_a", "x_deleg_a1", "x_deleg_b"]
+    _transcripts(tmp_path, [*doomed, "x_plain_child", "x_deleg_parentx"])
+    (tmp_path / "sessions" / "request_dump_x_deleg_parent_2.txt").write_text("not a dump")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.json"
+    outside.write_text("keep me")
+    (tmp_path / "sessions" / "x_deleg_b.json").unlink()
+    (tmp_path / "sessions" / "x_deleg_b.json").symlink_to(outside)  # a link out of the home
+    page = client.get("/sessions/x_deleg_parent/delete").get_data(as_text=True)
+    assert "3 subagent runs" in page and "x_deleg_a1" in page
+    assert "12 transcript files" in page and "x_plain_child" in page  # orphaned, not deleted
+    r = post(client, "/sessions/x_deleg_parent/delete", {}, htmx=True)
+    assert r.status_code == 200
+    assert "with 3 subagent runs and 12 transcript files" in r.headers["HX-Trigger"]
+    left = {
+        row[0]
+        for row in sql(
+            db, "SELECT id FROM sessions WHERE id LIKE 'x_deleg%' OR id = 'x_plain_child'"
+        )
+    }
+    assert left == {"x_plain_child"}
+    assert sql(db, "SELECT parent_session_id FROM sessions WHERE id = 'x_plain_child'") == [(None,)]
+    assert sql(
+        db,
+        f"SELECT COUNT(*) FROM messages WHERE session_id IN ({','.join('?' * 4)})",
+        tuple(doomed),
+    ) == [(0,)]
+    remaining = sorted(p.name for p in (tmp_path / "sessions").iterdir())
+    assert remaining == sorted(
+        [
+            "request_dump_x_deleg_parent_2.txt",
+            "x_deleg_parentx.json",
+            "x_deleg_parentx.jsonl",
+            "request_dump_x_deleg_parentx_1.json",
+            "x_plain_child.json",
+            "x_plain_child.jsonl",
+            "request_dump_x_plain_child_1.json",
+        ]
+    )
+    assert outside.read_text() == "keep me"  # the link went, not what it pointed to
+
+
+def test_delete_on_older_schemas_orphans_children_and_leaves_files(tmp_path):
+    from support.http import post
+
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    parent, child = sql(
+        db, "SELECT parent_session_id, id FROM sessions WHERE parent_session_id IS NOT NULL LIMIT 1"
+    )[0]
+    made = _transcripts(tmp_path, [parent])
+    assert post(client, f"/sessions/{parent}/delete", {}, htmx=True).status_code == 200
+    assert sql(db, "SELECT parent_session_id FROM sessions WHERE id = ?", (child,)) == [(None,)]
+    assert sorted(p.name for p in (tmp_path / "sessions").iterdir()) == sorted(made)
+
+
+def test_a_sessions_folder_linked_out_of_the_home_is_never_touched(tmp_path):
+    from support.http import post
+
+    home = tmp_path / "home"
+    home.mkdir()
+    db = copy_fixture("hermes-v22-extended.db", home)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x_tool_run.json").write_text("{}")
+    (home / "sessions").symlink_to(elsewhere)
+    client = make_app(db, tmp_path / "inst").test_client()
+    assert post(client, "/sessions/x_tool_run/delete", {}, htmx=True).status_code == 200
+    assert (elsewhere / "x_tool_run.json").exists()

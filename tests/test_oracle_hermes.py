@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from support import copy_fixture, make_app
+from support import copy_fixture, make_app, sql
 from support.http import follow
 from support.oracle import Hermes, dry_run_ids, ensure_venv, listed_ids
 
@@ -276,3 +276,28 @@ def test_archive_leaves_the_database_as_hermes_leaves_it(venv, tmp_path, cli, pa
     r = post(client, "/archive", {**preview["selection"], "confirm": "yes"})
     assert r.status_code == 200, r.get_data(as_text=True)[:300]
     assert _state(db) == _state(hermes.db)
+
+
+@pytest.mark.parametrize(
+    "session_id", ["x_deleg_parent", "x_deleg_a", "x_chain_mid", "x_branch_parent", "x_tool_run"]
+)
+def test_delete_leaves_the_database_and_files_as_hermes_leaves_them(venv, tmp_path, session_id):
+    """`hermes sessions delete <id> --yes` and Logbook's delete, each on its own copy of the
+    home: the same sessions, parent links, messages, FTS rows and transcript files remain."""
+    from support.http import post
+
+    hermes, db, client = _fresh_pair("hermes-v22-extended.db", venv, tmp_path)
+    ids = [r[0] for r in sql(db, "SELECT id FROM sessions")]
+    for home in (hermes.home, db.parent):
+        folder = home / "sessions"
+        folder.mkdir(exist_ok=True)
+        for sid in ids:
+            if sid.startswith("x_"):
+                for name in (f"{sid}.json", f"{sid}.jsonl", f"request_dump_{sid}_7.json"):
+                    (folder / name).write_text("{}")
+    hermes.cli("sessions", "delete", session_id, "--yes")
+    assert post(client, f"/sessions/{session_id}/delete", {}, htmx=True).status_code == 200
+    assert _state(db) == _state(hermes.db)
+    assert sorted(p.name for p in (db.parent / "sessions").iterdir()) == sorted(
+        p.name for p in (hermes.home / "sessions").iterdir()
+    )

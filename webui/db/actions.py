@@ -3,11 +3,13 @@ through the Writer in short transactions."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from flask import current_app
@@ -18,6 +20,7 @@ from webui.db import sql
 from webui.db.errors import LogbookDBError
 from webui.db.reader import Reader
 from webui.db.writer import MESSAGE_BATCH, TARGET_TXN_S, Writer
+from webui.hermes.rules import Rules, rules_for
 from webui.hermes.selection import Selection, describe
 from webui.hermes.titles import sanitize_title
 
@@ -37,6 +40,22 @@ class TitleInUse(LogbookDBError):
         super().__init__(f"Title '{title}' is already in use by session {other_id}")
         self.title = title
         self.other_id = other_id
+
+
+@dataclass
+class Deleted:
+    """What a delete removed: the sessions (the one asked for first, then its delegate
+    subagent runs) and how many transcript files."""
+
+    ids: list[str]
+    files: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
+    @property
+    def subagents(self) -> int:
+        return max(len(self.ids) - 1, 0)
 
 
 @dataclass
@@ -90,17 +109,87 @@ class Actions:
 
     # -- delete ------------------------------------------------------------------------------
 
-    def delete(self, session_id: str) -> bool:
-        """Hermes's delete_session: children orphaned, messages and row deleted (the FTS
-        triggers keep search in step). A long transcript goes in batches first, so no single
-        transaction holds the gateway off for long."""
+    def delegate_children(self, session_ids: list[str], conn=None) -> list[str]:
+        """Delegate subagent runs to delete with these sessions, as Hermes 0.19's
+        _collect_delegate_child_ids finds them: rows whose ``_delegate_from`` marker names one
+        of them (or whose parent is one of them and who carry any marker), recursively; never
+        the sessions themselves."""
+        if not self.r.schema.has("sessions", "model_config"):
+            return []
+        marker = (
+            "(CASE WHEN json_valid(model_config) THEN json_extract(model_config, "
+            "'$._delegate_from') END)"
+        )
+        seeds = [s for s in session_ids if s]
+        found = set(seeds)
+        frontier = list(seeds)
+        while frontier:
+            marks = sql.in_list(len(frontier))
+            query = (
+                f"SELECT id FROM sessions WHERE {marker} IN ({marks}) OR "
+                f"(parent_session_id IN ({marks}) AND {marker} IS NOT NULL)"
+            )
+            rows = (
+                [r[0] for r in conn.execute(query, frontier + frontier)]
+                if conn is not None
+                else [r["id"] for r in self.r.rows(query, frontier + frontier)]
+            )
+            frontier = [i for i in rows if i not in found]
+            found.update(frontier)
+        return sorted(found - set(seeds))
+
+    @property
+    def rules(self) -> Rules:
+        return rules_for(self.r.schema.version)
+
+    def delete(self, session_id: str) -> Deleted:
+        """Delete one session as the Hermes that wrote the database does. Hermes 0.19 (schema
+        22): its delegate subagent runs go with it and the transcript files of every deleted
+        session are removed from the Hermes home; other children are orphaned. Returns the
+        ids deleted (empty when the session does not exist). A long transcript goes in batches
+        first, so no single transaction holds the gateway off for long."""
         if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
-            return False
-        # Like Hermes, one transaction does it all, unless the transcript is so long that one
-        # transaction would hold the gateway off: then its messages go first, in batches.
+            return Deleted([])
+        cascade = self.rules.delete_cascades
+        doomed = [session_id, *(self.delegate_children([session_id]) if cascade else [])]
+        for sid in doomed:
+            self._trim_messages(sid)
+
+        def fn(conn: sqlite3.Connection) -> list[str]:
+            if (
+                conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                is None
+            ):
+                return []
+            children = self.delegate_children([session_id], conn) if cascade else []
+            if children:
+                marks = sql.in_list(len(children))
+                conn.execute(f"DELETE FROM messages WHERE session_id IN ({marks})", children)
+                conn.execute(
+                    f"UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id "
+                    f"IN ({marks})",
+                    children,
+                )
+                conn.execute(f"DELETE FROM sessions WHERE id IN ({marks})", children)
+            conn.execute(
+                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?",
+                (session_id,),
+            )
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            return [session_id, *children]
+
+        deleted = Deleted(self.w.run(fn))
+        self.on_change()
+        self.w.checkpoint()
+        if deleted and cascade:
+            deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
+        return deleted
+
+    def _trim_messages(self, session_id: str) -> None:
         n = self.r.scalar("SELECT COUNT(*) FROM messages WHERE session_id = ?", [session_id])
         while n > ONE_TXN_MESSAGES:
-            n -= self.w.run(
+            gone = self.w.run(
                 lambda c: (
                     c.execute(
                         "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? "
@@ -109,25 +198,52 @@ class Actions:
                     ).rowcount
                 )
             )
+            if not gone:
+                break
+            n -= gone
 
-        def fn(conn: sqlite3.Connection) -> bool:
-            if (
-                conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
-                is None
-            ):
-                return False
-            conn.execute(
-                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?",
-                (session_id,),
-            )
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-            return True
+    def transcript_files(self, session_id: str) -> list[Path]:
+        """The files Hermes 0.19 removes with a session, inside this Hermes home only:
+        ``sessions/<id>.json``, ``sessions/<id>.jsonl``, ``sessions/request_dump_<id>_*.json``.
+        A sessions folder that is a link out of the home, or an id that is not a plain file
+        name, gives nothing."""
+        home = self.r.opened.path.parent
+        folder = home / "sessions"
+        if (
+            not session_id
+            or "/" in session_id
+            or "\\" in session_id
+            or session_id in (".", "..")
+            or "\x00" in session_id
+            or not folder.is_dir()
+            or folder.is_symlink()
+            or folder.resolve().parent != home.resolve()
+        ):
+            return []
+        wanted = {f"{session_id}.json", f"{session_id}.jsonl"}
+        dump = f"request_dump_{session_id}_"
+        out = []
+        try:
+            for entry in os.scandir(folder):
+                name = entry.name
+                ours = name in wanted or (name.startswith(dump) and name.endswith(".json"))
+                if ours and (entry.is_file(follow_symlinks=False) or entry.is_symlink()):
+                    out.append(folder / name)
+        except OSError:
+            return []
+        return out
 
-        deleted = self.w.run(fn)
-        self.on_change()
-        self.w.checkpoint()
-        return deleted
+    def remove_transcripts(self, session_id: str) -> int:
+        """Remove them (a link is removed, never what it points to); errors are skipped, as
+        Hermes skips them. Returns how many went."""
+        n = 0
+        for path in self.transcript_files(session_id):
+            try:
+                path.unlink()
+                n += 1
+            except OSError:
+                pass
+        return n
 
     # -- archive -----------------------------------------------------------------------------
 

@@ -18,11 +18,14 @@ class Rules:
     schema: int | None
     hermes: str  # whose behaviour these rules reproduce, in words
     search: str  # search dialect: "v8", "v11" or "v22" (webui.hermes.search)
+    # Deleting a session also deletes its delegate subagent runs (the _delegate_from marker)
+    # and its transcript files in the Hermes home's sessions/ folder (Hermes 0.19).
+    delete_cascades: bool = False
 
 
 def rules_for(schema_version: int | None) -> Rules:
     if schema_version is not None and schema_version >= HERMES_0_19_SCHEMA:
-        return Rules(schema_version, "Hermes Agent 0.19.0", "v22")
+        return Rules(schema_version, "Hermes Agent 0.19.0", "v22", delete_cascades=True)
     if schema_version is not None and schema_version >= 11:
         return Rules(schema_version, "Hermes at schema 11 (the reference documents)", "v11")
     return Rules(schema_version, "Hermes at schema 8 (as close as its columns allow)", "v8")

@@ -139,10 +139,26 @@ def set_title(session_id: str):
 @bp.get("/sessions/<session_id>/delete")
 @change_required
 def confirm_delete(session_id: str):
+    lb = get_logbook()
     s = _session_or_404(session_id)
-    counts = get_logbook().messages.counts(session_id)
-    children = get_logbook().sessions.children(session_id)
-    return render_template("delete.html", s=s, label=_label(s), counts=counts, children=children)
+    counts = lb.messages.counts(session_id)
+    cascade = lb.actions.rules.delete_cascades
+    subagents = lb.actions.delegate_children([session_id]) if cascade else []
+    children = [c for c in lb.sessions.children(session_id) if c["id"] not in set(subagents)]
+    files = (
+        [p.name for sid in [session_id, *subagents] for p in lb.actions.transcript_files(sid)]
+        if cascade
+        else []
+    )
+    return render_template(
+        "delete.html",
+        s=s,
+        label=_label(s),
+        counts=counts,
+        children=children,
+        subagents=[lb.sessions.brief(i) or {"id": i} for i in subagents],
+        files=files,
+    )
 
 
 @bp.post("/sessions/<session_id>/delete")
@@ -151,14 +167,25 @@ def delete(session_id: str):
     lb = get_logbook()
     s = _session_or_404(session_id)
     label = _label(s)
-    if not lb.actions.delete(session_id):
+    deleted = lb.actions.delete(session_id)
+    if not deleted:
         abort(404, description=f"No session has the id “{session_id}”.")
-    message = f"Deleted “{label}”"
+    message = f"Deleted “{label}”" + _extras(deleted)
     if not _browser_form():
         # From the list: the row goes away (empty swap) and a toast says so.
         return _toast("", message)
     flash(message)
     return redirect(url_for("sessions.list_sessions"))
+
+
+def _extras(deleted) -> str:
+    """What else a delete removed, in words (Hermes 0.19's cascade)."""
+    parts = []
+    if deleted.subagents:
+        parts.append(f"{deleted.subagents} subagent run{'s' if deleted.subagents != 1 else ''}")
+    if deleted.files:
+        parts.append(f"{deleted.files} transcript file{'s' if deleted.files != 1 else ''}")
+    return (" with " + " and ".join(parts)) if parts else ""
 
 
 @bp.post("/sessions/bulk")
