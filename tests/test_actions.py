@@ -281,25 +281,36 @@ def test_jsonl_export_is_hermes_records(tmp_path, name):
     session_cols = [c[1] for c in sql(db, "PRAGMA table_info(sessions)")]
     message_cols = [c[1] for c in sql(db, "PRAGMA table_info(messages)")]
     version = sql(db, "SELECT version FROM schema_version")[0][0]
+    # Hermes 0.19 (schema 22): active messages by id, a NULL tool_calls stays null; before:
+    # every message by time, tool_calls always a list.
+    v22 = version >= 22
+    messages_sql = (
+        "SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY id"
+        if v22
+        else "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id"
+    )
     total = 0
     for line in lines:
         rec = json.loads(line)
         expected_keys = session_cols + (["last_active"] if version >= 11 else []) + ["messages"]
         assert list(rec) == expected_keys
-        ids = [
-            x[0]
-            for x in sql(
-                db,
-                "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id",
-                (rec["id"],),
-            )
-        ]
+        ids = [x[0] for x in sql(db, messages_sql, (rec["id"],))]
         assert [m["id"] for m in rec["messages"]] == ids
         for m in rec["messages"]:
             assert list(m) == message_cols
-            assert isinstance(m["tool_calls"], list)
+            assert isinstance(m["tool_calls"], list) or (v22 and m["tool_calls"] in (None, ""))
         total += len(ids)
-    assert total == sql(db, "SELECT COUNT(*) FROM messages")[0][0]
+    everything = "SELECT COUNT(*) FROM messages" + (" WHERE active = 1" if v22 else "")
+    assert total == sql(db, everything)[0][0]
+    order = [json.loads(x)["id"] for x in lines]
+    assert order == [
+        r[0]
+        for r in sql(
+            db,
+            "SELECT s.id FROM sessions s ORDER BY COALESCE((SELECT MAX(timestamp) FROM messages m "
+            "WHERE m.session_id = s.id), s.started_at) DESC, s.started_at DESC, s.id DESC",
+        )
+    ]
 
 
 def test_export_scopes(v11, tmp_path):

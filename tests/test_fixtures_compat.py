@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from support import sql
+from support import copy_fixture, sql
 from support.http import follow
 
 
@@ -157,3 +157,27 @@ def test_every_sort_order_pages_through_all_sessions_in_sql_order(fixture_client
         for s in follow(fixture_client, f"/sessions?rows=all&format=json&sort={sort}", "sessions")
     ]
     assert got == expected
+
+
+def test_schema_22_export_leaves_rewound_messages_out_unless_asked(tmp_path):
+    import json
+
+    from support import make_app
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    rec = json.loads(client.get("/export.jsonl?session=x_rewound").get_data(as_text=True))
+    active = [
+        r[0]
+        for r in sql(
+            db, "SELECT id FROM messages WHERE session_id = 'x_rewound' AND active = 1 ORDER BY id"
+        )
+    ]
+    every = [
+        r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = 'x_rewound' ORDER BY id")
+    ]
+    assert len(every) > len(active) > 0
+    assert [m["id"] for m in rec["messages"]] == active
+    assert all(m["tool_calls"] is None for m in rec["messages"])  # NULL stays null
+    rec = json.loads(client.get("/export.jsonl?session=x_rewound&rewound=1").get_data(as_text=True))
+    assert [m["id"] for m in rec["messages"]] == every

@@ -301,3 +301,22 @@ def test_delete_leaves_the_database_and_files_as_hermes_leaves_them(venv, tmp_pa
     assert sorted(p.name for p in (db.parent / "sessions").iterdir()) == sorted(
         p.name for p in (hermes.home / "sessions").iterdir()
     )
+
+
+def test_full_export_equals_hermes_record_for_record(pair, tmp_path):
+    """`hermes sessions export <file>` and /export.jsonl: the same records, keys, values and
+    order (rewound messages left out, a NULL tool_calls null, messages by id on schema 22)."""
+    import json
+
+    name, hermes, client = pair
+    out = tmp_path / f"{name}.jsonl"
+    hermes.cli("sessions", "export", str(out))
+    theirs = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    ours = [
+        json.loads(line)
+        for line in client.get("/export.jsonl").get_data(as_text=True).splitlines()
+        if line.strip()
+    ]
+    assert [r["id"] for r in ours] == [r["id"] for r in theirs], name
+    for o, t in zip(ours, theirs, strict=True):
+        assert o == t, (name, o["id"])

@@ -28,6 +28,7 @@ from webui.hermes.content import (
     parse_tool_calls,
     pretty_json,
 )
+from webui.hermes.rules import rules_for
 
 BATCH = 100
 EXPORT_TIME_LIMIT = 600.0
@@ -64,6 +65,16 @@ class Exporter:
         # only the rows the list shows.
         q = replace(q or SessionQuery(), rows="all")
         where, params = self.sessions.where(q)
+        if where == "1":
+            # Everything: export_all's order, most recently active first.
+            for r in self.r.rows(
+                f"SELECT s.id AS id FROM sessions s ORDER BY {self.sessions.last_active_expr} "
+                "DESC, s.started_at DESC, s.id DESC",
+                [],
+                time_limit_s=EXPORT_TIME_LIMIT,
+            ):
+                yield r["id"]
+            return
         after: tuple[float, str] | None = None
         while True:
             cond, extra = "", []
@@ -84,7 +95,9 @@ class Exporter:
 
     # -- records -----------------------------------------------------------------------------
 
-    def record(self, conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    def record(
+        self, conn: sqlite3.Connection, session_id: str, include_rewound: bool = False
+    ) -> dict[str, Any] | None:
         """One export record, read on ``conn`` (Hermes's export_all keys: the session's
         columns, last_active from schema 11 on, then messages)."""
         cur = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,))
@@ -97,38 +110,49 @@ class Exporter:
                 "SELECT COALESCE(MAX(timestamp), ?) FROM messages WHERE session_id = ?",
                 (session["started_at"], session_id),
             ).fetchone()[0]
-        cur = conn.execute(
-            "SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id", (session_id,)
-        )
+        v22 = rules_for(self.schema.version).export_active_by_id
+        if v22:
+            active = (
+                " AND active = 1"
+                if self.schema.has("messages", "active") and not include_rewound
+                else ""
+            )
+            cur = conn.execute(
+                f"SELECT * FROM messages WHERE session_id = ?{active} ORDER BY id", (session_id,)
+            )
+        else:
+            cur = conn.execute(
+                "SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id", (session_id,)
+            )
         names = [d[0] for d in cur.description]
         has_calls = "tool_calls" in names
         messages = []
         for values in cur:
             m = dict(zip(names, values, strict=False))
             m["content"] = decode_content(m.get("content"))
-            if has_calls:
+            if has_calls and (m["tool_calls"] or not v22):
                 m["tool_calls"] = load_tool_calls(m["tool_calls"])
             messages.append(m)
         session["messages"] = messages
         return session
 
-    def jsonl(self, ids: Iterator[str]) -> Iterator[bytes]:
+    def jsonl(self, ids: Iterator[str], include_rewound: bool = False) -> Iterator[bytes]:
         """Streamed JSONL, a batch of sessions per read connection (short read transactions,
         memory bounded by one batch). orjson writes the same JSON several times faster."""
         batch: list[str] = []
         for sid in ids:
             batch.append(sid)
             if len(batch) >= BATCH:
-                yield from self._jsonl_batch(batch)
+                yield from self._jsonl_batch(batch, include_rewound)
                 batch = []
         if batch:
-            yield from self._jsonl_batch(batch)
+            yield from self._jsonl_batch(batch, include_rewound)
 
-    def _jsonl_batch(self, ids: list[str]) -> Iterator[bytes]:
+    def _jsonl_batch(self, ids: list[str], include_rewound: bool = False) -> Iterator[bytes]:
         with self.r.connection(EXPORT_TIME_LIMIT) as conn:
             out = []
             for sid in ids:
-                rec = self.record(conn, sid)
+                rec = self.record(conn, sid, include_rewound)
                 if rec is not None:
                     try:
                         out.append(

@@ -21,11 +21,21 @@ class Rules:
     # Deleting a session also deletes its delegate subagent runs (the _delegate_from marker)
     # and its transcript files in the Hermes home's sessions/ folder (Hermes 0.19).
     delete_cascades: bool = False
+    # Export records (get_messages): Hermes 0.19 leaves rewound messages out, orders by id
+    # (clocks can jump back) and keeps a NULL tool_calls null; before, every message, by
+    # timestamp, and [] for a missing tool_calls.
+    export_active_by_id: bool = False
 
 
 def rules_for(schema_version: int | None) -> Rules:
     if schema_version is not None and schema_version >= HERMES_0_19_SCHEMA:
-        return Rules(schema_version, "Hermes Agent 0.19.0", "v22", delete_cascades=True)
+        return Rules(
+            schema_version,
+            "Hermes Agent 0.19.0",
+            "v22",
+            delete_cascades=True,
+            export_active_by_id=True,
+        )
     if schema_version is not None and schema_version >= 11:
         return Rules(schema_version, "Hermes at schema 11 (the reference documents)", "v11")
     return Rules(schema_version, "Hermes at schema 8 (as close as its columns allow)", "v8")

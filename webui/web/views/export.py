@@ -92,7 +92,15 @@ def form():
 @bp.get("/export.jsonl")
 def jsonl():
     ids, name = _ids()
-    return _download(get_logbook().exporter.jsonl(ids), name, "jsonl", "application/x-ndjson")
+    # Hermes 0.19 exports the conversation as it stands: messages undone by /rewind only when
+    # asked for (rewound=1).
+    rewound = request.args.get("rewound") in ("1", "true", "on", "yes")
+    return _download(
+        get_logbook().exporter.jsonl(ids, include_rewound=rewound),
+        name,
+        "jsonl",
+        "application/x-ndjson",
+    )
 
 
 @bp.get("/export.csv")
