@@ -181,3 +181,16 @@ def test_schema_22_export_leaves_rewound_messages_out_unless_asked(tmp_path):
     assert all(m["tool_calls"] is None for m in rec["messages"])  # NULL stays null
     rec = json.loads(client.get("/export.jsonl?session=x_rewound&rewound=1").get_data(as_text=True))
     assert [m["id"] for m in rec["messages"]] == every
+
+
+def test_json_twin_gives_tool_calls_and_multimodal_content_as_json(fixture_client, fixture_db):
+    sid = sql(
+        fixture_db,
+        "SELECT session_id FROM messages WHERE tool_calls LIKE '[%' GROUP BY 1 LIMIT 1",
+    )[0][0]
+    msgs = fixture_client.get(f"/sessions/{sid}?format=json&rewound=1").get_json()["messages"]
+    calls = [m["tool_calls"] for m in msgs if m.get("tool_calls")]
+    assert calls and all(isinstance(c, list) for c in calls)
+    assert all(
+        not (isinstance(m["content"], str) and m["content"].startswith("\x00json:")) for m in msgs
+    )

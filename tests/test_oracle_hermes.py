@@ -320,3 +320,13 @@ def test_full_export_equals_hermes_record_for_record(pair, tmp_path):
     assert [r["id"] for r in ours] == [r["id"] for r in theirs], name
     for o, t in zip(ours, theirs, strict=True):
         assert o == t, (name, o["id"])
+
+
+@pytest.mark.parametrize("needle", ["atlas", "/home/ana/src", "ATLAS", "nowhere"])
+def test_workspace_filter_equals_hermes_sessions_list_workspace(pair, needle):
+    name, hermes, client = pair
+    theirs = listed_ids(hermes.cli("sessions", "list", "--limit", "100000", "--workspace", needle))
+    ours = _logbook_rows(client, f"&workspace={needle}")
+    assert sorted(r["id"] for r in ours) == sorted(theirs), (name, needle)
+    if name == "hermes-v22-extended.db" and needle != "nowhere":
+        assert "x_chain_tip" in theirs  # the chain's tip carries the workspace

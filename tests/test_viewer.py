@@ -160,12 +160,41 @@ def test_rewound_messages_hidden_behind_a_toggle(v22):
     ]
     html = client.get(f"/sessions/{sid}").get_data(as_text=True)
     assert not any(f'id="m-{i}"' in html for i in rewound)
-    assert "undone by /rewind are hidden" in html
+    assert f"{len(rewound)} undone by /rewind) are hidden" in html
     html = client.get(f"/sessions/{sid}?rewound=1").get_data(as_text=True)
     assert all(f'id="m-{i}"' in html for i in rewound)
     # the JSON twin carries them all, flagged by `active`
     msgs = follow(client, f"/sessions/{sid}?format=json", "messages")
     assert sorted(m["id"] for m in msgs if m["active"] == 0) == sorted(rewound)
+
+
+def test_compacted_and_rewound_messages_are_named_apart(tmp_path):
+    """Hermes 0.19 marks both with active = 0; compacted = 1 says /compact summarised the
+    message away, otherwise /rewind undid it. The viewer says which."""
+    import sqlite3
+
+    from support import copy_fixture, make_app
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    ids = [
+        r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = 'x_rewound' ORDER BY id")
+    ]
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE messages SET compacted = 1, active = 0 WHERE id = ?", (ids[0],))
+    client = make_app(db, tmp_path / "inst").test_client()
+    rewound = sql(
+        db,
+        "SELECT COUNT(*) FROM messages WHERE session_id = 'x_rewound' AND active = 0 AND compacted = 0",
+    )[0][0]
+    html = client.get("/sessions/x_rewound").get_data(as_text=True)
+    assert f"({rewound} undone by /rewind and 1 summarised away by /compact)" in html
+    html = client.get("/sessions/x_rewound?rewound=1").get_data(as_text=True)
+    first = html[
+        html.index(f'id="m-{ids[0]}"') : html.index("</header>", html.index(f'id="m-{ids[0]}"'))
+    ]
+    assert ">compacted</span>" in first and ">rewound</span>" not in first
+    msgs = client.get("/sessions/x_rewound?format=json").get_json()["messages"]
+    assert all(m["tool_calls"] is None for m in msgs)  # null stays null in the JSON twin
 
 
 def test_multimodal_content_shows_text_and_placeholder(client, generated_db):

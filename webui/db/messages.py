@@ -41,10 +41,13 @@ class MessageStore:
         return ""
 
     def counts(self, session_id: str) -> dict[str, int]:
+        compacted = "compacted" if self.r.schema.has("messages", "compacted") else "0"
         extra = (
-            ", COALESCE(SUM(CASE WHEN active = 0 THEN 1 ELSE 0 END), 0) AS rewound"
+            f", COALESCE(SUM(CASE WHEN active = 0 AND NOT COALESCE({compacted}, 0) THEN 1 "
+            f"ELSE 0 END), 0) AS rewound, COALESCE(SUM(CASE WHEN active = 0 AND "
+            f"COALESCE({compacted}, 0) THEN 1 ELSE 0 END), 0) AS compacted"
             if self.has_active
-            else ", 0 AS rewound"
+            else ", 0 AS rewound, 0 AS compacted"
         )
         row = self.r.one(
             "SELECT COUNT(*) AS total, COALESCE(SUM(role = 'tool'), 0) AS tool_results, "
@@ -57,6 +60,7 @@ class MessageStore:
             "total": 0,
             "tool_results": 0,
             "rewound": 0,
+            "compacted": 0,
             "first_at": None,
             "last_at": None,
         }

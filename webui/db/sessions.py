@@ -70,6 +70,13 @@ class SessionQuery:
     q: str = ""
     sort: str = "-started"
     after: str | None = None
+    # Where a conversation comes from (schema 22): Hermes's meanings, as `hermes sessions
+    # list --workspace` and the prune filters read them.
+    workspace: str = ""
+    branch: str = ""
+    user: str = ""
+    chat_id: str = ""
+    chat_type: str = ""
     archived: str = "hide"  # hide (Hermes's default) | include | only
     rows: str = "conversations"  # Hermes's rows (webui.hermes.listing) | all: every row
     limit: int = PAGE_SIZE
@@ -102,6 +109,10 @@ class SessionQuery:
             after=args.get("after") or None,
             archived=archived,
             rows=rows,
+            **{
+                k: (args.get(k) or "").strip()[:MAX_FILTER_CHARS]
+                for k in ("workspace", "branch", "user", "chat_id", "chat_type")
+            },
         )
         # Validate dates now so a bad one is a 400 before any SQL runs.
         for value, end in ((query.since, False), (query.until, True)):
@@ -132,6 +143,11 @@ class SessionQuery:
             "until": self.until,
             "q": self.q or None,
             "sort": None if self.sort == "-started" else self.sort,
+            "workspace": self.workspace or None,
+            "branch": self.branch or None,
+            "user": self.user or None,
+            "chat_id": self.chat_id or None,
+            "chat_type": self.chat_type or None,
             "archived": None if self.archived == "hide" else self.archived,
             "rows": None if self.rows == "conversations" else self.rows,
         }
@@ -322,6 +338,26 @@ class SessionStore:
                 clauses_params *= 2
             clauses.append(match)
             params += clauses_params
+        if q.workspace:
+            # Hermes's workspace_key: the git repo root, else the cwd; matched as a
+            # case-insensitive part of the path (the folder's own name is one).
+            key = (
+                f"COALESCE(NULLIF(TRIM({self.shown('git_repo_root', q)}), ''), "
+                f"NULLIF(TRIM({self.shown('cwd', q)}), ''))"
+            )
+            clauses.append(f"instr(LOWER({key}), ?) > 0")
+            params.append(q.workspace.lower())
+        if q.branch:
+            clauses.append(f"instr(LOWER(COALESCE({self.shown('git_branch', q)}, '')), ?) > 0")
+            params.append(q.branch.lower())
+        for name, column in (
+            ("user", "user_id"),
+            ("chat_id", "chat_id"),
+            ("chat_type", "chat_type"),
+        ):
+            if getattr(q, name):
+                clauses.append(f"{self.col(column)} = ?")
+                params.append(getattr(q, name))
         if self.schema.has("sessions", "archived"):
             if q.archived == "hide":
                 clauses.append("COALESCE(s.archived, 0) = 0")

@@ -18,6 +18,8 @@ from webui.db.search import MARK_END, MARK_START
 from webui.db.sql import SESSION_FIGURES
 from webui.hermes.content import (
     content_parts,
+    decode_content,
+    load_tool_calls,
     looks_like_json,
     parse_tool_calls,
     plain_text,
@@ -35,6 +37,18 @@ def session_label(row: dict[str, Any], limit: int = 80) -> str:
         return row["title"]
     preview = plain_text(row.get("preview"), limit) if row.get("preview") else ""
     return preview or "(untitled)"
+
+
+def message_json(m: dict[str, Any]) -> dict[str, Any]:
+    """A message row for a JSON twin, as Hermes's get_messages returns it: content decoded
+    (multimodal back to its list), tool_calls parsed from JSON ([] when unreadable, null
+    stays null)."""
+    out = dict(m)
+    if "content" in out:
+        out["content"] = decode_content(out["content"])
+    if out.get("tool_calls"):
+        out["tool_calls"] = load_tool_calls(out["tool_calls"])
+    return out
 
 
 def session_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +126,10 @@ def message_view(
         "tool_call_id": m.get("tool_call_id"),
         "raw": text,
         "placeholders": [p["text"] for p in parts if p["kind"] == "placeholder"],
-        "rewound": m.get("active") == 0,
+        # Hermes 0.19: active = 0 is out of the conversation; compacted = 1 says /compact
+        # summarised it away, otherwise /rewind undid it.
+        "rewound": m.get("active") == 0 and not m.get("compacted"),
+        "compacted": m.get("active") == 0 and bool(m.get("compacted")),
         "html": None,
         "code": None,
     }

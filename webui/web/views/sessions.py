@@ -14,6 +14,7 @@ from webui.db.sessions import encode_cursor
 from webui.hermes.content import plain_text
 from webui.present.rows import (
     RenderBudget,
+    message_json,
     message_view,
     number_and_date,
     session_json,
@@ -142,7 +143,9 @@ def view_session(session_id: str):
             if page.next_cursor
             else None
         )
-        return jsonify({"session": session, "messages": page.messages, "next": nxt})
+        return jsonify(
+            {"session": session, "messages": [message_json(m) for m in page.messages], "next": nxt}
+        )
 
     first_n = (
         lb.messages.position(
