@@ -501,3 +501,36 @@ def test_a_sessions_folder_linked_out_of_the_home_is_never_touched(tmp_path):
     client = make_app(db, tmp_path / "inst").test_client()
     assert post(client, "/sessions/x_tool_run/delete", {}, htmx=True).status_code == 200
     assert (elsewhere / "x_tool_run.json").exists()
+
+
+def test_rename_takes_a_title_from_an_earlier_segment_and_actions_take_prefixes(tmp_path):
+    """Hermes 0.19: the title an earlier compression segment holds moves to the later one
+    (the earlier segments are hidden from the list); a stranger's title is still refused.
+    A unique id prefix names its session for every action."""
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    assert sql(db, "SELECT title FROM sessions WHERE id = 'x_chain_root'") == [("Atlas migration",)]
+    r = post(client, "/sessions/x_chain_t/title", {"title": "Atlas migration"}, htmx=True)
+    assert r.status_code == 200
+    assert sql(db, "SELECT id FROM sessions WHERE title = 'Atlas migration'") == [("x_chain_tip",)]
+    other = sql(
+        db, "SELECT title FROM sessions WHERE title IS NOT NULL AND id NOT LIKE 'x_%' LIMIT 1"
+    )[0][0]
+    assert (
+        post(client, "/sessions/x_chain_tip/title", {"title": other}, htmx=True).status_code == 409
+    )
+    assert post(client, "/sessions/x_chain/delete", {}, htmx=True).status_code == 404  # ambiguous
+    assert post(client, "/sessions/x_preview_l/delete", {}, htmx=True).status_code == 200
+    assert sql(db, "SELECT COUNT(*) FROM sessions WHERE id = 'x_preview_long'") == [(0,)]
+
+
+def test_rename_on_schema_11_keeps_the_documented_refusal(tmp_path):
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    parent, child, title = sql(
+        db,
+        "SELECT p.id, c.id, p.title FROM sessions p JOIN sessions c ON c.parent_session_id = p.id "
+        "WHERE p.end_reason = 'compression' AND p.title IS NOT NULL LIMIT 1",
+    )[0]
+    assert post(client, f"/sessions/{child}/title", {"title": title}, htmx=True).status_code == 409
+    assert sql(db, "SELECT title FROM sessions WHERE id = ?", (parent,)) == [(title,)]

@@ -330,3 +330,24 @@ def test_workspace_filter_equals_hermes_sessions_list_workspace(pair, needle):
     assert sorted(r["id"] for r in ours) == sorted(theirs), (name, needle)
     if name == "hermes-v22-extended.db" and needle != "nowhere":
         assert "x_chain_tip" in theirs  # the chain's tip carries the workspace
+
+
+@pytest.mark.parametrize(
+    "session_id,title",
+    [
+        ("x_chain_tip", "Atlas migration"),
+        ("x_chain_mid", "Atlas migration"),
+        ("x_tool_run", "  Inbox   summary "),
+    ],
+)
+def test_rename_leaves_titles_as_hermes_leaves_them(venv, tmp_path, session_id, title):
+    from support.http import post
+
+    hermes, db, client = _fresh_pair("hermes-v22-extended.db", venv, tmp_path)
+    hermes.cli("sessions", "rename", session_id, title)
+    assert (
+        post(client, f"/sessions/{session_id}/title", {"title": title}, htmx=True).status_code
+        == 200
+    )
+    query = "SELECT id, title FROM sessions WHERE title IS NOT NULL ORDER BY id"
+    assert sql(db, query) == sql(hermes.db, query)

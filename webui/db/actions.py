@@ -88,6 +88,7 @@ class Actions:
         """Hermes's set_session_title: cleaned, ≤ 100 chars, unique (case-sensitive) among
         titles, empty clears. Raises TitleError / TitleInUse / NotFound; changes nothing then."""
         title = sanitize_title(raw_title)
+        take_from_ancestor = self.rules.rename_takes_from_ancestor
 
         def fn(conn: sqlite3.Connection) -> None:
             if (
@@ -99,13 +100,36 @@ class Actions:
                 row = conn.execute(
                     "SELECT id FROM sessions WHERE title = ? AND id != ?", (title, session_id)
                 ).fetchone()
-                if row:
+                if (
+                    row
+                    and take_from_ancestor
+                    and self._compression_ancestor(conn, row[0], session_id)
+                ):
+                    # The title sits on an earlier segment of this conversation, hidden
+                    # from the list: Hermes 0.19 moves it to the live segment.
+                    conn.execute("UPDATE sessions SET title = NULL WHERE id = ?", (row[0],))
+                elif row:
                     raise TitleInUse(title, row[0])
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
 
         self.w.run(fn)
         self.on_change()
         return title
+
+    @staticmethod
+    def _compression_ancestor(conn: sqlite3.Connection, ancestor: str, descendant: str) -> bool:
+        """Is ``ancestor`` an earlier segment of ``descendant``'s compression chain (parents
+        that ended 'compression', walked upwards)? Hermes's _is_compression_ancestor."""
+        if not ancestor or ancestor == descendant:
+            return False
+        row = conn.execute(
+            "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT parent.id FROM up JOIN sessions "
+            "child ON child.id = up.id JOIN sessions parent ON parent.id = "
+            "child.parent_session_id WHERE parent.end_reason = 'compression') "
+            "SELECT 1 FROM up WHERE id = ? LIMIT 1",
+            (descendant, ancestor),
+        ).fetchone()
+        return row is not None
 
     # -- delete ------------------------------------------------------------------------------
 

@@ -25,6 +25,8 @@ class Rules:
     # (clocks can jump back) and keeps a NULL tool_calls null; before, every message, by
     # timestamp, and [] for a missing tool_calls.
     export_active_by_id: bool = False
+    # Renaming to a title a compression ancestor holds moves it onto this session (0.19).
+    rename_takes_from_ancestor: bool = False
 
 
 def rules_for(schema_version: int | None) -> Rules:
@@ -35,6 +37,7 @@ def rules_for(schema_version: int | None) -> Rules:
             "v22",
             delete_cascades=True,
             export_active_by_id=True,
+            rename_takes_from_ancestor=True,
         )
     if schema_version is not None and schema_version >= 11:
         return Rules(schema_version, "Hermes at schema 11 (the reference documents)", "v11")

@@ -45,7 +45,19 @@ PRUNE_CONFIRM_ABOVE = 10
 
 
 def _session_or_404(session_id: str) -> dict:
-    row = get_logbook().sessions.brief(session_id)
+    """The session, by its id or, as `hermes sessions delete/rename` accept, a prefix that
+    names exactly one session."""
+    lb = get_logbook()
+    row = lb.sessions.brief(session_id)
+    if row is None:
+        matches = lb.sessions.resolve_prefix(session_id, limit=1)
+        if len(matches) == 1:
+            row = lb.sessions.brief(matches[0]["id"])
+        elif len(matches) > 1:
+            abort(
+                404,
+                description=f"“{session_id}” is the start of several session ids; give more of it.",
+            )
     if row is None:
         abort(404, description=f"No session has the id “{session_id}”.")
     return row
@@ -98,6 +110,7 @@ def show_title(session_id: str):
 @change_required
 def edit_title(session_id: str):
     s = _session_or_404(session_id)
+    session_id = s["id"]  # a unique prefix names its session, as in Hermes's commands
     if not request.htmx:
         return render_template("rename.html", s=s, where=_where())
     return _edit(s, _where(), s.get("title"))
@@ -108,6 +121,7 @@ def edit_title(session_id: str):
 def set_title(session_id: str):
     lb = get_logbook()
     s = _session_or_404(session_id)
+    session_id = s["id"]  # a unique prefix names its session, as in Hermes's commands
     raw = request.form.get("title", "")
     where = _where()
     edit = _edit
@@ -141,6 +155,7 @@ def set_title(session_id: str):
 def confirm_delete(session_id: str):
     lb = get_logbook()
     s = _session_or_404(session_id)
+    session_id = s["id"]  # a unique prefix names its session, as in Hermes's commands
     counts = lb.messages.counts(session_id)
     cascade = lb.actions.rules.delete_cascades
     subagents = lb.actions.delegate_children([session_id]) if cascade else []
@@ -166,6 +181,7 @@ def confirm_delete(session_id: str):
 def delete(session_id: str):
     lb = get_logbook()
     s = _session_or_404(session_id)
+    session_id = s["id"]  # a unique prefix names its session, as in Hermes's commands
     label = _label(s)
     deleted = lb.actions.delete(session_id)
     if not deleted:
