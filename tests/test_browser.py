@@ -24,7 +24,7 @@ def test_filter_by_source_open_session_expand_tool_call(live, page, generated_db
     source, count = sql(
         db, "SELECT source, COUNT(*) FROM sessions GROUP BY source ORDER BY 2 DESC LIMIT 1 OFFSET 1"
     )[0]
-    page.goto(f"{live.url}/sessions")
+    page.goto(f"{live.url}/sessions?rows=all")  # every session row: the count is SQL's
     screenshot(page, "sessions.png")
     page.evaluate("window.__notReloaded = true")
     page.locator(f".facet:has(input[value='{source}'])").click()

@@ -351,3 +351,33 @@ def test_rename_leaves_titles_as_hermes_leaves_them(venv, tmp_path, session_id, 
     )
     query = "SELECT id, title FROM sessions WHERE title IS NOT NULL ORDER BY id"
     assert sql(db, query) == sql(hermes.db, query)
+
+
+def test_profiles_are_the_ones_hermes_lists(venv, tmp_path):
+    """Hermes 0.19's list_profiles and Logbook's switcher, on the same Hermes root."""
+    import re
+
+    root = tmp_path / "home" / ".hermes"
+    (root / "profiles").mkdir(parents=True)
+    copy_fixture("hermes-v22.db", tmp_path / "src")
+    shutil.copyfile(tmp_path / "src" / "hermes-v22.db", root / "state.db")
+    (root / "config.yaml").write_text("model: x\n")
+    for name in ("emptyone", "Work2", "my.prof", "default", "-dash", "ok_1", "nodb", "a" * 65):
+        (root / "profiles" / name).mkdir()
+    (root / "profiles" / "Work2" / "config.yaml").write_text("x: 1\n")
+    hermes = Hermes(venv, root)
+    hermes.home = tmp_path / "home"  # HOME; HERMES_HOME below is the root
+    env = hermes.env()
+    env["HERMES_HOME"] = str(root)
+    hermes.env = lambda: env  # type: ignore[method-assign]
+    theirs = hermes.call("profiles")
+    app = make_app(
+        root / "state.db",
+        tmp_path / "inst",
+        LOGBOOK_HERMES_ROOT=str(root),
+        LOGBOOK_PROFILE_NAME="default",
+    )
+    html = app.test_client().get("/sessions").get_data(as_text=True)
+    select = html[html.index('<select id="profile-select"') :]
+    ours = re.findall(r'<option value="([^"]+)"', select[: select.index("</select>")])
+    assert [o for o in ours if o != "all"] == theirs

@@ -27,8 +27,12 @@ def root(tmp_path):
     (r / "profiles" / "broken" / "state.db").write_text("not a database at all")
     (r / "profiles" / "nodb").mkdir()
     (r / "profiles" / "nodb" / "config.yaml").write_text("x: 1\n")
-    (r / "profiles" / "notaprofile").mkdir()
-    (r / "profiles" / "notaprofile" / "notes.txt").write_text("hello")
+    # Hermes 0.19 counts a folder with a name it accepts, marker files or not ...
+    (r / "profiles" / "emptyone").mkdir()
+    # ... but not names it rejects, nor profiles/default (the root is the default)
+    for bad in ("Work2", "my.prof", "default", "-dash"):
+        (r / "profiles" / bad).mkdir()
+        (r / "profiles" / bad / "config.yaml").write_text("x: 1\n")
     return r
 
 
@@ -51,7 +55,7 @@ def test_switcher_lists_profiles_with_their_state(client):
     select = html[html.index('<select id="profile-select"') :]
     select = select[: select.index("</select>")]
     options = re.findall(r'<option value="([^"]+)"', select)
-    assert options == ["default", "broken", "new", "nodb", "old", "all"]
+    assert options == ["default", "broken", "emptyone", "new", "nodb", "old", "all"]
     assert re.search(r'value="broken"[^>]*disabled', select)
     assert re.search(r'value="nodb"[^>]*disabled', select) and "no state.db" in select
 

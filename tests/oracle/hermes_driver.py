@@ -42,7 +42,14 @@ def op_usage(db, req):
     return _get_usage_analytics(req["days"], None)
 
 
-OPS = {"list": op_list, "search": op_search, "usage": op_usage}
+def op_profiles(db, req):
+    db.close()
+    from hermes_cli.profiles import list_profiles
+
+    return [p.name for p in list_profiles()]
+
+
+OPS = {"list": op_list, "search": op_search, "usage": op_usage, "profiles": op_profiles}
 
 if __name__ == "__main__":
     request = json.loads(sys.argv[1])

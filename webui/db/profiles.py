@@ -1,8 +1,7 @@
 """Hermes profiles: every agent on the machine, each with its own state.db.
 
 The default profile lives in the Hermes root (~/.hermes or $HERMES_HOME); each named one in
-<root>/profiles/<name>/, which counts as a profile only when it holds one of Hermes's own
-files. Profiles are discovered again on request (at most every few seconds), so a new one
+<root>/profiles/<name>/, under the names Hermes accepts (webui.hermes.listing). Profiles are discovered again on request (at most every few seconds), so a new one
 appears without a restart. Each database is opened read-only on its own; a missing, locked,
 corrupt or foreign one is shown as such and never breaks the others.
 """
@@ -20,6 +19,7 @@ from sqlalchemy import create_engine
 from webui.db.errors import LogbookDBError, StartupError
 from webui.db.reader import engine_options
 from webui.db.schema import check_database
+from webui.hermes.listing import is_profile_name
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -50,13 +50,17 @@ class Profile:
 
 
 def discover(root: Path) -> list[tuple[str, Path]]:
+    """Profiles as Hermes 0.19's list_profiles finds them: the root as ``default`` (when it
+    holds any Hermes file: a bare folder is not a Hermes home), then every folder under
+    ``profiles/`` whose name Hermes accepts, marker files or not; ``profiles/default`` never
+    (the root is the default)."""
     found: list[tuple[str, Path]] = []
     if any((root / m).exists() for m in MARKERS):
         found.append((DEFAULT, root / "state.db"))
     pdir = root / "profiles"
     if pdir.is_dir():
         for d in sorted(pdir.iterdir()):
-            if d.is_dir() and any((d / m).exists() for m in MARKERS):
+            if d.is_dir() and is_profile_name(d.name):
                 found.append((d.name, d / "state.db"))
     return found
 

@@ -16,6 +16,7 @@ These are pure functions over plain values; ``webui.db.sessions`` turns them int
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -138,3 +139,15 @@ def project(root_row: Mapping[str, Any], tip_row: Mapping[str, Any]) -> dict[str
             merged[key] = tip_row[key]
     merged["lineage_root_id"] = root_row["id"]
     return merged
+
+
+# -- profiles (hermes_cli/profiles.py: list_profiles) ---------------------------------------
+
+_PROFILE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+def is_profile_name(name: str) -> bool:
+    """A directory under ``profiles/`` is a profile when its name is one Hermes accepts
+    (lower-case letters, digits, '-' and '_', at most 64) and it is not ``default``, which
+    is the Hermes root itself."""
+    return name != "default" and bool(_PROFILE_NAME.match(name))
