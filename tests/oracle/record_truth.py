@@ -77,28 +77,26 @@ SEARCH_QUERIES = [
 ]
 
 
-def record_lists(venv: Path) -> dict:
+def _record(venv: Path, ask) -> dict:
+    """``ask(hermes)`` on a fresh copy of each recorded fixture."""
     out: dict = {}
     for name in RECORDED_FIXTURES:
         with tempfile.TemporaryDirectory() as tmp:
             home = Path(tmp)
             shutil.copyfile(FIXTURES / name, home / "state.db")
-            hermes = Hermes(venv, home)
-            out[name] = {query: hermes.call("list", kwargs=kw) for query, kw in LIST_CASES.items()}
+            out[name] = ask(Hermes(venv, home))
     return out
+
+
+def record_lists(venv: Path) -> dict:
+    return _record(venv, lambda h: {q: h.call("list", kwargs=kw) for q, kw in LIST_CASES.items()})
 
 
 def record_searches(venv: Path) -> dict:
-    out: dict = {}
-    for name in RECORDED_FIXTURES:
-        with tempfile.TemporaryDirectory() as tmp:
-            home = Path(tmp)
-            shutil.copyfile(FIXTURES / name, home / "state.db")
-            hermes = Hermes(venv, home)
-            out[name] = {
-                q: [h["id"] for h in hermes.call("search", query=q)] for q in SEARCH_QUERIES
-            }
-    return out
+    return _record(
+        venv,
+        lambda h: {q: [x["id"] for x in h.call("search", query=q)] for q in SEARCH_QUERIES},
+    )
 
 
 if __name__ == "__main__":

@@ -75,34 +75,23 @@ class Hermes:
             "NO_COLOR": "1",
         }
 
-    def cli(self, *args: str) -> str:
-        """``hermes <args>`` as a user types it; its standard output."""
+    def _run(self, argv: list[str], what: str) -> str:
         done = subprocess.run(
-            [str(self.venv / "bin" / "hermes"), *args],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=self.home,
+            argv, env=self.env(), capture_output=True, text=True, timeout=300, cwd=self.home
         )
         if done.returncode != 0:
-            raise AssertionError(f"hermes {' '.join(args)} failed: {done.stderr[-2000:]}")
+            raise AssertionError(f"{what} failed: {done.stderr[-2000:]}")
         return done.stdout
+
+    def cli(self, *args: str) -> str:
+        """``hermes <args>`` as a user types it; its standard output."""
+        return self._run([str(self.venv / "bin" / "hermes"), *args], f"hermes {' '.join(args)}")
 
     def call(self, op: str, **request) -> object:
         """Hermes's SessionDB method behind ``op`` (tests/oracle/hermes_driver.py)."""
         payload = json.dumps({"db": str(self.db), "op": op, **request})
-        done = subprocess.run(
-            [str(self.venv / "bin" / "python"), str(DRIVER), payload],
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=self.home,
-        )
-        if done.returncode != 0:
-            raise AssertionError(f"Hermes driver {op} failed: {done.stderr[-2000:]}")
-        return json.loads(done.stdout)
+        argv = [str(self.venv / "bin" / "python"), str(DRIVER), payload]
+        return json.loads(self._run(argv, f"Hermes driver {op}"))
 
 
 _ROW_ID = re.compile(r"(\S+)\s*$")

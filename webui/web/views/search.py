@@ -42,18 +42,23 @@ def _page() -> int:
         raise BadRequest("page must be a number.") from None
 
 
+def _plan(book, query: str):
+    """The plan for this database: its indexes, and the search rules of its Hermes."""
+    return plan(
+        query,
+        has_fts=book.schema.has_fts,
+        has_trigram=book.schema.has_trigram,
+        dialect=book.rules.search,
+    )
+
+
 def _merged(query: str, f: SearchFilters, page: int):
     """Each profile's own ranked page, interleaved (rank 1 of each, then rank 2, …): scores
     from different databases are not comparable, positions are."""
     per: list[list[dict]] = []
     total, capped, more, notices, searched, p = 0, False, False, [], query, None
     for name, book in merged_logbooks(current_app):
-        p = plan(
-            query,
-            has_fts=book.schema.has_fts,
-            has_trigram=book.schema.has_trigram,
-            dialect=book.rules.search,
-        )
+        p = _plan(book, query)
         res, searched = run(book.search, p, f, page)
         complete_snippets(res.rows)
         for row in res.rows:
@@ -84,12 +89,7 @@ def search():
         if g.get("all_profiles"):
             result, searched, p = _merged(query, f, page)
         else:
-            p = plan(
-                query,
-                has_fts=lb.schema.has_fts,
-                has_trigram=lb.schema.has_trigram,
-                dialect=lb.rules.search,
-            )
+            p = _plan(lb, query)
             result, searched = run(lb.search, p, f, page)
             complete_snippets(result.rows)
     args = {
