@@ -29,9 +29,8 @@ def test_filter_by_source_open_session_expand_tool_call(live, page, generated_db
     page.evaluate("window.__notReloaded = true")
     page.locator(f".facet:has(input[value='{source}'])").click()
     page.wait_for_url(re.compile(rf"source={source}"))
-    page.wait_for_function(
-        f"document.querySelector('#results .summary').textContent.includes('{count} session')"
-    )
+    # (a locator, not wait_for_function: the page's CSP forbids evaluating strings)
+    page.locator("#results .summary", has_text=f"{count:,} session row").wait_for()
     # htmx swapped the table in place: no page load happened
     assert page.evaluate("window.__notReloaded") is True
     badges = page.locator("table.sessions tbody td[data-label='Source'] .badge").all_inner_texts()

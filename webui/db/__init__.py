@@ -24,6 +24,7 @@ from webui.db.errors import (
 from webui.db.export import Exporter
 from webui.db.lineage import LineageStore
 from webui.db.messages import MessageStore
+from webui.db.origins import OriginStore
 from webui.db.reader import Reader, db, engine_options
 from webui.db.rollup import Rollup
 from webui.db.schema import (
@@ -73,6 +74,7 @@ class Logbook:
     rollup: Rollup
     exporter: Exporter
     actions: Actions
+    origins: OriginStore
 
     @property
     def schema(self) -> Schema:
@@ -124,6 +126,7 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
             Writer(opened, newest_known_version=NEWEST_KNOWN_VERSION),
             on_change=sessions.invalidate,
         ),
+        OriginStore(reader),
     )
     return logbook
 
