@@ -105,3 +105,55 @@ def test_older_schemas_say_what_they_lack(tmp_path):
     assert "does not record where sessions come from" in client.get("/workspaces").get_data(
         as_text=True
     )
+
+
+def test_every_row_and_the_viewer_say_where_it_came_from(v22):
+    db, client = v22
+    rows = {r["id"]: r for r in follow(client, "/sessions?format=json&rows=all", "sessions")}
+    assert rows["x_tg_dm_2"]["origin"] == "telegram · DM · Alice"
+    assert rows["x_dc_thread"]["origin"] == "discord · channel · #ops"
+    assert rows["x_chain_root"]["origin"] == "cli · /home/ana/src/atlas"
+    html = client.get("/sessions/x_tg_dm_1").get_data(as_text=True)
+    assert "telegram · DM · Alice</a>" in html
+    assert 'href="/chats/agent:main:telegram:dm:4242"' in html
+
+
+def test_origin_words_are_pure_rules():
+    from webui.hermes.origin import origin_label
+
+    assert (
+        origin_label({"source": "cli", "cwd": "/home/u/src/x", "git_branch": "main"}, "/home/u")
+        == "cli · ~/src/x @ main"
+    )
+    assert origin_label({"source": "cli", "git_repo_root": "/r", "cwd": "/r/sub"}) == "cli · /r"
+    assert (
+        origin_label({"source": "slack", "origin_json": '{"label": "#general"}'})
+        == "slack · #general"
+    )
+    assert origin_label({"source": "slack", "origin_json": "{not json"}) is None
+    assert origin_label({"source": "cli"}) is None
+
+
+def test_active_in_the_last_minutes(v22):
+    import time
+
+    db, client = v22
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+            "('x_dc_thread', 'user', 'still there?', ?)",
+            (time.time() - 120,),
+        )
+    ids = {r["id"] for r in follow(client, "/sessions?format=json&rows=all&active=5", "sessions")}
+    expected = {
+        r[0]
+        for r in sql(
+            db,
+            "SELECT s.id FROM sessions s WHERE COALESCE(s.archived, 0) = 0 AND COALESCE((SELECT "
+            "MAX(timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at) >= ?",
+            (time.time() - 300,),
+        )
+    }
+    assert "x_dc_thread" in ids and ids == expected
+    assert client.get("/sessions?active=0").status_code == 400
+    assert client.get("/sessions?active=abc&format=json").status_code == 400

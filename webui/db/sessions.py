@@ -77,6 +77,7 @@ class SessionQuery:
     user: str = ""
     chat_id: str = ""
     chat_type: str = ""
+    active_minutes: int | None = None  # active in the last N minutes (a message or its start)
     archived: str = "hide"  # hide (Hermes's default) | include | only
     rows: str = "conversations"  # Hermes's rows (webui.hermes.listing) | all: every row
     limit: int = PAGE_SIZE
@@ -98,7 +99,11 @@ class SessionQuery:
             archived = listing.archived_mode(args.get("archived"))
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
+        active = (args.get("active") or "").strip()
+        if active and not (active.isdigit() and 1 <= int(active) <= 525_600):
+            raise BadRequest("active must be a number of minutes (1 to 525600).")
         query = cls(
+            active_minutes=int(active) if active else None,
             sources=[s for s in getlist("source") if s],
             models=[m for m in getlist("model") if m],
             state=state,
@@ -143,6 +148,7 @@ class SessionQuery:
             "until": self.until,
             "q": self.q or None,
             "sort": None if self.sort == "-started" else self.sort,
+            "active": self.active_minutes,
             "workspace": self.workspace or None,
             "branch": self.branch or None,
             "user": self.user or None,
@@ -328,6 +334,10 @@ class SessionStore:
         dc, dp = date_range("s.started_at", q.since, q.until)
         clauses += dc
         params += dp
+        if q.active_minutes:
+            # A conversation's newest activity (its tip's, in Hermes's rows).
+            clauses.append(f"{self.sort_expr('last_active', q)} >= ?")
+            params.append(time.time() - q.active_minutes * 60)
         if q.q:
             pattern = like_escape(q.q)
             match = f"({self.col('title')} LIKE ? ESCAPE '\\' OR s.id LIKE ? ESCAPE '\\')"
@@ -386,6 +396,9 @@ class SessionStore:
             "cwd",
             "git_branch",
             "git_repo_root",
+            "display_name",
+            "chat_type",
+            "origin_json",
         )
         cols = [f"{self.col(c)} AS {c}" for c in wanted]
         cols.append(f"{self.last_active_expr} AS last_active")

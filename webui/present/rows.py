@@ -6,6 +6,7 @@ presentation."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from webui.hermes.content import (
     plain_text,
     pretty_json,
 )
+from webui.hermes.origin import origin_label
 from webui.present.markdown import highlight_code, markdown
 
 MARKDOWN_ROLES = {"user", "assistant"}
@@ -49,6 +51,12 @@ def message_json(m: dict[str, Any]) -> dict[str, Any]:
     if out.get("tool_calls"):
         out["tool_calls"] = load_tool_calls(out["tool_calls"])
     return out
+
+
+def with_origin(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with its origin in words (webui.hermes.origin), for the list and the viewer."""
+    row["origin"] = origin_label(row, os.path.expanduser("~"))
+    return row
 
 
 def session_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +87,8 @@ def session_json(row: dict[str, Any]) -> dict[str, Any]:
         out["conversation"] = row["chain"]
     if row.get("lineage_root_id"):
         out["lineage_root_id"] = row["lineage_root_id"]
+    if row.get("origin"):
+        out["origin"] = row["origin"]
     if "profile" in row:
         out["profile"] = row["profile"]
     return out

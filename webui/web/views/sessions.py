@@ -19,6 +19,7 @@ from webui.present.rows import (
     number_and_date,
     session_json,
     session_label,
+    with_origin,
 )
 from webui.web.profiles import merged_logbooks
 from webui.web.views import merged, query_args, render_page, wants_json
@@ -40,6 +41,8 @@ def list_sessions():
     else:
         rows, cursor = lb.sessions.page(q)
         facets = lb.sessions.source_facets(q)
+    for r in rows:
+        with_origin(r)
     next_url = url_for("sessions.list_sessions", **q.url_args(after=cursor)) if cursor else None
     if wants_json():
         json_next = (
@@ -198,6 +201,7 @@ def view_session(session_id: str):
             parent_missing=bool(session.get("parent_session_id")) and parent is None,
             children=lb.sessions.children(session_id),
             extra_columns=[(c, session.get(c)) for c in lb.schema.extra_session_columns],
+            origin=with_origin(dict(session))["origin"],
             schema=lb.schema,
             **lineage_context(session),
         )
