@@ -107,3 +107,32 @@ def test_default_rows_equal_recorded_hermes(tmp_path, name, query):
     assert [ours[i]["started_at"] for i in order] == sorted(
         (t["started_at"] for t in theirs), reverse=True
     )
+
+
+def test_shared_counts_follow_new_sessions_and_our_own_changes(tmp_path):
+    """Facets and counts are shared for a few seconds (a full scan on big files), but a new
+    session from the gateway or a change made through Logbook shows at once."""
+    import sqlite3
+    import time
+
+    from support.http import post
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+
+    def telegram() -> int:
+        return client.get("/sessions?format=json").get_json()["facets"]["source"]["telegram"]
+
+    before = telegram()
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO sessions (id, source, started_at) VALUES ('fresh-1', 'telegram', ?)",
+            (time.time(),),
+        )
+    assert telegram() == before + 1
+    sid = sql(
+        db,
+        "SELECT id FROM sessions WHERE source = 'telegram' AND parent_session_id IS NULL AND archived = 0 AND id != 'fresh-1' LIMIT 1",
+    )[0][0]
+    assert post(client, f"/sessions/{sid}/delete", {}, htmx=True).status_code == 200
+    assert telegram() == before

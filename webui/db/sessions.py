@@ -240,7 +240,12 @@ class SessionStore:
         mc = self.col("model_config", alias)
         if mc == "NULL":
             return "NULL"
-        return f"(CASE WHEN json_valid({mc}) THEN json_extract({mc}, '$.{key}') END)"
+        # instr() first: parsing every row's JSON only to find most have no marker is what
+        # made a full count slow on a million-message database.
+        return (
+            f"(CASE WHEN instr({mc}, '{key}') > 0 AND json_valid({mc}) "
+            f"THEN json_extract({mc}, '$.{key}') END)"
+        )
 
     def listable(self) -> str:
         """Roots and branches, never delegate subagent runs (``_LISTABLE_CHILD_SQL`` and the
@@ -255,10 +260,12 @@ class SessionStore:
         )
         return f"(s.parent_session_id IS NULL OR {branch}) AND {self._marker('s', '_delegate_from')} IS NULL"
 
-    def source_sql(self, q: SessionQuery) -> tuple[str, str, list[Any]]:
+    def source_sql(self, q: SessionQuery, uses: str = "t.") -> tuple[str, str, list[Any]]:
         """(WITH prefix, FROM clause, their parameters). Hermes's rows join each listed
-        compression root to its tip (``t``); every other row has no ``t``."""
-        if not q.conversations:
+        compression root to its tip (``t``); every other row has no ``t``. ``uses`` is the
+        SQL that will read from it: without a ``t.`` in it no join is needed (a count or the
+        facets with no filter on a tip's values)."""
+        if not q.conversations or "t." not in uses:
             return "", "sessions s", []
         tips = {root: chain[-1] for root, chain in self.chains().items() if len(chain) > 1}
         if not tips:
@@ -424,9 +431,9 @@ class SessionStore:
     def page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
         """One keyset page: the rows and the cursor of the next page (or None)."""
         where, params = self.where(q)
-        with_sql, from_sql, from_params = self.source_sql(q)
-        where_only, where_params = where, list(params)
         key = self.sort_expr(q.sort_key, q)
+        with_sql, from_sql, from_params = self.source_sql(q, where + key)
+        where_only, where_params = where, list(params)
         direction = "DESC" if q.descending else "ASC"
         op = "<" if q.descending else ">"
         if q.sort_key == "last_active":
@@ -556,34 +563,45 @@ class SessionStore:
     def count(self, q: SessionQuery) -> tuple[int, bool]:
         """The number of matching rows, capped: (n, capped?)."""
         where, params = self.where(q)
-        with_sql, from_sql, from_params = self.source_sql(q)
-        n = self.r.scalar(
+        with_sql, from_sql, from_params = self.source_sql(q, where)
+        statement = (
             f"{with_sql}SELECT COUNT(*) FROM (SELECT 1 FROM {from_sql} WHERE {where} "
-            f"LIMIT {COUNT_CAP + 1})",
-            [*from_params, *params],
+            f"LIMIT {COUNT_CAP + 1})"
         )
+        n = self._shared(statement, [*from_params, *params], self.r.scalar)
         return min(n, COUNT_CAP), n > COUNT_CAP
 
-    def hidden_count(self, q: SessionQuery) -> int | None:
-        """In Hermes's rows: how many more rows 'every row' would show (capped); else None."""
+    def _shared(self, statement: str, params: list[Any], run):
+        """A count over the whole table (Hermes's rows read every row's parent link and
+        markers), shared by the requests of the next seconds while no session appears or
+        goes. Counts are a guide; the rows themselves are always read fresh."""
+        token = self.r.one("SELECT COUNT(*) AS n, MAX(started_at) AS s FROM sessions") or {}
+        key = f"shared:{statement}:{params!r}:{token.get('n')}:{token.get('s')}"
+        if len(self._cache) > 256:
+            self._cache.clear()
+        return self._cached(key, lambda: run(statement, params), ttl=10.0)
+
+    def hidden_count(self, q: SessionQuery, shown: int) -> int | None:
+        """In Hermes's rows: how many more rows 'every row' would show (capped); else None.
+        ``shown`` is this query's own count."""
         if not q.conversations:
             return None
         every, _ = self.count(replace(q, rows="all", after=None))
-        mine, _ = self.count(q)
-        return max(every - mine, 0)
+        return max(every - shown, 0)
 
     def source_facets(self, q: SessionQuery) -> dict[str, int]:
         """Rows per source under every other filter (the source filter itself ignored,
         so the counts say what ticking another source would add). Every known source is
         listed, zero counts included, so the filter form keeps a stable shape."""
         where, params = self.where(q, skip_source=True)
-        with_sql, from_sql, from_params = self.source_sql(q)
+        with_sql, from_sql, from_params = self.source_sql(q, where)
         counts = {
             r["source"]: r["n"]
-            for r in self.r.rows(
+            for r in self._shared(
                 f"{with_sql}SELECT s.source AS source, COUNT(*) AS n FROM {from_sql} "
                 f"WHERE {where} GROUP BY s.source",
                 [*from_params, *params],
+                self.r.rows,
             )
         }
         for src in self.all_sources():

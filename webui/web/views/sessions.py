@@ -63,7 +63,7 @@ def list_sessions():
         hidden = None
     else:
         total, capped = lb.sessions.count(q)
-        hidden = lb.sessions.hidden_count(q)
+        hidden = lb.sessions.hidden_count(q, total)
     for r in rows:
         r["label"] = session_label(r)
     return render_page(
