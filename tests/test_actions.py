@@ -534,3 +534,23 @@ def test_rename_on_schema_11_keeps_the_documented_refusal(tmp_path):
     )[0]
     assert post(client, f"/sessions/{child}/title", {"title": title}, htmx=True).status_code == 409
     assert sql(db, "SELECT title FROM sessions WHERE id = ?", (parent,)) == [(title,)]
+
+
+def test_maintenance_state_is_read_never_done(tmp_path):
+    """Free pages and FTS blocks as SQLite reports them; after a delete the free pages grow
+    and the file is not vacuumed (Logbook never runs VACUUM beside a gateway)."""
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    before = client.get("/stats?format=json").get_json()["overview"]["maintenance"]
+    (free,) = sql(db, "PRAGMA freelist_count")[0]
+    (page_size,) = sql(db, "PRAGMA page_size")[0]
+    assert before["free_pages"] == free and before["reclaimable_bytes"] == free * page_size
+    (blocks,) = sql(db, "SELECT COUNT(*) FROM messages_fts_data")[0]
+    assert {"table": "messages_fts", "data_rows": blocks} in before["fts"]
+    big = sql(db, "SELECT session_id FROM messages GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1")[0][0]
+    pages = sql(db, "PRAGMA page_count")[0][0]
+    assert post(client, f"/sessions/{big}/delete", {}, htmx=True).status_code == 200
+    after = client.get("/stats?format=json").get_json()["overview"]["maintenance"]
+    assert after["free_pages"] > before["free_pages"]
+    assert sql(db, "PRAGMA page_count")[0][0] >= pages  # not vacuumed
+    assert "hermes sessions optimize" in client.get("/prune").get_data(as_text=True)

@@ -23,6 +23,7 @@ from webui.db.errors import (
 )
 from webui.db.export import Exporter
 from webui.db.lineage import LineageStore
+from webui.db.maintenance import Maintenance
 from webui.db.messages import MessageStore
 from webui.db.origins import OriginStore
 from webui.db.reader import Reader, db, engine_options
@@ -75,6 +76,7 @@ class Logbook:
     exporter: Exporter
     actions: Actions
     origins: OriginStore
+    maintenance: Maintenance
 
     @property
     def schema(self) -> Schema:
@@ -127,6 +129,7 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
             on_change=sessions.invalidate,
         ),
         OriginStore(reader),
+        Maintenance(reader),
     )
     return logbook
 

@@ -297,6 +297,7 @@ def prune_form():
         preview=preview,
         sources=lb.sessions.all_sources(),
         size=lb.size_bytes(),
+        maintenance=lb.maintenance.state(),
         confirm_above=PRUNE_CONFIRM_ABOVE,
         has_archived=lb.schema.has("sessions", "archived"),
     )

@@ -158,6 +158,7 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
         "overview": {
             **st.counts(rollup_messages=coverage.messages if coverage.complete else None),
             "size_bytes": lb.size_bytes(),
+            "maintenance": lb.maintenance.state(),
             "sessions_by_source": st.sources_overview(),
             "messages_by_source": lb.rollup.messages_by_source(),
         },
