@@ -69,6 +69,14 @@
   });
 
   document.addEventListener("DOMContentLoaded", openMessageAnchor);
+  // On a phone the filter form folds behind one button (which says how many filters are on),
+  // so the first sessions are on the first screen.
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!window.matchMedia || !window.matchMedia("(max-width: 720px)").matches) return;
+    document.querySelectorAll("details.filter-more[open]").forEach(function (d) {
+      d.removeAttribute("open");
+    });
+  });
   // Stats count days in the reader's time zone. The first visit does not know it yet (UTC);
   // the browser tells the page once, and a cookie keeps it for the next visits.
   document.addEventListener("DOMContentLoaded", function () {

@@ -157,3 +157,31 @@ def test_phone_layout_cards_and_folded_metadata(live, chromium, generated_db):
         assert pg.locator("details.meta").get_attribute("open") is None
     finally:
         context.close()
+
+
+def test_phone_list_starts_with_the_sessions_and_filters_fold(live, chromium):
+    context = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    pg = context.new_page()
+    try:
+        pg.goto(f"{live.url}/sessions?sort=-cost&archived=include&rows=all")
+        folded = pg.locator("details.filter-more")
+        assert folded.get_attribute("open") is None
+        assert (
+            "2 active" in pg.locator("details.filter-more > summary").inner_text()
+        )  # sort is no filter
+        assert pg.locator("#f-q").is_visible()  # the search box stays reachable
+        first = pg.locator("table.sessions tbody tr").first.bounding_box()
+        assert first and first["y"] < 844, first
+        pg.locator("details.filter-more > summary").click()
+        assert pg.locator("#f-model").is_visible()
+    finally:
+        context.close()
+    # on a wide screen the filters are simply there
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    try:
+        pg.goto(f"{live.url}/sessions")
+        assert pg.locator("#f-model").is_visible()
+        assert pg.locator("details.filter-more > summary").is_hidden()
+    finally:
+        context.close()

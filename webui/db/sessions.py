@@ -126,6 +126,26 @@ class SessionQuery:
         return query
 
     @property
+    def active_filter_count(self) -> int:
+        """How many filters narrow the list (for the folded filter form's summary)."""
+        given = (
+            self.sources,
+            self.models,
+            self.state,
+            self.since,
+            self.until,
+            self.active_minutes,
+            self.workspace,
+            self.branch,
+            self.user,
+            self.chat_id,
+            self.chat_type,
+            self.archived != "hide",
+            self.rows != "conversations",
+        )
+        return sum(1 for value in given if value)
+
+    @property
     def conversations(self) -> bool:
         """Hermes's rows: one per conversation, a compression chain shown as its tip."""
         return self.rows == "conversations"
