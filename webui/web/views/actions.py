@@ -36,7 +36,7 @@ from webui.hermes.selection import (
 from webui.hermes.titles import TitleError
 from webui.present.rows import session_label
 from webui.web.access import change_required
-from webui.web.views import wants_json
+from webui.web.views import render_page, wants_json
 
 bp = Blueprint("actions", __name__)
 
@@ -285,17 +285,11 @@ def prune_form():
         )
     chosen = _chosen(request.args)
     preview = lb.actions.prune_preview(sel) if chosen else None
-    for r in (preview or {}).get("sessions", []):
-        r["label"] = r.get("title") or r["id"]
-    from webui.web.views import render_page
-
-    return render_page(
+    return _selection_page(
         "prune.html",
-        {"prune-preview": "preview"},
-        args=request.args,
-        selection=as_args(sel),
-        preview=preview,
-        sources=lb.sessions.all_sources(),
+        "prune-preview",
+        sel,
+        preview,
         size=lb.size_bytes(),
         maintenance=lb.maintenance.state(),
         confirm_above=PRUNE_CONFIRM_ABOVE,
@@ -353,19 +347,29 @@ def archive_form():
                 "selection": as_args(sel),
             }
         )
+    return _selection_page(
+        "archive.html",
+        "archive-preview",
+        sel,
+        preview,
+        problem=problem,
+        unarchive=unarchive,
+    )
+
+
+def _selection_page(template: str, target: str, sel: Selection, preview, **extra) -> str:
+    """The prune or archive page: the filter form as typed, the preview (each session
+    labelled) and the selection with absolute times for its confirmation."""
     for r in (preview or {}).get("sessions", []):
         r["label"] = r.get("title") or r["id"]
-    from webui.web.views import render_page
-
     return render_page(
-        "archive.html",
-        {"archive-preview": "preview"},
+        template,
+        {target: "preview"},
         args=request.args,
         selection=as_args(sel),
         preview=preview,
-        problem=problem,
-        unarchive=unarchive,
-        sources=lb.sessions.all_sources(),
+        sources=get_logbook().sessions.all_sources(),
+        **extra,
     )
 
 

@@ -128,6 +128,17 @@ def period_heading(q: StatsQuery) -> str:
     return f"{name}{day(start)} – {day(last)} ({span} day{'s' if span != 1 else ''})"
 
 
+def _period_json(q: StatsQuery) -> dict[str, Any]:
+    """The period and filters a report covers, as its JSON twin states them."""
+    return {
+        "period": q.period,
+        "since": q.start,
+        "until": q.end,
+        "source": q.sources,
+        "model": q.models,
+    }
+
+
 def build_report(q: StatsQuery) -> dict[str, Any]:
     lb = get_logbook()
     st = lb.stats
@@ -144,11 +155,7 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
         t["share"] = round(t["calls"] / all_calls, 6)
     return {
         "query": {
-            "period": q.period,
-            "since": q.start,
-            "until": q.end,
-            "source": q.sources,
-            "model": q.models,
+            **_period_json(q),
             "lineage": q.lineage,
             "bucket": bucket,
             "cost_by": q.cost_by,
@@ -270,13 +277,7 @@ def build_merged_report(q: StatsQuery) -> dict[str, Any]:
             }
         )
     return {
-        "query": {
-            "period": q.period,
-            "since": q.start,
-            "until": q.end,
-            "source": q.sources,
-            "model": q.models,
-        },
+        "query": _period_json(q),
         "profiles": profiles,
     }
 
