@@ -329,7 +329,7 @@ def test_export_scopes(v11, tmp_path):
     csv_text = client.get(f"/export.csv?source={src}").get_data(as_text=True)
     assert csv_text.splitlines()[0].startswith("id,title,source")
     assert len(csv_text.strip().splitlines()) == len(lines) + 1 or '"' in csv_text
-    md = client.get(f"/export.md?session={child}")
+    md = client.get(f"/export.md?session={child}&style=transcript")
     assert md.status_code == 200 and md.mimetype == "text/markdown"
     assert "## user" in md.get_data(as_text=True) or "## assistant" in md.get_data(as_text=True)
     assert client.get("/export.md").status_code == 400

@@ -102,7 +102,7 @@ def test_markdown_transcript_cannot_be_spoofed_by_message_text(tmp_path):
         )
     conn.close()
     client = make_app(db, tmp_path / "inst").test_client()
-    md = client.get(f"/export.md?session={sid}").get_data(as_text=True)
+    md = client.get(f"/export.md?session={sid}&style=transcript").get_data(as_text=True)
     n = sql(db, "SELECT COUNT(*) FROM messages WHERE session_id = ?", (sid,))[0][0]
     fences, headings = 0, 0
     for line in md.splitlines():

@@ -143,7 +143,7 @@ def test_deeply_nested_json_in_a_message(env):
             (sid, deep, deep),
         )
     assert client.get(f"/sessions/{sid}").status_code == 200
-    md = client.get(f"/export.md?session={sid}")
+    md = client.get(f"/export.md?session={sid}&style=transcript")
     assert md.status_code == 200 and md.get_data(as_text=True).count("##") >= 1
     lines = client.get(f"/export.jsonl?session={sid}").get_data(as_text=True).splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["id"] == sid

@@ -231,3 +231,44 @@ def test_viewer_header_shows_tokens_costs_and_lineage(v11):
     assert "Continued from" in html or "Child of" in html
     html = client.get(f"/sessions/{parent}").get_data(as_text=True)
     assert f'href="/sessions/{sid}"' in html
+
+
+@pytest.mark.parametrize("fixture,by_id", [("hermes-v22.db", True), ("hermes-v11.db", False)])
+def test_message_order_follows_the_hermes_that_wrote_the_file(tmp_path, fixture, by_id):
+    """Hermes 0.19 reads a conversation back by message id (a clock that jumps back must not
+    reorder it); schema 11's Hermes by timestamp. A skewed clock shows the difference, and the
+    pages, forwards and backwards, hold every message once in that order."""
+    import sqlite3
+
+    from support import copy_fixture, make_app, sql
+    from support.http import follow
+
+    db = copy_fixture(fixture, tmp_path)
+    sid = sql(
+        db,
+        "SELECT session_id FROM messages GROUP BY session_id HAVING COUNT(*) > 120 LIMIT 1",
+    )[0][0]
+    ids = [
+        r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY id", (sid,))
+    ]
+    conn = sqlite3.connect(db)
+    with conn:  # the 60th message was written while the clock stood an hour back
+        conn.execute(
+            "UPDATE messages SET timestamp = (SELECT MIN(timestamp) FROM messages WHERE "
+            "session_id = ?) - 3600 WHERE id = ?",
+            (sid, ids[59]),
+        )
+    conn.close()
+    client = make_app(db, tmp_path / "inst").test_client()
+    shown = [m["id"] for m in follow(client, f"/sessions/{sid}?format=json&rewound=1", "messages")]
+    expected = ids if by_id else [ids[59], *ids[:59], *ids[60:]]
+    assert shown == expected
+    # Backwards from the end: the last page, then the one before it.
+    last = client.get(f"/sessions/{sid}?before={_end_cursor()}&format=json&rewound=1").get_json()
+    assert [m["id"] for m in last["messages"]] == expected[-len(last["messages"]) :]
+
+
+def _end_cursor() -> str:
+    from webui.db.messages import END_CURSOR
+
+    return END_CURSOR

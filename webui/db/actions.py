@@ -14,9 +14,10 @@ from typing import Any
 
 from flask import current_app
 
+from webui.db import backup, sql
 from webui.db import deadline as request_deadline
 from webui.db import selection as selection_sql
-from webui.db import sql
+from webui.db.backup import Backup, ChangedSinceBackup
 from webui.db.errors import LogbookDBError
 from webui.db.reader import Reader
 from webui.db.writer import MESSAGE_BATCH, TARGET_TXN_S, Writer
@@ -72,6 +73,11 @@ class PruneJob:
     longest_txn_s: float = 0.0
     transactions: int = 0
     txn_times: list[float] = field(default_factory=list, repr=False)
+    # "Export, then delete what was verifiably exported": the backup folder, and the sessions
+    # kept because a message arrived after their backup.
+    backup_folder: Path | None = None
+    backed_up_messages: int = 0
+    kept: list[str] = field(default_factory=list)
 
 
 class Actions:
@@ -166,18 +172,26 @@ class Actions:
     def rules(self) -> Rules:
         return rules_for(self.r.schema.version)
 
-    def delete(self, session_id: str) -> Deleted:
+    def delete(self, session_id: str, upto: dict[str, int] | None = None) -> Deleted:
         """Delete one session as the Hermes that wrote the database does. Hermes 0.19 (schema
         22): its delegate subagent runs go with it and the transcript files of every deleted
         session are removed from the Hermes home; other children are orphaned. Returns the
         ids deleted (empty when the session does not exist). A long transcript goes in batches
-        first, so no single transaction holds the gateway off for long."""
+        first, so no single transaction holds the gateway off for long.
+
+        ``upto`` (after a verified backup): the highest message id backed up per session. Only
+        those messages are trimmed early, and the final transaction deletes nothing (raising
+        ChangedSinceBackup) if any session got a newer message or a new subagent run."""
         if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
             return Deleted([])
         cascade = self.rules.delete_cascades
         doomed = [session_id, *(self.delegate_children([session_id]) if cascade else [])]
+        trimmed = 0
         for sid in doomed:
-            self._trim_messages(sid)
+            if upto is None:
+                self._trim_messages(sid)
+            elif sid in upto:
+                trimmed += self._trim_messages(sid, upto[sid])
 
         def fn(conn: sqlite3.Connection) -> list[str]:
             if (
@@ -186,6 +200,8 @@ class Actions:
             ):
                 return []
             children = self.delegate_children([session_id], conn) if cascade else []
+            if upto is not None:
+                self._check_unchanged(conn, [session_id, *children], upto, trimmed)
             if children:
                 marks = sql.in_list(len(children))
                 conn.execute(f"DELETE FROM messages WHERE session_id IN ({marks})", children)
@@ -210,21 +226,72 @@ class Actions:
             deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
         return deleted
 
-    def _trim_messages(self, session_id: str) -> None:
-        n = self.r.scalar("SELECT COUNT(*) FROM messages WHERE session_id = ?", [session_id])
+    def _trim_messages(self, session_id: str, upto_id: int | None = None) -> int:
+        """Delete a long transcript's messages ahead of the session, a batch per transaction,
+        until one short transaction can take the rest. With ``upto_id``, only messages with
+        ids up to it (the ones a backup holds). Returns how many went."""
+        bound, params = ("", []) if upto_id is None else (" AND id <= ?", [upto_id])
+        n = self.r.scalar(
+            f"SELECT COUNT(*) FROM messages WHERE session_id = ?{bound}", [session_id, *params]
+        )
+        total = 0
         while n > ONE_TXN_MESSAGES:
             gone = self.w.run(
                 lambda c: (
                     c.execute(
-                        "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? "
-                        "ORDER BY timestamp DESC, id DESC LIMIT ?)",
-                        (session_id, MESSAGE_BATCH),
+                        "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE "
+                        f"session_id = ?{bound} ORDER BY timestamp DESC, id DESC LIMIT ?)",
+                        (session_id, *params, MESSAGE_BATCH),
                     ).rowcount
                 )
             )
             if not gone:
                 break
             n -= gone
+            total += gone
+        return total
+
+    @staticmethod
+    def _check_unchanged(
+        conn: sqlite3.Connection, ids: list[str], upto: dict[str, int], trimmed: int
+    ) -> None:
+        """Inside the delete's transaction: nothing the backup lacks may be deleted."""
+        kept = (
+            f" {trimmed} of its backed-up messages were already removed; the backup holds them."
+            if trimmed
+            else " Nothing was deleted."
+        )
+        for sid in ids:
+            if sid not in upto:
+                raise ChangedSinceBackup(
+                    f"Subagent run {sid} appeared after the backup, so {ids[0]} was kept.{kept}"
+                )
+            newer = conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ? AND id > ?", (sid, upto[sid])
+            ).fetchone()[0]
+            if newer:
+                raise ChangedSinceBackup(
+                    f"{newer} new message{'s' if newer != 1 else ''} arrived in {sid} after the "
+                    f"backup, so it was kept.{kept} Back it up again to delete it."
+                )
+
+    def delete_backed_up(self, session_id: str, exporter, root: Path) -> tuple[Deleted, Backup]:
+        """Export the session (and the subagent runs that go with it), verify the files read
+        back from disk, then delete exactly what they hold (webui.db.backup). Raises
+        BackupFailed or ChangedSinceBackup, having deleted nothing the backup lacks."""
+        if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
+            raise NotFound(f"No session has the id “{session_id}”.")
+        return self._delete_into(session_id, exporter, backup.new_folder(root, session_id))
+
+    def _delete_into(self, session_id: str, exporter, folder: Path) -> tuple[Deleted, Backup]:
+        cascade = self.rules.delete_cascades
+        doomed = [session_id, *(self.delegate_children([session_id]) if cascade else [])]
+        full = [r for r in (exporter.session_record(i, include_rewound=True) for i in doomed) if r]
+        if not full or full[0]["id"] != session_id:
+            raise NotFound(f"No session has the id “{session_id}”.")
+        done = backup.write_and_verify(folder, full)
+        deleted = self.delete(session_id, upto=backup.newest_message_ids(full))
+        return deleted, done
 
     def transcript_files(self, session_id: str) -> list[Path]:
         """The files Hermes 0.19 removes with a session, inside this Hermes home only:
@@ -353,7 +420,9 @@ class Actions:
             )
         ]
 
-    def start_prune(self, sel: Selection) -> PruneJob:
+    def start_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:
+        """Prune in a background thread. ``backup_to`` = (exporter, folder root): back every
+        session up first and delete only what verifiably was (webui.db.backup)."""
         where, params = self._rule(sel)
         total = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
         job = PruneJob(uuid.uuid4().hex[:12], sel, total)
@@ -363,12 +432,15 @@ class Actions:
 
         def work() -> None:
             with app.app_context():
-                self._run_prune(job)
+                if backup_to:
+                    self._run_backed_up_prune(job, *backup_to)
+                else:
+                    self._run_prune(job)
 
         threading.Thread(target=work, daemon=True, name=f"prune-{job.id}").start()
         return job
 
-    def run_prune(self, sel: Selection) -> PruneJob:
+    def run_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:
         """The same as start_prune, in the calling thread (CLI, tests)."""
         where, params = self._rule(sel)
         job = PruneJob(
@@ -379,8 +451,39 @@ class Actions:
         with self._jobs_lock:
             self.jobs[job.id] = job
         with request_deadline.suspended():  # the prune's batches have budgets of their own
-            self._run_prune(job)
+            if backup_to:
+                self._run_backed_up_prune(job, *backup_to)
+            else:
+                self._run_prune(job)
         return job
+
+    def _run_backed_up_prune(self, job: PruneJob, exporter, root: Path) -> None:
+        """The prune's sessions one at a time, each backed up, verified and then deleted
+        (delete_backed_up) into one folder. A session that changed after its backup is kept
+        and named; the rest go on."""
+        try:
+            job.backup_folder = backup.new_folder(root, "prune")
+            seen: set[str] = set()
+            for sid in self.prune_ids(job.selection):
+                if sid in seen:
+                    continue  # already gone as a subagent run of an earlier one
+                try:
+                    deleted, done = self._delete_into(sid, exporter, job.backup_folder)
+                except ChangedSinceBackup:
+                    job.kept.append(sid)
+                    continue
+                except NotFound:
+                    continue
+                seen.update(deleted.ids)
+                job.deleted += len(deleted.ids)
+                job.backed_up_messages += done.messages
+                job.messages_deleted += done.messages
+                self._note(job, self.w.last_transaction_s)
+        except Exception as exc:  # noqa: BLE001 - reported to the user through the job
+            job.error = getattr(exc, "message", None) or str(exc)
+        finally:
+            job.done = True
+            job.finished = time.time()
 
     def _run_prune(self, job: PruneJob) -> None:
         try:

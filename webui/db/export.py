@@ -21,6 +21,7 @@ from webui.db import sql
 from webui.db.reader import Reader
 from webui.db.sessions import SessionQuery, SessionStore
 from webui.db.sql import SESSION_FIGURES
+from webui.hermes import exports
 from webui.hermes.content import (
     content_parts,
     decode_content,
@@ -96,16 +97,21 @@ class Exporter:
     # -- records -----------------------------------------------------------------------------
 
     def record(
-        self, conn: sqlite3.Connection, session_id: str, include_rewound: bool = False
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        include_rewound: bool = False,
+        last_active: bool = True,
     ) -> dict[str, Any] | None:
-        """One export record, read on ``conn`` (Hermes's export_all keys: the session's
-        columns, last_active from schema 11 on, then messages)."""
+        """One export record, read on ``conn``: the session's columns, then messages. With
+        ``last_active`` (schema 11 on) the keys of Hermes's export_all, the whole-database
+        export; without, those of export_session (one id, or a filtered export)."""
         cur = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,))
         row = cur.fetchone()
         if row is None:
             return None
         session = dict(zip([d[0] for d in cur.description], row, strict=False))
-        if self.schema.version is not None and self.schema.version >= 11:
+        if last_active and self.schema.version is not None and self.schema.version >= 11:
             session["last_active"] = conn.execute(
                 "SELECT COALESCE(MAX(timestamp), ?) FROM messages WHERE session_id = ?",
                 (session["started_at"], session_id),
@@ -136,23 +142,95 @@ class Exporter:
         session["messages"] = messages
         return session
 
-    def jsonl(self, ids: Iterator[str], include_rewound: bool = False) -> Iterator[bytes]:
+    def records(
+        self,
+        ids: Iterator[str],
+        include_rewound: bool = False,
+        last_active: bool = False,
+        batch_size: int = BATCH,
+    ) -> Iterator[dict[str, Any]]:
+        """Export records for ``ids``, read a batch per connection; nothing stays open while
+        the caller (a slow download) consumes them."""
+        batch: list[str] = []
+        for sid in ids:
+            batch.append(sid)
+            if len(batch) >= batch_size:
+                yield from self._records_batch(batch, include_rewound, last_active)
+                batch = []
+        if batch:
+            yield from self._records_batch(batch, include_rewound, last_active)
+
+    def _records_batch(
+        self, ids: list[str], include_rewound: bool, last_active: bool
+    ) -> list[dict[str, Any]]:
+        with self.r.connection(EXPORT_TIME_LIMIT) as conn:
+            out = []
+            for sid in ids:
+                rec = self.record(conn, sid, include_rewound, last_active)
+                if rec is not None:
+                    out.append(rec)
+            return out
+
+    def session_record(self, session_id: str, include_rewound: bool = False):
+        """Hermes's export_session(id)."""
+        with self.r.connection(EXPORT_TIME_LIMIT) as conn:
+            return self.record(conn, session_id, include_rewound, last_active=False)
+
+    def lineage_record(self, session_id: str, include_rewound: bool = False):
+        """Hermes's export_session_lineage(id): the compression chain the session belongs to,
+        as one logical record (``--lineage logical``)."""
+        with self.r.connection(EXPORT_TIME_LIMIT) as conn:
+            conn.row_factory = sqlite3.Row
+
+            def get(sid: str):
+                row = conn.execute("SELECT * FROM sessions WHERE id = ?", (sid,)).fetchone()
+                return dict(row) if row else None
+
+            def children(sid: str):
+                return [
+                    dict(r)
+                    for r in conn.execute(
+                        "SELECT * FROM sessions WHERE parent_session_id = ? ORDER BY started_at",
+                        (sid,),
+                    )
+                ]
+
+            ids = exports.compression_lineage(session_id, get, children)
+            conn.row_factory = None
+            segments = [self.record(conn, sid, include_rewound, last_active=False) for sid in ids]
+        return exports.logical_record([s for s in segments if s is not None])
+
+    def jsonl(
+        self,
+        ids: Iterator[str],
+        include_rewound: bool = False,
+        last_active: bool = True,
+        redact: bool = False,
+    ) -> Iterator[bytes]:
         """Streamed JSONL, a batch of sessions per read connection (short read transactions,
         memory bounded by one batch). orjson writes the same JSON several times faster."""
         batch: list[str] = []
         for sid in ids:
             batch.append(sid)
             if len(batch) >= BATCH:
-                yield from self._jsonl_batch(batch, include_rewound)
+                yield from self._jsonl_batch(batch, include_rewound, last_active, redact)
                 batch = []
         if batch:
-            yield from self._jsonl_batch(batch, include_rewound)
+            yield from self._jsonl_batch(batch, include_rewound, last_active, redact)
 
-    def _jsonl_batch(self, ids: list[str], include_rewound: bool = False) -> Iterator[bytes]:
+    def _jsonl_batch(
+        self,
+        ids: list[str],
+        include_rewound: bool = False,
+        last_active: bool = True,
+        redact: bool = False,
+    ) -> Iterator[bytes]:
         with self.r.connection(EXPORT_TIME_LIMIT) as conn:
             out = []
             for sid in ids:
-                rec = self.record(conn, sid, include_rewound)
+                rec = self.record(conn, sid, include_rewound, last_active)
+                if rec is not None and redact:
+                    rec = exports.redact(rec)
                 if rec is not None:
                     try:
                         out.append(
@@ -255,14 +333,16 @@ class Exporter:
     def _messages_in_batches(self, session_id: str, size: int = 500) -> Iterator[dict[str, Any]]:
         """A session's messages in keyset batches: each batch is one short read, and nothing
         stays open while a slow client downloads."""
+        by_id = rules_for(self.schema.version).messages_by_id
+        order = "id" if by_id else "timestamp, id"
         after: tuple[float, int] | None = None
         while True:
             cond, params = "", [session_id]
             if after:
-                cond = " AND (timestamp, id) > (?, ?)"
-                params += list(after)
+                cond = " AND id > ?" if by_id else " AND (timestamp, id) > (?, ?)"
+                params += [after[1]] if by_id else list(after)
             rows = self.r.rows(
-                f"SELECT * FROM messages WHERE session_id = ?{cond} ORDER BY timestamp, id LIMIT ?",
+                f"SELECT * FROM messages WHERE session_id = ?{cond} ORDER BY {order} LIMIT ?",
                 [*params, size],
             )
             yield from rows

@@ -1,5 +1,6 @@
-"""SQL about one session's messages: keyset pages in (timestamp, id) order, and the links
-between tool calls and their results."""
+"""SQL about one session's messages: keyset pages in the order the Hermes that wrote the file
+reads them back (Hermes 0.19: by id, since a clock can jump back; before: by timestamp, then
+id), and the links between tool calls and their results."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from webui.db.errors import BadRequest
 from webui.db.reader import Reader
 from webui.db.sql import decode_cursor, encode_cursor
 from webui.hermes.content import parse_tool_calls
+from webui.hermes.rules import rules_for
 
 PAGE_SIZE = 100
 # How many messages of context to show above a message opened by its anchor.
@@ -29,6 +31,59 @@ class MessageStore:
     def __init__(self, reader: Reader):
         self.r = reader
         self.schema = reader.schema
+
+    @property
+    def by_id(self) -> bool:
+        return rules_for(self.schema.version).messages_by_id
+
+    def _after(self, row_or_key) -> tuple[str, list]:
+        """The keyset condition "after this message" and its parameters, in this file's
+        order. ``row_or_key``: a message row, or a decoded cursor (timestamp, id)."""
+        ts, mid = (
+            (row_or_key["timestamp"], row_or_key["id"])
+            if isinstance(row_or_key, dict)
+            else row_or_key
+        )
+        if self.by_id:
+            return "id > ?", [mid]
+        return "(timestamp, id) > (?, ?)", [ts, mid]
+
+    def _before(self, row_or_key) -> tuple[str, list]:
+        ts, mid = (
+            (row_or_key["timestamp"], row_or_key["id"])
+            if isinstance(row_or_key, dict)
+            else row_or_key
+        )
+        if self.by_id:
+            return "id < ?", [mid]
+        return "(timestamp, id) < (?, ?)", [ts, mid]
+
+    def _order(self, desc: bool = False) -> str:
+        d = " DESC" if desc else ""
+        return f"id{d}" if self.by_id else f"timestamp{d}, id{d}"
+
+    def _rows(self, where: str, params: list, desc: bool, limit: int) -> list[dict[str, Any]]:
+        """A page of messages. By id, the ids are found on the (session_id, active,
+        timestamp) index alone and sorted there; only the page's rows are then read."""
+        if not self.by_id:
+            return self.r.rows(
+                f"SELECT * FROM messages WHERE {where} ORDER BY {self._order(desc)} LIMIT ?",
+                [*params, limit],
+            )
+        ids = [
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT id FROM messages WHERE {where} ORDER BY {self._order(desc)} LIMIT ?",
+                [*params, limit],
+            )
+        ]
+        if not ids:
+            return []
+        return self.r.rows(
+            f"SELECT * FROM messages WHERE id IN ({','.join('?' * len(ids))}) "
+            f"ORDER BY {self._order(desc)}",
+            ids,
+        )
 
     @property
     def has_active(self) -> bool:
@@ -72,11 +127,12 @@ class MessageStore:
         idx_messages_session), so a page can say "messages 1,201–1,300 of 5,000"."""
         if first is None:
             return 0
+        cond, params = self._before(first)
         return (
             self.r.scalar(
                 f"SELECT COUNT(*) FROM messages WHERE session_id = ?{self._visible(include_rewound)}"
-                " AND (timestamp, id) < (?, ?)",
-                [session_id, first["timestamp"], first["id"]],
+                f" AND {cond}",
+                [session_id, *params],
             )
             or 0
         )
@@ -91,19 +147,25 @@ class MessageStore:
         include_rewound: bool = False,
         limit: int = PAGE_SIZE,
     ) -> MessagePage:
-        vis = self._visible(include_rewound)
-        base = f"SELECT * FROM messages WHERE session_id = ?{vis}"
-        forward = f"{base} AND (timestamp, id) > (?, ?) ORDER BY timestamp, id LIMIT ?"
-        backward = f"{base} AND (timestamp, id) < (?, ?) ORDER BY timestamp DESC, id DESC LIMIT ?"
+        vis = f"session_id = ?{self._visible(include_rewound)}"
+
+        def forward(key, n):
+            cond, params = self._after(key)
+            return self._rows(f"{vis} AND {cond}", [session_id, *params], False, n)
+
+        def backward(key, n):
+            cond, params = self._before(key)
+            return self._rows(f"{vis} AND {cond}", [session_id, *params], True, n)
+
         if before:
-            key, mid = decode_cursor(before)
-            rows = self.r.rows(backward, [session_id, key, mid, limit + 1])
+            rows = backward(decode_cursor(before), limit + 1)
             has_prev = len(rows) > limit
             rows = list(reversed(rows[:limit]))
             # Going backwards, the page after this one exists: it is where we came from
             # (unless we came from past the end).
             has_next = bool(rows) and before != END_CURSOR
         else:
+            start_key: Any = None
             if at is not None:
                 anchor = self.r.one(
                     "SELECT timestamp, id FROM messages WHERE id = ? AND session_id = ?",
@@ -111,21 +173,17 @@ class MessageStore:
                 )
                 if anchor is None:
                     raise BadRequest(f"Message {at} is not part of this session.")
-                lead = self.r.rows(
-                    backward, [session_id, anchor["timestamp"], anchor["id"], LEAD_IN + 1]
-                )
+                lead = backward(anchor, LEAD_IN + 1)
                 # Start just after the message LEAD_IN places before the anchor.
                 start = lead[LEAD_IN] if len(lead) > LEAD_IN else None
                 start_key = (start["timestamp"], start["id"]) if start else None
             else:
                 start_key = decode_cursor(after) if after else None
             if start_key is None:
-                rows = self.r.rows(
-                    f"{base} ORDER BY timestamp, id LIMIT ?", [session_id, limit + 1]
-                )
+                rows = self._rows(vis, [session_id], False, limit + 1)
                 has_prev = False
             else:
-                rows = self.r.rows(forward, [session_id, *start_key, limit + 1])
+                rows = forward(start_key, limit + 1)
                 has_prev = True
             has_next = len(rows) > limit
             rows = rows[:limit]
@@ -160,12 +218,11 @@ class MessageStore:
         has_calls = self.r.schema.has("messages", "tool_calls")
         if has_calls and any("call" not in v for v in links.values()):
             # The calling turn sits just before its results: look back a bounded distance.
-            first = rows[0]
+            cond, params = self._before(rows[0])
             for r in self.r.rows(
                 "SELECT id, tool_calls FROM messages WHERE session_id = ? AND tool_calls IS "
-                "NOT NULL AND (timestamp, id) < (?, ?) ORDER BY timestamp DESC, id DESC "
-                "LIMIT 50",
-                [session_id, first["timestamp"], first["id"]],
+                f"NOT NULL AND {cond} ORDER BY {self._order(desc=True)} LIMIT 50",
+                [session_id, *params],
             ):
                 for call in parse_tool_calls(r["tool_calls"]):
                     if call["id"] in links:

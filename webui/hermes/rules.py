@@ -27,6 +27,9 @@ class Rules:
     export_active_by_id: bool = False
     # Renaming to a title a compression ancestor holds moves it onto this session (0.19).
     rename_takes_from_ancestor: bool = False
+    # A conversation is read back in message-id order (0.19's get_messages: a clock that
+    # jumps back must not reorder it); before, by timestamp, then id.
+    messages_by_id: bool = False
 
 
 def rules_for(schema_version: int | None) -> Rules:
@@ -38,6 +41,7 @@ def rules_for(schema_version: int | None) -> Rules:
             delete_cascades=True,
             export_active_by_id=True,
             rename_takes_from_ancestor=True,
+            messages_by_id=True,
         )
     if schema_version is not None and schema_version >= 11:
         return Rules(schema_version, "Hermes at schema 11 (the reference documents)", "v11")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from flask import (
     Blueprint,
@@ -24,6 +25,7 @@ from markupsafe import escape
 
 from webui.db import BadRequest, get_logbook
 from webui.db.actions import NotFound, TitleInUse
+from webui.db.backup import BackupFailed, ChangedSinceBackup
 from webui.hermes.selection import (
     PARAMS,
     TIME_PARAMS,
@@ -39,6 +41,12 @@ from webui.web.access import change_required
 from webui.web.views import render_page, wants_json
 
 bp = Blueprint("actions", __name__)
+
+
+def backup_root() -> Path:
+    """Verified backups land in the instance folder, beside Logbook's own state."""
+    return Path(current_app.instance_path) / "session-exports"
+
 
 # Above this many sessions the prune button needs a ticked "yes, delete these" box as well.
 PRUNE_CONFIRM_ABOVE = 10
@@ -183,10 +191,23 @@ def delete(session_id: str):
     s = _session_or_404(session_id)
     session_id = s["id"]  # a unique prefix names its session, as in Hermes's commands
     label = _label(s)
-    deleted = lb.actions.delete(session_id)
+    backed_up = ""
+    if request.form.get("backup") in ("1", "verified", "on", "yes"):
+        # Hermes's --delete-after-verified: export, read back and check, then delete what the
+        # backup holds (webui.db.backup).
+        try:
+            deleted, done = lb.actions.delete_backed_up(session_id, lb.exporter, backup_root())
+        except (BackupFailed, ChangedSinceBackup) as exc:
+            abort(409, description=str(exc))
+        backed_up = (
+            f" after backing up {done.messages:,} message{'s' if done.messages != 1 else ''} "
+            f"to {done.folder} (verified)"
+        )
+    else:
+        deleted = lb.actions.delete(session_id)
     if not deleted:
         abort(404, description=f"No session has the id “{session_id}”.")
-    message = f"Deleted “{label}”" + _extras(deleted)
+    message = f"Deleted “{label}”" + _extras(deleted) + backed_up
     if not _browser_form():
         # From the list: the row goes away (empty swap) and a toast says so.
         return _toast("", message)
@@ -304,12 +325,18 @@ def prune_run():
     if request.form.get("confirm") != "yes":
         abort(400, description="Confirm the prune (confirm=yes) after checking the preview.")
     sel = _selection(request.form, "prune")
+    # backup=verified: export, then delete what was verifiably exported (webui.db.backup).
+    backup_to = (
+        (lb.exporter, backup_root())
+        if request.form.get("backup") in ("1", "verified", "on", "yes")
+        else None
+    )
     if request.htmx:
         # In the browser: run in the background, the page polls its progress.
-        job = lb.actions.start_prune(sel)
+        job = lb.actions.start_prune(sel, backup_to)
         return render_template("prune_job.html", job=job, size=lb.size_bytes())
     # A plain form or a script: the response comes when the prune is done.
-    job = lb.actions.run_prune(sel)
+    job = lb.actions.run_prune(sel, backup_to)
     if wants_json() or not _browser_form():
         return jsonify(
             {
@@ -319,6 +346,8 @@ def prune_run():
                 "longest_transaction_s": job.longest_txn_s,
                 "size_bytes": lb.size_bytes(),
                 "job": job.id,
+                "backup_folder": str(job.backup_folder) if job.backup_folder else None,
+                "kept": job.kept,
             }
         ), 200 if not job.error else 503
     return redirect(url_for("actions.prune_job", job_id=job.id))

@@ -1,4 +1,9 @@
-"""Streamed downloads: JSONL (Hermes's export records), CSV of metadata, Markdown transcripts."""
+"""Streamed downloads: JSONL (Hermes's export records), Hermes's Markdown, QMD, HTML and
+user-prompts formats, CSV of metadata, and Logbook's readable Markdown transcript.
+
+Every format takes the same selection (one or more ``session``, a ``lineage`` tree, the list's
+filters, or a prune preview), ``redact=1`` (Hermes's ``--redact``) and ``rewound=1`` (messages
+undone by /rewind, left out by Hermes 0.19 unless asked for)."""
 
 from __future__ import annotations
 
@@ -10,14 +15,23 @@ from datetime import datetime
 from flask import Blueprint, Response, abort, render_template, request, stream_with_context
 
 from webui.db import BadRequest, SessionQuery, get_logbook
+from webui.hermes import exports
+from webui.hermes.exports import ExportFormatError
 from webui.hermes.selection import SelectionError, selection_from_args
+from webui.present.zipstream import zip_stream
 
 bp = Blueprint("export", __name__)
 
 
+# Hermes builds an HTML export whole in memory; so does its renderer here. Bounded so that one
+# request cannot hold the server: larger selections go as JSONL, Markdown or QMD (streamed).
+MAX_HTML_SESSIONS = 200
+
+
 def _ids():
-    """(ids iterator, name) for the request's selection; a selection that matches nothing is
-    answered with a message, never with an empty file."""
+    """(ids iterator, name, whole) for the request's selection; a selection that matches
+    nothing is answered with a message, never with an empty file. ``whole``: the export of
+    everything (Hermes's export_all records, which carry last_active)."""
     ids, name = _selection()
     first = next(ids, None)
     if first is None:
@@ -29,11 +43,40 @@ def _ids():
     return itertools.chain([first], ids), name
 
 
+def _flag(name: str) -> bool:
+    return request.args.get(name, "").lower() in ("1", "true", "on", "yes")
+
+
+def _only() -> str | None:
+    try:
+        return exports.only_value(request.args.get("only"))
+    except ExportFormatError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def _whole() -> bool:
+    """No session, lineage, prune preview or filter: everything, as `hermes sessions export`
+    without arguments (its export_all)."""
+    if request.args.get("session") or request.args.get("lineage"):
+        return False
+    if request.args.get("selection") or request.args.get("prune_cutoff"):
+        return False
+    args = request.args.copy()
+    for key in ("format", "only", "redact", "rewound", "lineage_mode", "style", "after"):
+        args.pop(key, None)
+    args.setdefault("archived", "include")
+    args["rows"] = "all"
+    return get_logbook().sessions.where(SessionQuery.from_args(args))[0] == "1"
+
+
 def _selection():
     lb = get_logbook()
     prune_cutoff = request.args.get("prune_cutoff")
-    if prune_cutoff or request.args.get("selection") == "prune":
-        # "Export these first" from the prune preview: exactly the sessions it listed.
+    command = request.args.get("selection")
+    if prune_cutoff or command in ("prune", "export"):
+        # selection=prune: "export these first" from the prune preview, exactly the sessions
+        # it listed. selection=export: `hermes sessions export <filters>`'s own selection
+        # (ended sessions matching every filter, archived ones included), oldest first.
         args = request.args.copy()
         if prune_cutoff:  # Logbook 0.2's link: older than the cutoff, one source
             try:
@@ -44,10 +87,12 @@ def _selection():
                 abort(400, description="prune_cutoff must be a timestamp.")
             args["before"] = datetime.fromtimestamp(cutoff).astimezone().isoformat()
         try:
-            sel = selection_from_args(args, command="prune")
+            sel = selection_from_args(args, command="export" if command == "export" else "prune")
         except (SelectionError, OverflowError, OSError, ValueError) as exc:
             abort(400, description=str(exc))
-        return iter(lb.actions.prune_ids(sel)), "prune-preview"
+        if command == "export" and not sel.any_filter:
+            abort(400, description="selection=export needs at least one filter, as in Hermes.")
+        return iter(lb.actions.prune_ids(sel)), f"{command or 'prune'}-selection"
     sessions = [s for s in request.args.getlist("session") if s]
     lineage = request.args.get("lineage") or None
     if lineage:
@@ -71,14 +116,22 @@ def _selection():
     return lb.exporter.session_ids(SessionQuery.from_args(args)), "sessions"
 
 
-def _download(chunks, name: str, ext: str, mimetype: str) -> Response:
+def _download(chunks, name: str, ext: str, mimetype: str, filename: str | None = None) -> Response:
+    """A streamed attachment. ``filename``: the name Hermes gives the file (made ASCII)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     safe = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-_" else "_" for ch in name)[:80]
+    if filename:
+        stem = "".join(
+            ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "_" for ch in filename
+        )
+        disposition = f'attachment; filename="{stem[:160]}"'
+    else:
+        disposition = f'attachment; filename="hermes-{safe}-{stamp}.{ext}"'
     return Response(
         stream_with_context(chunks),
         mimetype=mimetype,
         headers={
-            "Content-Disposition": f'attachment; filename="hermes-{safe}-{stamp}.{ext}"',
+            "Content-Disposition": disposition,
             "X-Content-Type-Options": "nosniff",
         },
     )
@@ -91,16 +144,114 @@ def form():
 
 @bp.get("/export.jsonl")
 def jsonl():
+    only = _only()
+    whole = _whole()
     ids, name = _ids()
     # Hermes 0.19 exports the conversation as it stands: messages undone by /rewind only when
     # asked for (rewound=1).
-    rewound = request.args.get("rewound") in ("1", "true", "on", "yes")
+    rewound, redact = _flag("rewound"), _flag("redact")
+    ex = get_logbook().exporter
+    if only == "user-prompts":
+        chunks = (
+            line.encode()
+            for rec in ex.records(ids, include_rewound=rewound)
+            for line in exports.prompt_lines(exports.redact(rec) if redact else rec)
+        )
+        return _download(chunks, f"{name}-user-prompts", "jsonl", "application/x-ndjson")
     return _download(
-        get_logbook().exporter.jsonl(ids, include_rewound=rewound),
+        ex.jsonl(ids, include_rewound=rewound, last_active=whole, redact=redact),
         name,
         "jsonl",
         "application/x-ndjson",
     )
+
+
+def _hermes_records(ids, rewound: bool, redact: bool, logical: bool):
+    """Export records as `hermes sessions export` builds them for md/qmd/html: one per
+    session, or (``lineage_mode=logical``) its whole compression chain as one."""
+    ex = get_logbook().exporter
+    if logical:
+        done: set[str] = set()
+        for sid in ids:
+            rec = ex.lineage_record(sid, include_rewound=rewound)
+            if rec is None or rec["id"] in done:
+                continue  # two segments of one chain export it once
+            done.add(rec["id"])
+            yield exports.redact(rec) if redact else rec
+        return
+    for rec in ex.records(ids, include_rewound=rewound):
+        yield exports.redact(rec) if redact else rec
+
+
+def _hermes_document(fmt: str):
+    """/export.md and /export.qmd: Hermes's files. One session gives its file; several give a
+    zip of their files and Hermes's manifest.jsonl, streamed member by member."""
+    only = _only()
+    try:
+        logical = exports.lineage_mode(request.args.get("lineage_mode")) == "logical"
+    except ExportFormatError as exc:
+        raise BadRequest(str(exc)) from None
+    rewound, redact = _flag("rewound"), _flag("redact")
+    if only is None and _whole():
+        # As Hermes: md/qmd write a file per session, never for the whole database unasked.
+        raise BadRequest(
+            "Markdown and QMD exports are per session: choose a session, a lineage or at least "
+            "one filter (e.g. older_than=90, source=telegram). JSONL exports everything."
+        )
+    if only == "user-prompts":
+        if fmt != "md":
+            raise BadRequest("Hermes writes user prompts as JSONL or Markdown (md), not QMD.")
+        ids, name = _ids()
+        records = _hermes_records(ids, rewound, redact, logical=False)
+        return _download(
+            exports.prompts_markdown(records), f"{name}-user-prompts", "md", "text/markdown"
+        )
+    ids, name = _ids()
+    records = _hermes_records(ids, rewound, redact, logical)
+    first = next(records)
+    second = next(records, None)
+    mimetype = "text/markdown"
+    if second is None:
+        return _download(
+            iter([exports.document(first, fmt)]),
+            name,
+            fmt,
+            mimetype,
+            filename=exports.file_name(first, fmt),
+        )
+
+    def members():
+        manifest = []
+        for rec in itertools.chain([first, second], records):
+            filename = exports.file_name(rec, fmt)
+            data = exports.document(rec, fmt).encode("utf-8")
+            manifest.append(exports.manifest_entry(rec, filename, fmt, data, time.time()))
+            yield filename, data
+        yield "manifest.jsonl", "".join(manifest).encode("utf-8")
+
+    return _download(zip_stream(members()), f"{name}-{fmt}", "zip", "application/zip")
+
+
+@bp.get("/export.qmd")
+def qmd():
+    return _hermes_document("qmd")
+
+
+@bp.get("/export.html")
+def html():
+    ids, name = _ids()
+    records = list(
+        itertools.islice(
+            _hermes_records(ids, _flag("rewound"), _flag("redact"), logical=False),
+            MAX_HTML_SESSIONS + 1,
+        )
+    )
+    if len(records) > MAX_HTML_SESSIONS:
+        raise BadRequest(
+            f"An HTML export holds at most {MAX_HTML_SESSIONS} sessions (it is one page, built "
+            "whole). Narrow the selection, or export JSONL, Markdown or QMD, which stream."
+        )
+    return _download(iter([exports.html(records)]), name, "html", "text/html")
 
 
 @bp.get("/export.csv")
@@ -111,6 +262,10 @@ def csv():
 
 @bp.get("/export.md")
 def markdown():
+    if request.args.get("style") != "transcript":
+        return _hermes_document("md")
+    # Logbook's own transcript: easy to read, every message fenced so none can pass for a
+    # heading or carry HTML into a Markdown viewer.
     if not (request.args.get("session") or request.args.get("lineage")):
         raise BadRequest(
             "A Markdown transcript is for one session (session=) or one lineage (lineage=)."
