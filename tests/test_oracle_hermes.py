@@ -381,3 +381,22 @@ def test_profiles_are_the_ones_hermes_lists(venv, tmp_path):
     select = html[html.index('<select id="profile-select"') :]
     ours = re.findall(r'<option value="([^"]+)"', select[: select.index("</select>")])
     assert [o for o in ours if o != "all"] == theirs
+
+
+def test_sessions_stats_equal_hermes_cli(pair):
+    """`hermes sessions stats`: sessions (archived left out, as Hermes counts them), every
+    message row, and sessions per platform it names — against the stats page's JSON with
+    archived=hide for the whole history."""
+    import re
+
+    name, hermes, client = pair
+    out = hermes.cli("sessions", "stats")
+    theirs_sessions = int(re.search(r"Total sessions: (\d+)", out).group(1))
+    theirs_messages = int(re.search(r"Total messages: (\d+)", out).group(1))
+    per_source = {m[0]: int(m[1]) for m in re.findall(r"^\s+(\w+): (\d+) sessions$", out, re.M)}
+    report = client.get("/stats?format=json&period=all&archived=hide").get_json()
+    assert report["totals"]["sessions"] == theirs_sessions, name
+    assert report["overview"]["messages"] == theirs_messages, name
+    ours = {r["key"]: r["sessions"] for r in report["by_source"]}
+    for source, n in per_source.items():
+        assert ours.get(source) == n, (name, source)

@@ -304,3 +304,33 @@ def test_rollup_follows_appends_and_deletions(tmp_path):
         conn.execute("DELETE FROM messages WHERE session_id = ?", (victim,))
     conn.close()
     assert tools() == truth()
+
+
+@pytest.mark.parametrize("mode", ["hide", "only", "include"])
+def test_archived_filter_reaches_the_tool_and_heatmap_panels(tmp_path, mode):
+    """The rollup's panels take the archived flag from the live database (it changes after a
+    session is rolled up): their totals follow the filter like every other figure."""
+    from support import copy_fixture, make_app, sql
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    r = client.get(f"/stats?format=json&period=all&archived={mode}")
+    assert r.status_code == 200
+    report = r.get_json()
+    test = {"hide": "= 0", "only": "!= 0", "include": "IS NOT NULL OR 1"}[mode]
+    want = sql(
+        db,
+        "SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
+        f"WHERE COALESCE(s.archived, 0) {test}",
+    )[0][0]
+    assert sum(h["messages"] for h in report["heatmap"]) == want
+    tool_rows = sql(
+        db,
+        "SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE "
+        f"m.role = 'tool' AND COALESCE(s.archived, 0) {test}",
+    )[0][0]
+    assert sum(t["results"] for t in report["tools"]) <= tool_rows
+    assert (
+        report["totals"]["sessions"]
+        == sql(db, f"SELECT COUNT(*) FROM sessions WHERE COALESCE(archived, 0) {test}")[0][0]
+    )

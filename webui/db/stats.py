@@ -81,7 +81,13 @@ class StatsStore:
     def cost(self) -> str:
         return sql.cost(self.schema)
 
-    def where(self, q: StatsQuery) -> tuple[str, list[Any]]:
+    def rollup_where(self, q: StatsQuery) -> tuple[str, list[Any]]:
+        """The same filter for the rollup's panels, which read its ``sess`` copy of the
+        filterable columns: the archived flag changes after a session is rolled up, so it is
+        read from the attached state database (``st``) itself."""
+        return self.where(q, archived_from="st.sessions")
+
+    def where(self, q: StatsQuery, archived_from: str | None = None) -> tuple[str, list[Any]]:
         clauses, params = [], []
         if q.start is not None:
             # For long periods a plain scan beats walking idx_sessions_started and fetching
@@ -98,11 +104,15 @@ class StatsStore:
         if q.models and self.schema.has("sessions", "model"):
             clauses.append(f"model IN ({','.join('?' * len(q.models))})")
             params += q.models
-        if self.schema.has("sessions", "archived"):
-            if q.archived == "hide":
-                clauses.append("COALESCE(archived, 0) = 0")
-            elif q.archived == "only":
-                clauses.append("COALESCE(archived, 0) != 0")
+        if self.schema.has("sessions", "archived") and q.archived in ("hide", "only"):
+            test = "= 0" if q.archived == "hide" else "!= 0"
+            if archived_from:
+                clauses.append(
+                    f"s.session_id IN (SELECT id FROM {archived_from} WHERE COALESCE(archived, 0) "
+                    f"{test})"
+                )
+            else:
+                clauses.append(f"COALESCE(archived, 0) {test}")
         return (" AND ".join(clauses) or "1"), params
 
     def _sums(self) -> str:

@@ -149,7 +149,9 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
         start = st.first_started() or q.now
     bucket = bucket_for((q.end or q.now) - start)
     series_rows = st.series(q, bucket, q.cost_by, first=start)
-    tools = lb.rollup.tools(where, params)
+    # The rollup's panels read their own copy of the columns; the archived flag they take live.
+    rwhere, rparams = st.rollup_where(q)
+    tools = lb.rollup.tools(rwhere, rparams)
     all_calls = sum(t["calls"] for t in tools) or 1
     for t in tools:
         t["share"] = round(t["calls"] / all_calls, 6)
@@ -180,7 +182,7 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
         },
         "tools": tools,
         "heatmap": lb.rollup.heatmap(
-            where, params, int(datetime.now(tz.zone(q.tz)).utcoffset().total_seconds())
+            rwhere, rparams, int(datetime.now(tz.zone(q.tz)).utcoffset().total_seconds())
         ),
         "aux_usage": st.aux_usage(q),
         "coverage": {
