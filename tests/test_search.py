@@ -416,3 +416,34 @@ def test_search_hits_equal_recorded_hermes_0_19(tmp_path, name):
     }
     # most queries must be equal outright; "more" only where Hermes's FTS5 call fails
     assert sum(v == "equal" for v in outcomes.values()) >= len(outcomes) - 2, outcomes
+
+
+@pytest.mark.parametrize("query", ["check", "session_search", "obsidian", "model*", "default"])
+def test_unfiltered_counts_leave_rewound_hits_out_without_a_join(tmp_path, query):
+    """On schema 22 an unfiltered search is counted on the FTS index alone, less the hidden
+    (rewound, not compacted) messages: the same total as counting with the join, and the
+    pages hold exactly those messages."""
+    from support import copy_fixture, make_app, sql
+    from support.http import follow
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    fts = query.replace("_", " ") if "_" in query else query
+    want = sql(
+        db,
+        "SELECT m.id FROM messages_fts f JOIN messages m ON m.id = f.rowid WHERE "
+        "messages_fts MATCH ? AND (COALESCE(m.active, 1) != 0 OR m.compacted = 1)",
+        (f'"{fts}"' if " " in fts else fts,),
+    )
+    hidden = sql(
+        db,
+        "SELECT COUNT(*) FROM messages_fts f JOIN messages m ON m.id = f.rowid WHERE "
+        "messages_fts MATCH ? AND m.active = 0 AND COALESCE(m.compacted, 0) = 0",
+        (f'"{fts}"' if " " in fts else fts,),
+    )[0][0]
+    report = client.get(f"/search?q={query}&format=json").get_json()
+    assert report["total"] == len(want)
+    shown = {r["message_id"] for r in follow(client, f"/search?q={query}&format=json", "results")}
+    assert shown == {r[0] for r in want}
+    if query in ("check", "obsidian"):
+        assert hidden > 0, "the fixture's rewound messages hold this word"
