@@ -334,3 +334,58 @@ def test_archived_filter_reaches_the_tool_and_heatmap_panels(tmp_path, mode):
         report["totals"]["sessions"]
         == sql(db, f"SELECT COUNT(*) FROM sessions WHERE COALESCE(archived, 0) {test}")[0][0]
     )
+
+
+def test_the_rollup_is_built_in_the_background_and_pages_never_wait_for_it(tmp_path):
+    """From start-up a thread reads the history into the rollup; a stats request meanwhile
+    answers at once with how far it got (and a progress notice that reloads itself), never
+    queueing behind the thread."""
+    import threading
+
+    from webui.db import get_logbook, start_rollup_warmer
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    client = app.test_client()
+    with app.app_context():
+        lb = get_logbook()
+        lb.rollup.lock.acquire()  # as if the warmer were in the middle of a step
+        try:
+            done = threading.Event()
+            result = {}
+
+            def ask():
+                result["r"] = client.get("/stats?period=all")
+                done.set()
+
+            threading.Thread(target=ask).start()
+            assert done.wait(20), "the page waited for the rollup's lock"
+            page = result["r"].get_data(as_text=True)
+            assert "rollup-progress" in page and 'hx-trigger="load delay:1500ms"' in page
+        finally:
+            lb.rollup.lock.release()
+        start_rollup_warmer(app, lb).join(60)
+        assert lb.rollup.coverage().complete
+    page = client.get("/stats?period=all").get_data(as_text=True)
+    assert "rollup-progress" not in page
+
+
+def test_a_shared_report_never_outlives_a_write(tmp_path):
+    """Reports are shared only while nobody commits: another connection's write is seen by
+    the very next request."""
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+
+    def tokens():
+        return client.get("/stats?period=all&format=json").get_json()["totals"]["input_tokens"]
+
+    before = tokens()
+    assert tokens() == before
+    conn = sqlite3.connect(db)
+    with conn:  # a gateway's counter update: no session or message added
+        conn.execute(
+            "UPDATE sessions SET input_tokens = COALESCE(input_tokens, 0) + 1000000 "
+            "WHERE id = (SELECT MIN(id) FROM sessions)"
+        )
+    conn.close()
+    assert tokens() == before + 1000000

@@ -26,6 +26,8 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_REQUEST_DEADLINE": None,  # seconds for all of a request's queries (None: the above)  # seconds, for every user-driven query
     "LOGBOOK_THREADS": 8,  # waitress threads = read connections in the pool
     "LOGBOOK_ROLLUP_BUDGET": 0.5,  # seconds a stats request may spend updating the rollup
+    # Build the rollup in a background thread from start-up (not in TESTING).
+    "LOGBOOK_ROLLUP_WARM": True,
     "LOGBOOK_HOST": "127.0.0.1",
     "LOGBOOK_PORT": 9130,
     "LOGBOOK_REMOTE": False,  # --insecure: a non-loopback bind

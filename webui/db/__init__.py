@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,7 +100,26 @@ def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
     db.init_app(app)
     logbook = build_logbook(app, opened)
     app.extensions["logbook"] = logbook
+    if app.config.get("LOGBOOK_ROLLUP_WARM") and not app.testing:
+        start_rollup_warmer(app, logbook)
     return logbook
+
+
+def start_rollup_warmer(app: Flask, logbook: Logbook) -> threading.Thread:
+    """Read the history into the stats rollup from start-up, in the background, so the first
+    visit to the stats page finds it complete (or shows its progress and completes on its own)
+    instead of building it request by request."""
+
+    def work() -> None:
+        with app.app_context():
+            try:
+                logbook.rollup.warm()
+            except Exception:  # noqa: BLE001 - requests refresh the rollup themselves anyway
+                app.logger.exception("the stats rollup could not be built in the background")
+
+    thread = threading.Thread(target=work, daemon=True, name="rollup-warmer")
+    thread.start()
+    return thread
 
 
 def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:

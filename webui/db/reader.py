@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -92,6 +93,30 @@ class Reader:
         self.retries = retries
         self._identity: tuple[int, int] | None = None
         self._identity_checked = 0.0
+        self._watch: sqlite3.Connection | None = None
+        self._watch_inode = 0
+        self._watch_lock = threading.Lock()
+
+    def data_version(self) -> str:
+        """Changes whenever anyone (the gateway, Hermes's CLI, Logbook's own writer) commits
+        to the file, or the file is replaced: SQLite's data_version on one connection kept
+        for this purpose, and the file's inode. Cheap (no page is read), so an answer may be
+        shared until it moves. On any error a value that never repeats: nothing is shared."""
+        with self._watch_lock:
+            try:
+                inode = os.stat(self.opened.path).st_ino
+                if self._watch is None or self._watch_inode != inode:
+                    if self._watch is not None:
+                        self._watch.close()
+                    self._watch = connect_readonly(
+                        self.opened.path, immutable=self.opened.immutable
+                    )
+                    self._watch_inode = inode
+                version = self._watch.execute("PRAGMA data_version").fetchone()[0]
+                return f"{inode}:{id(self._watch)}:{version}"
+            except (OSError, sqlite3.Error):
+                self._watch = None
+                return f"unknown:{time.monotonic()}"
 
     # -- plumbing -------------------------------------------------------------------------
 

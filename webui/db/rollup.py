@@ -83,45 +83,76 @@ class Rollup:
         )
         conn.execute("COMMIT")
 
-    def refresh(self, budget_s: float = 0.4) -> Coverage:
-        """Bring the rollup up to date, or as far as the budget allows."""
+    def coverage(self) -> Coverage:
+        """How far the rollup has read, without waiting for a refresh that is under way."""
+        conn = self._connect()
+        try:
+            meta = self._meta(conn)
+        finally:
+            conn.close()
+        db_max = self.r.scalar("SELECT COALESCE(MAX(id), 0) FROM messages") or 0
+        if meta.get("version") != VERSION:
+            return Coverage(0, db_max, 0)
+        return Coverage(int(meta["max_id"]), db_max, int(meta["counted"]))
+
+    def warm(self, budget_s: float = 0.25, pause_s: float = 0.02) -> Coverage:
+        """Read the whole history into the rollup in short steps (a background thread from
+        start-up), so the first stats page finds it complete. Each step holds the lock for
+        about ``budget_s``; the pause lets a request's own refresh in between."""
+        while True:
+            cov = self.refresh(budget_s)
+            if cov.complete:
+                return cov
+            time.sleep(pause_s)
+
+    def refresh(self, budget_s: float = 0.4, wait: bool = True) -> Coverage:
+        """Bring the rollup up to date, or as far as the budget allows. ``wait=False``: when
+        another thread (the start-up warmer) is refreshing, return at once with how far it
+        has got instead of queueing behind it."""
+        if not self.lock.acquire(blocking=wait):
+            return self.coverage()
+        try:
+            return self._refresh(budget_s)
+        finally:
+            self.lock.release()
+
+    def _refresh(self, budget_s: float) -> Coverage:
         deadline = time.monotonic() + budget_s
-        with self.lock:
-            conn = self._connect()
-            try:
+        conn = self._connect()
+        try:
+            meta = self._meta(conn)
+            if meta.get("version") != VERSION:
+                self._reset(conn)
                 meta = self._meta(conn)
-                if meta.get("version") != VERSION:
-                    self._reset(conn)
-                    meta = self._meta(conn)
-                max_id, counted = int(meta["max_id"]), int(meta["counted"])
-                # Rows that went away underneath (a prune, a delete) show as fewer messages up
-                # to max_id. Counted as all minus the newer ones: two fast index counts.
-                if (
-                    max_id
-                    and self.r.scalar(
-                        "SELECT (SELECT COUNT(*) FROM messages) - (SELECT COUNT(*) FROM messages "
-                        "WHERE id > ?)",
-                        [max_id],
-                    )
-                    != counted
-                ):
-                    self._reset(conn)
-                    max_id = counted = 0
-                self._sync_sessions(conn, self._meta(conn).get("sessions", ""))
-                db_max = self.r.scalar("SELECT COALESCE(MAX(id), 0) FROM messages") or 0
-                while max_id < db_max and time.monotonic() < deadline:
-                    hi = min(max_id + BATCH, db_max)
-                    counted += self._add_range(conn, max_id, hi)
-                    max_id = hi
-                    conn.execute("BEGIN")
-                    conn.executemany(
-                        "INSERT OR REPLACE INTO main.meta VALUES (?, ?)",
-                        [("max_id", str(max_id)), ("counted", str(counted))],
-                    )
-                    conn.execute("COMMIT")
-                return Coverage(max_id, db_max, counted)
-            finally:
-                conn.close()
+            max_id, counted = int(meta["max_id"]), int(meta["counted"])
+            # Rows that went away underneath (a prune, a delete) show as fewer messages up
+            # to max_id. Counted as all minus the newer ones: two fast index counts.
+            if (
+                max_id
+                and self.r.scalar(
+                    "SELECT (SELECT COUNT(*) FROM messages) - (SELECT COUNT(*) FROM messages "
+                    "WHERE id > ?)",
+                    [max_id],
+                )
+                != counted
+            ):
+                self._reset(conn)
+                max_id = counted = 0
+            self._sync_sessions(conn, self._meta(conn).get("sessions", ""))
+            db_max = self.r.scalar("SELECT COALESCE(MAX(id), 0) FROM messages") or 0
+            while max_id < db_max and time.monotonic() < deadline:
+                hi = min(max_id + BATCH, db_max)
+                counted += self._add_range(conn, max_id, hi)
+                max_id = hi
+                conn.execute("BEGIN")
+                conn.executemany(
+                    "INSERT OR REPLACE INTO main.meta VALUES (?, ?)",
+                    [("max_id", str(max_id)), ("counted", str(counted))],
+                )
+                conn.execute("COMMIT")
+            return Coverage(max_id, db_max, counted)
+        finally:
+            conn.close()
 
     def _sync_sessions(self, conn: sqlite3.Connection, seen: str) -> None:
         """Copy the sessions' filter columns when the set of sessions changed (a new one, a
@@ -230,8 +261,10 @@ class Rollup:
             return {
                 r["tool"]: r["n"]
                 for r in self.query(
-                    f"SELECT t.tool_name AS tool, SUM(t.n) AS n FROM main.{table} t JOIN main.sess s "
-                    f"ON s.session_id = t.session_id WHERE {where} GROUP BY 1",
+                    # CROSS JOIN keeps SQLite's order: the period's sessions first, then
+                    # each one's rows by their primary key (not every row, then its session).
+                    f"SELECT t.tool_name AS tool, SUM(t.n) AS n FROM main.sess s CROSS JOIN "
+                    f"main.{table} t ON t.session_id = s.session_id WHERE {where} GROUP BY 1",
                     params,
                 )
             }
@@ -254,8 +287,8 @@ class Rollup:
         of a daylight-saving change)."""
         shift = round(offset_s / 3600)
         rows = self.query(
-            "SELECT h.dow AS dow, h.hour AS hour, SUM(h.n) AS messages FROM main.hours h JOIN "
-            f"main.sess s ON s.session_id = h.session_id WHERE {where} GROUP BY 1, 2",
+            "SELECT h.dow AS dow, h.hour AS hour, SUM(h.n) AS messages FROM main.sess s CROSS "
+            f"JOIN main.hours h ON h.session_id = s.session_id WHERE {where} GROUP BY 1, 2",
             params,
         )
         out = []
@@ -269,7 +302,7 @@ class Rollup:
 
     def messages_by_source(self) -> list[dict[str, Any]]:
         return self.query(
-            "SELECT s.source AS source, SUM(r.n) AS messages FROM main.roles r JOIN main.sess s "
-            "ON s.session_id = r.session_id GROUP BY 1 ORDER BY messages DESC",
+            "SELECT s.source AS source, SUM(r.n) AS messages FROM main.sess s CROSS JOIN "
+            "main.roles r ON r.session_id = s.session_id GROUP BY 1 ORDER BY messages DESC",
             [],
         )

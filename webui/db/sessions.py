@@ -18,6 +18,8 @@ from webui.hermes import listing
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
+# Figures that scan every session row are shared this long (SessionStore.shared).
+SHARED_TTL_S = 10.0
 SORT_KEYS = ("started", "last_active", "messages", "tokens", "cost")
 STATES = ("active", "ended")
 # A title or id filter longer than any title (Hermes caps them at 100 characters) is cut here:
@@ -595,11 +597,25 @@ class SessionStore:
         """A count over the whole table (Hermes's rows read every row's parent link and
         markers), shared by the requests of the next seconds while no session appears or
         goes. Counts are a guide; the rows themselves are always read fresh."""
+        return self.shared(f"{statement}:{params!r}", lambda: run(statement, params))
+
+    def shared(self, name: str, compute, ttl: float = SHARED_TTL_S, keep=None):
+        """``compute()``, shared by the requests of the next ``ttl`` seconds while no session
+        appears or goes (and until Logbook's own next change): for figures that scan every
+        session row, which a gateway's steady appends hardly move. ``keep(value)`` false:
+        not shared (a partial answer)."""
         token = self.r.one("SELECT COUNT(*) AS n, MAX(started_at) AS s FROM sessions") or {}
-        key = f"shared:{statement}:{params!r}:{token.get('n')}:{token.get('s')}"
+        key = f"shared:{name}:{token.get('n')}:{token.get('s')}"
         if len(self._cache) > 256:
             self._cache.clear()
-        return self._cached(key, lambda: run(statement, params), ttl=10.0)
+        now = time.monotonic()
+        hit = self._cache.get(key)
+        if hit and now - hit[0] < ttl:
+            return hit[1]
+        value = compute()
+        if keep is None or keep(value):
+            self._cache[key] = (now, value)
+        return value
 
     def hidden_count(self, q: SessionQuery, shown: int) -> int | None:
         """In Hermes's rows: how many more rows 'every row' would show (capped); else None.

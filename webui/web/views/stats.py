@@ -140,9 +140,22 @@ def _period_json(q: StatsQuery) -> dict[str, Any]:
 
 
 def build_report(q: StatsQuery) -> dict[str, Any]:
+    """The report for ``q``. A complete one is shared by the requests that ask the same while
+    nobody writes to the file (every figure scans the period's session rows); a commit by
+    the gateway, Hermes or Logbook makes the next request compute it afresh."""
+    lb = get_logbook()
+    asked = (q.period, q.since, q.until, q.sources, q.models, q.lineage, q.cost_by, q.tz)
+    key = f"stats:{asked!r}:{q.archived}:{lb.reader.data_version()}"
+    return lb.sessions.shared(
+        key, lambda: _build_report(q), keep=lambda r: r["coverage"]["complete"]
+    )
+
+
+def _build_report(q: StatsQuery) -> dict[str, Any]:
     lb = get_logbook()
     st = lb.stats
-    coverage = lb.rollup.refresh(current_app.config["LOGBOOK_ROLLUP_BUDGET"])
+    # Never queue behind the start-up warmer: while it reads, the page says how far it got.
+    coverage = lb.rollup.refresh(current_app.config["LOGBOOK_ROLLUP_BUDGET"], wait=False)
     where, params = st.where(q)
     start = q.start
     if start is None:
