@@ -17,6 +17,7 @@ from webui.hermes.content import pretty_json
 from webui.paths import STATIC, TEMPLATES
 from webui.present import filters
 from webui.present.markdown import highlight_code
+from webui.web.urls import row_url
 
 __version__ = "0.1.0"
 
@@ -103,6 +104,7 @@ def create_app(
     app.jinja_env.filters["pretty_json_hl"] = lambda v: highlight_code(pretty_json(v), "json")
     app.jinja_env.globals["app_version"] = __version__
     app.jinja_env.globals["session_state"] = session_state
+    app.jinja_env.globals["row_url"] = row_url
 
     @app.context_processor
     def theme():
