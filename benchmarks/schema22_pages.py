@@ -1,15 +1,23 @@
-"""Page times on the benchmark database as schema 11 (as make_db writes it) and as schema 22
-(the same file after Hermes 0.19.0 opened it, as happens to every user's file), in one run:
-median and p95 of 15 warm requests per page through the app (no HTTP server).
+"""Page times on the benchmark databases, in one run: schema 11 (as make_db writes it) and
+schema 22 (the same file after Hermes 0.19.0 opened it, as happens to every user's file), at
+1M messages and at 100k (growth). Median and p95 of warm requests per page through the app
+(no HTTP server), then the ratios.
 
     .venv/bin/python benchmarks/make_db.py --out /tmp/bench/bench-1m.db
-    mkdir -p /tmp/bench/h22 && cp /tmp/bench/bench-1m.db /tmp/bench/h22/state.db
-    HERMES_HOME=/tmp/bench/h22 ~/.cache/hermes-logbook/hermes-agent-0.19.0/bin/python -c \\
-      "from pathlib import Path; from hermes_state import SessionDB; SessionDB(Path('/tmp/bench/h22/state.db')).close()"
-    .venv/bin/python benchmarks/schema22_pages.py /tmp/bench/bench-1m.db /tmp/bench/h22/state.db
+    .venv/bin/python benchmarks/make_db.py --out /tmp/bench/bench-100k.db --sessions 2000
+    for d in h22 h22-100k; do mkdir -p /tmp/bench/$d; done
+    cp /tmp/bench/bench-1m.db /tmp/bench/h22/state.db
+    cp /tmp/bench/bench-100k.db /tmp/bench/h22-100k/state.db
+    for d in h22 h22-100k; do HERMES_HOME=/tmp/bench/$d \\
+      ~/.cache/hermes-logbook/hermes-agent-0.19.0/bin/python -c "from pathlib import Path; \\
+      from hermes_state import SessionDB; SessionDB(Path('/tmp/bench/$d/state.db')).close()"; done
+    .venv/bin/python benchmarks/schema22_pages.py v11-1m=/tmp/bench/bench-1m.db \\
+      v22-1m=/tmp/bench/h22/state.db v22-100k=/tmp/bench/h22-100k/state.db
 
-"Warm" means within the seconds the list's facet and count scans are shared (webui.db.
-sessions: _shared); the first request after a session appears or goes pays the scan.
+"Shared" stats: the same report asked again while nobody wrote to the file (it is shared
+until the next commit); "computed": after a write, every figure read afresh. "First stats
+visit": a new server, empty rollup, the background warmer started: seconds until the rollup
+is complete, and how the first request answered (at once, partial, with progress).
 """
 
 from __future__ import annotations
@@ -27,21 +35,57 @@ sys.path.insert(0, str(ROOT))
 from support import make_app  # noqa: E402
 
 PAGES = [
-    ("list JSON, Hermes rows", "/sessions?format=json"),
+    ("list JSON", "/sessions?format=json"),
+    ("list HTML", "/sessions"),
     ("list JSON, every row", "/sessions?format=json&rows=all"),
-    ("list HTML, Hermes rows", "/sessions"),
-    ("list HTML, every row", "/sessions?rows=all"),
     ("list JSON, last active", "/sessions?format=json&sort=-last_active"),
     ("list JSON, by cost", "/sessions?format=json&sort=-cost"),
+    ("list JSON, telegram", "/sessions?format=json&source=telegram"),
+    ("viewer JSON, 5,000-msg session", "/sessions/{long}?format=json"),
+    ("viewer HTML, 5,000-msg session", "/sessions/{long}"),
     ("search deploy*", "/search?q=deploy*&format=json"),
-    ("stats 365 d", "/stats?period=365&format=json"),
+    ('search "docker compose"', "/search?q=%22docker+compose%22&format=json"),
+    ("search the", "/search?q=the&format=json"),
+    ("search kubernetes", "/search?q=kubernetes&format=json"),
+    ("search deploy* in telegram", "/search?q=deploy*&source=telegram&format=json"),
+    ("stats 7 d, shared", "/stats?period=7&format=json"),
+    ("stats 365 d, shared", "/stats?period=365&format=json"),
+    ("stats all, shared", "/stats?period=all&format=json"),
+]
+COMPUTED = [
+    ("stats 7 d, computed", "/stats?period=7&format=json"),
+    ("stats 30 d, computed", "/stats?period=30&format=json"),
+    ("stats 365 d, computed", "/stats?period=365&format=json"),
+    ("stats all, computed", "/stats?period=all&format=json"),
 ]
 
 
+def _quantiles(times: list[float]) -> tuple[float, float]:
+    times.sort()
+    return statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)]
+
+
 def measure(db: Path, n: int = 15) -> dict[str, tuple[float, float]]:
-    client = make_app(db, Path(tempfile.mkdtemp())).test_client()
-    out = {}
+    from webui.db import get_logbook, start_rollup_warmer
+
+    app = make_app(db, Path(tempfile.mkdtemp()))
+    client = app.test_client()
+    out: dict[str, tuple[float, float]] = {}
+    with app.app_context():
+        lb = get_logbook()
+        t = time.perf_counter()
+        first = client.get("/stats?period=30&format=json")
+        first_s = time.perf_counter() - t
+        complete = first.get_json()["coverage"]["complete"]
+        warmer = start_rollup_warmer(app, lb)
+        warmer.join()
+        out["first stats visit: answer (s)"] = (first_s, float(complete))
+        out["first stats visit: rollup complete (s)"] = (time.perf_counter() - t, 0.0)
+        long_id = lb.reader.scalar(
+            "SELECT session_id FROM messages GROUP BY session_id ORDER BY COUNT(*) DESC LIMIT 1"
+        )
     for name, url in PAGES:
+        url = url.format(long=long_id)
         for _ in range(2):
             assert client.get(url).status_code == 200, url
         times = []
@@ -49,15 +93,46 @@ def measure(db: Path, n: int = 15) -> dict[str, tuple[float, float]]:
             t = time.perf_counter()
             client.get(url).get_data()
             times.append((time.perf_counter() - t) * 1000)
-        times.sort()
-        out[name] = (statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)])
+        out[name] = _quantiles(times)
+    for name, url in COMPUTED:
+        times = []
+        for _ in range(5):
+            with app.app_context():
+                get_logbook().sessions.invalidate()  # as after a write: nothing shared
+            t = time.perf_counter()
+            client.get(url).get_data()
+            times.append((time.perf_counter() - t) * 1000)
+        out[name] = _quantiles(times)
     return out
 
 
 if __name__ == "__main__":
-    v11, v22 = measure(Path(sys.argv[1])), measure(Path(sys.argv[2]))
-    print("| page | schema 11 median (p95) ms | schema 22 median (p95) ms |")
-    print("|---|---:|---:|")
-    for name, _ in PAGES:
-        a, b = v11[name], v22[name]
-        print(f"| {name} | {a[0]:.1f} ({a[1]:.1f}) | {b[0]:.1f} ({b[1]:.1f}) |")
+    runs = [arg.split("=", 1) for arg in sys.argv[1:]]
+    results = {label: measure(Path(path)) for label, path in runs}
+    labels = [label for label, _ in runs]
+    header = " | ".join(f"{label} median (p95)" for label in labels)
+    ratios = []
+    if "v11-1m" in results and "v22-1m" in results:
+        ratios.append(("22/11 at 1M", "v22-1m", "v11-1m"))
+    if "v22-1m" in results and "v22-100k" in results:
+        ratios.append(("1M/100k at 22", "v22-1m", "v22-100k"))
+    print(f"| page | {header} | {' | '.join(r[0] for r in ratios)} |")
+    print("|---|" + "---:|" * (len(labels) + len(ratios)))
+    names = list(results[labels[0]])
+    for name in names:
+        cells = []
+        for label in labels:
+            med, p95 = results[label][name]
+            if name.startswith("first stats visit: answer"):
+                cells.append(f"{med:.2f} s ({'complete' if p95 else 'partial'})")
+            elif name.startswith("first stats visit"):
+                cells.append(f"{med:.1f} s")
+            else:
+                cells.append(f"{med:.1f} ({p95:.1f})")
+        ratio_cells = [
+            f"{results[a][name][0] / results[b][name][0]:.2f}×"
+            if results[b][name][0] and not name.startswith("first stats visit: answer")
+            else "—"
+            for _, a, b in ratios
+        ]
+        print(f"| {name} | {' | '.join(cells)} | {' | '.join(ratio_cells)} |")
