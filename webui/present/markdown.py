@@ -68,12 +68,22 @@ ALLOWED_ATTRIBUTES = {
 _formatter = HtmlFormatter(nowrap=True, classprefix="")
 
 
+@lru_cache(maxsize=128)
+def _lexer(name: str):
+    """Pygments finds a lexer by name by scanning its whole registry (about 0.1 ms each); a
+    viewer page asks for the same few (json, python, bash) dozens of times. Lexers keep no
+    state between inputs, so one instance per name serves them all. None: no such lexer."""
+    try:
+        return get_lexer_by_name(name, stripall=False)
+    except ClassNotFound:
+        return None
+
+
 def _highlight(code: str, lang: str, _attrs: str) -> str:
     if not lang:
         return ""  # markdown-it escapes and wraps it itself
-    try:
-        lexer = get_lexer_by_name(lang.split()[0], stripall=False)
-    except ClassNotFound:
+    lexer = _lexer(lang.split()[0].lower()[:40])
+    if lexer is None:
         return ""
     return highlight(code, lexer, _formatter)
 
