@@ -274,7 +274,8 @@ def test_pages_csv_and_bad_input(fx):
 
 def test_rollup_follows_appends_and_deletions(tmp_path):
     db = copy_fixture("hermes-v11.db", tmp_path)
-    client = make_app(db, tmp_path / "inst").test_client()
+    # Reports not reused across another connection's commits: each change is seen at once.
+    client = make_app(db, tmp_path / "inst", LOGBOOK_STATS_REUSE_S=0).test_client()
 
     def tools():
         return {
@@ -374,7 +375,8 @@ def test_a_shared_report_never_outlives_a_write(tmp_path):
     """Reports are shared only while nobody commits: another connection's write is seen by
     the very next request."""
     db = copy_fixture("hermes-v22.db", tmp_path)
-    client = make_app(db, tmp_path / "inst").test_client()
+    # Reuse beside a writer off: every commit is seen by the very next request.
+    client = make_app(db, tmp_path / "inst", LOGBOOK_STATS_REUSE_S=0).test_client()
 
     def tokens():
         return client.get("/stats?period=all&format=json").get_json()["totals"]["input_tokens"]
@@ -389,3 +391,24 @@ def test_a_shared_report_never_outlives_a_write(tmp_path):
         )
     conn.close()
     assert tokens() == before + 1000000
+
+
+def test_beside_a_busy_writer_a_report_is_reused_for_seconds_and_says_when(tmp_path):
+    """A gateway commits with every message: a report younger than LOGBOOK_STATS_REUSE_S is
+    reused across those commits (one computation per few seconds however many readers),
+    and it carries the moment it was computed."""
+    import time
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    client = make_app(db, tmp_path / "inst", LOGBOOK_STATS_REUSE_S=60).test_client()
+    first = client.get("/stats?period=all&format=json").get_json()
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(
+            "UPDATE sessions SET input_tokens = COALESCE(input_tokens, 0) + 1000000 "
+            "WHERE id = (SELECT MIN(id) FROM sessions)"
+        )
+    conn.close()
+    again = client.get("/stats?period=all&format=json").get_json()
+    assert again["totals"]["input_tokens"] == first["totals"]["input_tokens"]
+    assert again["as_of"] == first["as_of"] <= time.time()

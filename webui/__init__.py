@@ -29,6 +29,8 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_ROLLUP_BUDGET": 0.5,  # seconds a stats request may spend updating the rollup
     # Build the rollup in a background thread from start-up (not in TESTING).
     "LOGBOOK_ROLLUP_WARM": True,
+    # A stats report is reused this long beside a writer that commits all the time.
+    "LOGBOOK_STATS_REUSE_S": 3.0,
     "LOGBOOK_HOST": "127.0.0.1",
     "LOGBOOK_PORT": 9130,
     "LOGBOOK_REMOTE": False,  # --insecure: a non-loopback bind

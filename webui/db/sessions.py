@@ -601,6 +601,17 @@ class SessionStore:
         goes. Counts are a guide; the rows themselves are always read fresh."""
         return self.shared(f"{statement}:{params!r}", lambda: run(statement, params))
 
+    def recall(self, key: str) -> Any:
+        """A value kept by ``keep_value`` (None when absent or dropped by one of Logbook's own
+        changes): for callers that decide themselves how old is too old."""
+        hit = self._cache.get(f"kept:{key}")
+        return hit[1] if hit else None
+
+    def keep_value(self, key: str, value: Any) -> None:
+        if len(self._cache) > 256:
+            self._cache.clear()
+        self._cache[f"kept:{key}"] = (time.monotonic(), value)
+
     def _sessions_token(self) -> dict[str, Any]:
         """How many sessions there are and the newest start: read once per request (a page
         asks for several shared figures; on schema 22 each read costs over a millisecond)."""
