@@ -148,28 +148,32 @@ class Exporter:
         include_rewound: bool = False,
         last_active: bool = False,
         batch_size: int = BATCH,
-    ) -> Iterator[dict[str, Any]]:
+        encode=None,
+    ) -> Iterator[Any]:
         """Export records for ``ids``, read a batch per connection; nothing stays open while
-        the caller (a slow download) consumes them."""
+        the caller (a slow download) consumes them. ``encode`` turns each record into what is
+        kept for the batch (its bytes, say), inside the batch, so memory holds the smaller."""
         batch: list[str] = []
         for sid in ids:
             batch.append(sid)
             if len(batch) >= batch_size:
-                yield from self._records_batch(batch, include_rewound, last_active)
+                yield from self._records_batch(batch, include_rewound, last_active, encode)
                 batch = []
         if batch:
-            yield from self._records_batch(batch, include_rewound, last_active)
+            yield from self._records_batch(batch, include_rewound, last_active, encode)
 
     def _records_batch(
-        self, ids: list[str], include_rewound: bool, last_active: bool
-    ) -> list[dict[str, Any]]:
+        self, ids: list[str], include_rewound: bool, last_active: bool, encode=None
+    ) -> list[Any]:
         with self.r.connection(EXPORT_TIME_LIMIT) as conn:
             out = []
             for sid in ids:
                 rec = self.record(conn, sid, include_rewound, last_active)
                 if rec is not None:
-                    out.append(rec)
-            return out
+                    out.append(encode(rec) if encode else rec)
+        # Returned, not yielded, inside the connection: a slow client never holds a read
+        # transaction open.
+        return out
 
     def session_record(self, session_id: str, include_rewound: bool = False):
         """Hermes's export_session(id)."""
@@ -208,40 +212,18 @@ class Exporter:
         redact: bool = False,
     ) -> Iterator[bytes]:
         """Streamed JSONL, a batch of sessions per read connection (short read transactions,
-        memory bounded by one batch). orjson writes the same JSON several times faster."""
-        batch: list[str] = []
-        for sid in ids:
-            batch.append(sid)
-            if len(batch) >= BATCH:
-                yield from self._jsonl_batch(batch, include_rewound, last_active, redact)
-                batch = []
-        if batch:
-            yield from self._jsonl_batch(batch, include_rewound, last_active, redact)
+        memory bounded by one batch of encoded lines). orjson writes the same JSON several
+        times faster."""
 
-    def _jsonl_batch(
-        self,
-        ids: list[str],
-        include_rewound: bool = False,
-        last_active: bool = True,
-        redact: bool = False,
-    ) -> Iterator[bytes]:
-        with self.r.connection(EXPORT_TIME_LIMIT) as conn:
-            out = []
-            for sid in ids:
-                rec = self.record(conn, sid, include_rewound, last_active)
-                if rec is not None and redact:
-                    rec = exports.redact(rec)
-                if rec is not None:
-                    try:
-                        out.append(
-                            orjson.dumps(rec, default=_jsonable, option=orjson.OPT_APPEND_NEWLINE)
-                        )
-                    except orjson.JSONEncodeError:  # nesting deeper than orjson goes
-                        out.append(
-                            (json.dumps(rec, ensure_ascii=False, default=_jsonable) + "\n").encode()
-                        )
-        # Yield outside the connection: a slow client never holds a read transaction open.
-        yield from out
+        def line(rec: dict[str, Any]) -> bytes:
+            if redact:
+                rec = exports.redact(rec)
+            try:
+                return orjson.dumps(rec, default=_jsonable, option=orjson.OPT_APPEND_NEWLINE)
+            except orjson.JSONEncodeError:  # nesting deeper than orjson goes
+                return (json.dumps(rec, ensure_ascii=False, default=_jsonable) + "\n").encode()
+
+        return self.records(ids, include_rewound, last_active, encode=line)
 
     def csv(self, ids: Iterator[str]) -> Iterator[str]:
         cols = [

@@ -39,24 +39,19 @@ class MessageStore:
     def _after(self, row_or_key) -> tuple[str, list]:
         """The keyset condition "after this message" and its parameters, in this file's
         order. ``row_or_key``: a message row, or a decoded cursor (timestamp, id)."""
-        ts, mid = (
-            (row_or_key["timestamp"], row_or_key["id"])
-            if isinstance(row_or_key, dict)
-            else row_or_key
-        )
-        if self.by_id:
-            return "id > ?", [mid]
-        return "(timestamp, id) > (?, ?)", [ts, mid]
+        return self._beyond(row_or_key, ">")
 
     def _before(self, row_or_key) -> tuple[str, list]:
-        ts, mid = (
-            (row_or_key["timestamp"], row_or_key["id"])
-            if isinstance(row_or_key, dict)
-            else row_or_key
-        )
+        return self._beyond(row_or_key, "<")
+
+    def _beyond(self, row_or_key, op: str) -> tuple[str, list]:
+        if isinstance(row_or_key, dict):
+            ts, mid = row_or_key["timestamp"], row_or_key["id"]
+        else:
+            ts, mid = row_or_key
         if self.by_id:
-            return "id < ?", [mid]
-        return "(timestamp, id) < (?, ?)", [ts, mid]
+            return f"id {op} ?", [mid]
+        return f"(timestamp, id) {op} (?, ?)", [ts, mid]
 
     def _order(self, desc: bool = False) -> str:
         d = " DESC" if desc else ""
