@@ -18,6 +18,15 @@ def v22(tmp_path):
     return db, make_app(db, tmp_path / "inst").test_client()
 
 
+@pytest.fixture(scope="module")
+def origins(tmp_path_factory):
+    """The schema-22 fixture whose origins Hermes 0.19's gateway code wrote (read-only)."""
+    tmp = tmp_path_factory.mktemp("origins")
+    db = copy_fixture("hermes-v22-origins.db", tmp)
+    return db, make_app(db, tmp / "inst").test_client()
+
+
+ALICE = "agent:main:telegram:dm:1001"  # a DM cut by daily and idle resets, /new, compression
 COST = "COALESCE(actual_cost_usd, estimated_cost_usd, 0)"
 
 
@@ -39,19 +48,21 @@ def test_chats_are_session_keys_with_their_totals(v22):
     )
 
 
-def test_a_chat_is_its_sessions_in_order_with_why_each_ended(v22):
-    db, client = v22
-    key = "agent:main:telegram:dm:4242"
-    body = client.get(f"/chats/{key}?format=json").get_json()
+def test_a_chat_is_its_sessions_in_order_with_why_each_ended(origins):
+    db, client = origins
+    body = client.get(f"/chats/{ALICE}?format=json").get_json()
     expected = sql(
         db,
         "SELECT id, end_reason FROM sessions WHERE session_key = ? ORDER BY started_at, id",
-        (key,),
+        (ALICE,),
     )
     assert [(s["id"], s["end_reason"]) for s in body["sessions"]] == expected
-    assert body["chat"]["sessions"] == len(expected) == 3
-    html = client.get(f"/chats/{key}").get_data(as_text=True)
-    assert "daily reset" in html and "idle reset" in html and "not ended" in html
+    assert body["chat"]["sessions"] == len(expected) > 40
+    reasons = {r for _, r in expected}
+    # Hermes's own reset reasons, as its gateway wrote them
+    assert {"daily", "idle", "session_reset", "compression", None} <= reasons
+    html = client.get(f"/chats/{ALICE}").get_data(as_text=True)
+    assert "daily reset" in html and "context compressed" in html
     assert client.get("/chats/agent:nope?format=json").status_code == 404
 
 
@@ -157,3 +168,199 @@ def test_active_in_the_last_minutes(v22):
     assert "x_dc_thread" in ids and ids == expected
     assert client.get("/sessions?active=0").status_code == 400
     assert client.get("/sessions?active=abc&format=json").status_code == 400
+
+
+# -- a chat's timeline, search and export ----------------------------------------------------
+
+
+def _chat_messages(db, key):
+    return sql(
+        db,
+        "SELECT m.session_id, m.id FROM messages m JOIN sessions s ON s.id = m.session_id "
+        "WHERE s.session_key = ? AND m.active = 1 ORDER BY s.started_at, s.id, m.id",
+        (key,),
+    )
+
+
+def _timeline(client, url):
+    parts = []
+    while url:
+        body = client.get(url).get_json()
+        parts += body["timeline"]
+        url = body["timeline_next"]
+    return parts
+
+
+@pytest.mark.parametrize("page", [100, 7, 1])
+def test_the_timeline_is_every_message_of_the_chat_in_order(origins, monkeypatch, page):
+    import webui.db.origins as store
+
+    monkeypatch.setattr(store, "TIMELINE_MESSAGES", page)
+    db, client = origins
+    parts = _timeline(client, f"/chats/{ALICE}?format=json")
+    got = [(p["session_id"], m["id"]) for p in parts for m in p["messages"]]
+    assert got == [tuple(r) for r in _chat_messages(db, ALICE)]
+    # every session is in it once per page it spans, in order, with why it ended
+    sessions = sql(
+        db,
+        "SELECT id, end_reason FROM sessions WHERE session_key = ? ORDER BY started_at, id",
+        (ALICE,),
+    )
+    seen = list(dict.fromkeys((p["session_id"], p["end_reason"]) for p in parts))
+    assert seen == [tuple(r) for r in sessions]
+
+
+def test_a_timeline_page_can_start_at_any_session_of_the_chat(origins):
+    db, client = origins
+    ids = [
+        r[0]
+        for r in sql(
+            db, "SELECT id FROM sessions WHERE session_key = ? ORDER BY started_at, id", (ALICE,)
+        )
+    ]
+    body = client.get(f"/chats/{ALICE}?format=json&from={ids[-3]}").get_json()
+    assert [p["session_id"] for p in body["timeline"]] == ids[-3:]
+    other = sql(db, "SELECT id FROM sessions WHERE session_key != ? LIMIT 1", (ALICE,))[0][0]
+    r = client.get(f"/chats/{ALICE}?from={other}")
+    assert r.status_code == 400 and "not part of this chat" in r.get_data(as_text=True)
+    html = client.get(f"/chats/{ALICE}").get_data(as_text=True)
+    assert f'from={ids[-1]}' in html  # "jump to the latest session"
+
+
+def test_search_within_a_chat_finds_its_hits_in_every_session(origins):
+    db, client = origins
+    found = follow(client, f"/search?q=kubernetes&session_key={ALICE}&format=json", "results")
+    expected = sql(
+        db,
+        "SELECT m.id, m.session_id FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+        "JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH 'kubernetes' "
+        "AND s.session_key = ? AND m.active = 1",
+        (ALICE,),
+    )
+    assert sorted(r["message_id"] for r in found) == sorted(r[0] for r in expected)
+    assert len({r[1] for r in expected}) > 3  # hits in many sessions, not the first only
+    assert {r["origin"] for r in found} == {"telegram · DM · Alice"}
+    everywhere = client.get("/search?q=kubernetes&format=json").get_json()["total"]
+    assert everywhere > len(found)
+    html = client.get(f"/search?q=kubernetes&session_key={ALICE}").get_data(as_text=True)
+    assert "in the chat" in html and "telegram · DM · Alice" in html
+
+
+def test_a_chat_exports_as_one_transcript_oldest_first(origins):
+    db, client = origins
+    text = client.get(
+        f"/export.md?style=transcript&session_key={ALICE}&rows=all&archived=include&sort=started"
+    ).get_data(as_text=True)
+    ids = [
+        r[0]
+        for r in sql(
+            db, "SELECT id FROM sessions WHERE session_key = ? ORDER BY started_at, id", (ALICE,)
+        )
+    ]
+    positions = [text.index(f"- **id**: {sid}\n") for sid in ids]
+    assert positions == sorted(positions)
+    records = client.get(f"/export.jsonl?session_key={ALICE}&rows=all").get_data(as_text=True)
+    assert len(records.splitlines()) == len(ids)
+
+
+def test_origin_facets_equal_sql(origins):
+    db, client = origins
+    facets = client.get("/sessions?format=json").get_json()["facets"]
+    for name, column in (
+        ("chat_type", "chat_type"),
+        ("session_key", "session_key"),
+        ("user", "user_id"),
+        ("workspace", "COALESCE(NULLIF(TRIM(git_repo_root), ''), NULLIF(TRIM(cwd), ''))"),
+    ):
+        expected = dict(
+            sql(
+                db,
+                f"SELECT {column} AS k, COUNT(*) FROM sessions "
+                "WHERE k IS NOT NULL AND k != '' GROUP BY k",
+            )
+        )
+        assert facets[name] == expected, name
+    # each value filters the list to exactly its sessions
+    for name, value in (("chat_type", "thread"), ("session_key", ALICE), ("user", "d-501")):
+        rows = follow(client, f"/sessions?format=json&rows=all&{name}={value}", "sessions")
+        assert len(rows) == facets[name][value]
+    html = client.get("/sessions?chat_type=thread").get_data(as_text=True)
+    assert '<option value="thread" selected>' in html
+
+
+def test_the_live_view_defaults_to_active_now(origins):
+    _, client = origins
+    r = client.get("/live")
+    assert r.status_code == 302 and "active=60" in r.location and "sort=-last_active" in r.location
+    assert "active=5" in client.get("/live?active=5").location
+
+
+def test_lineage_and_search_hits_say_where_it_came_from(origins):
+    db, client = origins
+    child = sql(db, "SELECT id FROM sessions WHERE parent_session_id IS NOT NULL LIMIT 1")[0][0]
+    nodes = client.get(f"/sessions/{child}/lineage?format=json").get_json()["nodes"]
+    assert {n["origin"] for n in nodes} == {"telegram · DM · Alice"}
+    assert "telegram · DM · Alice" in client.get(f"/sessions/{child}/lineage").get_data(
+        as_text=True
+    )
+    hits = client.get("/search?q=status&format=json").get_json()["results"]
+    assert any(h["origin"] and h["origin"].startswith("cli · /home/ana/") for h in hits)
+
+
+def test_reset_words_and_origin_names_are_pure_rules():
+    from webui.hermes.origin import end_reason_words, origin_label
+
+    assert end_reason_words("daily") == "daily reset"
+    assert end_reason_words("session_reset") == "reset by /new or /reset"
+    assert end_reason_words("some_new_reason") == "some new reason"
+    assert end_reason_words(None) is None
+    # the gateway's origin_json is SessionSource.to_dict(): chat_name, not label
+    assert (
+        origin_label(
+            {"source": "slack", "chat_type": "thread", "origin_json": '{"chat_name": "#deploys"}'}
+        )
+        == "slack · thread · #deploys"
+    )
+    assert origin_label({"source": "x", "origin_json": '{"chat_name": ["not", "text"]}'}) is None
+    assert origin_label({"source": "x", "origin_json": "[1, 2]"}) is None
+
+
+def test_hostile_origins_stay_text(origins):
+    db, client = origins
+    for url in (
+        "/chats",
+        "/people",
+        "/sessions?rows=all",
+        "/sessions?chat_type=dm",
+        "/search?q=script",
+    ):
+        html = client.get(url).get_data(as_text=True)
+        assert_inert(html)
+    assert "&lt;img src=x onerror=" in client.get("/chats").get_data(as_text=True)
+    signal = "agent:main:signal:dm:+15550002"  # its origin_json is cut-off JSON
+    assert client.get(f"/chats/{signal}?format=json").get_json()["chat"]["label"] == "+15550002"
+
+
+def test_each_workspace_has_its_branches_sessions_and_cost(origins):
+    db, client = origins
+    ws = {w["workspace"]: w for w in client.get("/workspaces?format=json").get_json()["workspaces"]}
+    expected = sql(
+        db,
+        f"SELECT COALESCE(NULLIF(TRIM(git_repo_root), ''), NULLIF(TRIM(cwd), '')) AS k, "
+        f"git_branch, COUNT(*), TOTAL({COST}) FROM sessions WHERE k IS NOT NULL AND "
+        "git_branch IS NOT NULL GROUP BY 1, 2",
+    )
+    got = [
+        (k, b["branch"], b["sessions"], pytest.approx(b["cost"]))
+        for k, w in ws.items()
+        for b in w["branch_figures"]
+    ]
+    assert sorted(got, key=lambda r: r[:2]) == sorted(expected, key=lambda r: r[:2])
+    assert len(ws) == 5 and len(ws["/home/ana/src/atlas"]["branch_figures"]) == 3
+    # a worktree and a sub-folder count for their repository, as Hermes's workspace_key
+    assert (
+        ws["/home/ana/src/atlas"]["sessions"]
+        == sql(db, "SELECT COUNT(*) FROM sessions WHERE git_repo_root = '/home/ana/src/atlas'")[0][
+            0
+        ]
+    )

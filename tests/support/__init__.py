@@ -14,7 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 FIXTURES = DATA / "fixtures"
 REFERENCE = DATA / "reference"
-FIXTURE_NAMES = ("hermes-v8.db", "hermes-v11.db", "hermes-v22.db", "hermes-v22-extended.db")
+FIXTURE_NAMES = (
+    "hermes-v8.db",
+    "hermes-v11.db",
+    "hermes-v22.db",
+    "hermes-v22-extended.db",
+    "hermes-v22-origins.db",
+)
 BUILD = ROOT / "build" / "test-artifacts"  # untracked: screenshots and other test output
 
 

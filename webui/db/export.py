@@ -49,7 +49,8 @@ class Exporter:
         ids: list[str] | None = None,
         lineage_root: str | None = None,
     ) -> Iterator[str]:
-        """The ids to export, newest first, in batches (keyset on started_at, id)."""
+        """The ids to export, newest first (sort=started: oldest first), in batches (keyset
+        on started_at, id)."""
         if ids is not None:
             yield from ids
             return
@@ -76,15 +77,18 @@ class Exporter:
             ):
                 yield r["id"]
             return
+        # Newest first, as Hermes's filtered export; sort=started (oldest first) reads a chat
+        # or a project from its beginning.
+        op, d = (">", "") if q.sort == "started" else ("<", " DESC")
         after: tuple[float, str] | None = None
         while True:
             cond, extra = "", []
             if after:
-                cond = " AND (s.started_at < ? OR (s.started_at = ? AND s.id < ?))"
+                cond = f" AND (s.started_at {op} ? OR (s.started_at = ? AND s.id {op} ?))"
                 extra = [after[0], after[0], after[1]]
             rows = self.r.rows(
                 f"SELECT s.id AS id, s.started_at AS started_at FROM sessions s "
-                f"WHERE {where}{cond} ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
+                f"WHERE {where}{cond} ORDER BY s.started_at{d}, s.id{d} LIMIT ?",
                 [*params, *extra, BATCH],
                 time_limit_s=EXPORT_TIME_LIMIT,
             )

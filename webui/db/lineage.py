@@ -12,6 +12,7 @@ from webui.db import sql
 from webui.db.reader import Reader
 from webui.db.sessions import like_escape
 from webui.db.sql import SESSION_FIGURES
+from webui.hermes.origin import ORIGIN_COLUMNS
 
 MAX_NODES = 20_000
 
@@ -93,7 +94,7 @@ class LineageStore:
         root, dangling, cycle = self._root_of(session_id)
         cols = ", ".join(
             f"{self.col(c)} AS {c}"
-            for c in ("title", "end_reason", "ended_at", "model", *TOTAL_COLUMNS)
+            for c in ("title", "end_reason", "ended_at", "model", *TOTAL_COLUMNS, *ORIGIN_COLUMNS)
         )
         rows = self.r.rows(
             f"{sql.descendants_cte(MAX_NODES + 1)}"

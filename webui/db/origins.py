@@ -5,13 +5,41 @@ answers nothing and the pages say why."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from webui.db import sql
+from webui.db.errors import BadRequest
+from webui.db.messages import MessageStore
 from webui.db.reader import Reader
 from webui.db.sql import decode_cursor, encode_cursor
+from webui.hermes.origin import ORIGIN_NAME_KEYS
 
 PAGE = 100
+# A chat's timeline: messages per page, and sessions looked at per page (empty ones cost a
+# query each, so a page that finds few messages still ends).
+TIMELINE_MESSAGES = 100
+TIMELINE_SESSIONS = 200
+FACET_TOP = 40  # values per origin facet in the list's filter form
+
+
+@dataclass
+class TimelinePart:
+    """One session of a chat's timeline page: its row and the page's messages of it."""
+
+    session: dict[str, Any]
+    messages: list[dict[str, Any]]
+    from_start: bool  # the page shows this session from its first message
+
+
+@dataclass
+class Timeline:
+    parts: list[TimelinePart]
+    next_session: str | None  # where the next page starts: this session…
+    next_after: str | None  # …after this message cursor (None: from its first message)
+
+
 WORKSPACE_KEY = "COALESCE(NULLIF(TRIM(s.git_repo_root), ''), NULLIF(TRIM(s.cwd), ''))"
 
 
@@ -60,13 +88,20 @@ class OriginStore:
     def _label(self, alias: str) -> str:
         """display_name, else the origin's label, else the chat id."""
         origin = sql.col(self.schema, "origin_json", alias)
+        # The first name-like key of origin.ORIGIN_NAME_KEYS that holds text.
         origin_label = (
-            f"(CASE WHEN json_valid({origin}) THEN json_extract({origin}, '$.label') END)"
+            f"(CASE WHEN json_valid({origin}) THEN COALESCE("
+            + ", ".join(
+                f"NULLIF(TRIM(CASE WHEN json_type({origin}, '$.{k}') = 'text' THEN "
+                f"json_extract({origin}, '$.{k}') END), '')"
+                for k in ORIGIN_NAME_KEYS
+            )
+            + ") END)"
             if origin != "NULL"
             else "NULL"
         )
         return (
-            f"COALESCE(NULLIF({sql.col(self.schema, 'display_name', alias)}, ''), "
+            f"COALESCE(NULLIF(TRIM({sql.col(self.schema, 'display_name', alias)}), ''), "
             f"{origin_label}, {sql.col(self.schema, 'chat_id', alias)})"
         )
 
@@ -105,6 +140,124 @@ class OriginStore:
         cursor = encode_cursor(rows[-1]["started_at"], rows[-1]["id"]) if more else None
         return rows, cursor
 
+    def _session_columns(self) -> str:
+        return (
+            f"s.id AS id, {sql.col(self.schema, 'title', 's')} AS title, "
+            f"s.started_at AS started_at, {sql.col(self.schema, 'ended_at', 's')} AS ended_at, "
+            f"{sql.col(self.schema, 'end_reason', 's')} AS end_reason, "
+            f"{sql.num(self.schema, 'message_count', 's')} AS message_count, "
+            f"{sql.cost(self.schema, 's')} AS cost, "
+            f"{sql.col(self.schema, 'display_name', 's')} AS display_name, "
+            f"{sql.col(self.schema, 'user_id', 's')} AS user_id"
+        )
+
+    def timeline_sessions(
+        self, session_key: str, start: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """The chat's sessions in time order from ``start`` (a session id, included) on, on
+        Hermes's (session_key, started_at) index."""
+        cond, params = "", [session_key]
+        if start:
+            at = self.r.one(
+                "SELECT started_at FROM sessions WHERE id = ? AND session_key = ?",
+                [start, session_key],
+            )
+            if at is None:
+                raise BadRequest(f"Session “{start}” is not part of this chat.")
+            cond = " AND (s.started_at > ? OR (s.started_at = ? AND s.id >= ?))"
+            params += [at["started_at"], at["started_at"], start]
+        return self.r.rows(
+            f"SELECT {self._session_columns()} FROM sessions s WHERE s.session_key = ?{cond} "
+            "ORDER BY s.started_at, s.id LIMIT ?",
+            [*params, limit],
+        )
+
+    def timeline(
+        self,
+        messages: MessageStore,
+        session_key: str,
+        start: str | None = None,
+        after: str | None = None,
+        limit: int = TIMELINE_MESSAGES,
+    ) -> Timeline:
+        """A page of the chat as one conversation: its sessions' messages in order, from
+        session ``start`` (after message cursor ``after``), up to ``limit`` messages."""
+        sessions = self.timeline_sessions(session_key, start, TIMELINE_SESSIONS + 1)
+        parts: list[TimelinePart] = []
+        shown = 0
+        for i, row in enumerate(sessions[:TIMELINE_SESSIONS]):
+            cursor = after if i == 0 else None
+            page = messages.page(row["id"], after=cursor, limit=limit - shown)
+            parts.append(TimelinePart(row, page.messages, from_start=cursor is None))
+            shown += len(page.messages)
+            if page.next_cursor:
+                return Timeline(parts, row["id"], page.next_cursor)
+            if shown >= limit:
+                break
+        following = sessions[len(parts)] if len(sessions) > len(parts) else None
+        return Timeline(parts, following["id"] if following else None, None)
+
+    def last_session(self, session_key: str) -> str | None:
+        return self.r.scalar(
+            "SELECT id FROM sessions WHERE session_key = ? ORDER BY started_at DESC, id DESC "
+            "LIMIT 1",
+            [session_key],
+        )
+
+    # -- facets for the list's filter form ---------------------------------------------------
+
+    def facets(self, top: int = FACET_TOP) -> dict[str, list[dict[str, Any]]]:
+        """Sessions per chat type, chat, workspace and user (the most used ``top`` of each),
+        with the list's parameter names: each value is what its filter takes. Counts come
+        from Hermes's indexes where one covers the column (chat type and user: the gateway
+        peer index; chat: the session_key index), names only for the values shown; only
+        the workspace needs a pass over the table (no index holds cwd)."""
+        if not self.has("session_key", "chat_type", "user_id", "cwd", "git_repo_root"):
+            return {}
+
+        def counted(expression: str, extra: str = "") -> list[dict[str, Any]]:
+            return self.r.rows(
+                f"SELECT {expression} AS value, COUNT(*) AS n{extra} FROM sessions s "
+                f"WHERE NULLIF({expression}, '') IS NOT NULL GROUP BY 1 ORDER BY n DESC, 1 "
+                "LIMIT ?",
+                [top],
+            )
+
+        chats = counted("s.session_key")
+        users = counted("s.user_id", ", MAX(s.source) AS source")
+        names = sql.col(self.schema, "display_name", "s")
+        chat_labels = {
+            r["value"]: r["label"]
+            for r in self.r.rows(
+                f"SELECT k.value AS value, (SELECT {self._label('s')} || ' · ' || s.source "
+                "FROM sessions s WHERE s.session_key = k.value ORDER BY s.started_at DESC "
+                "LIMIT 1) AS label FROM json_each(?) k",
+                [json.dumps([c["value"] for c in chats])],
+            )
+        }
+        # A user's newest name, found through the gateway peer index (source, user_id, …).
+        user_labels = {
+            r["value"]: r["label"]
+            for r in self.r.rows(
+                f"SELECT k.value AS value, (SELECT NULLIF(TRIM({names}), '') FROM sessions s "
+                "WHERE s.source = k.source AND s.user_id = k.value AND "
+                f"NULLIF(TRIM({names}), '') IS NOT NULL ORDER BY s.started_at DESC LIMIT 1) "
+                "AS label FROM (SELECT json_extract(value, '$[0]') AS value, "
+                "json_extract(value, '$[1]') AS source FROM json_each(?)) k",
+                [json.dumps([[u["value"], u["source"]] for u in users])],
+            )
+        }
+        for rows, labels in ((chats, chat_labels), (users, user_labels)):
+            for r in rows:
+                r["label"] = labels.get(r["value"]) or r["value"]
+        kinds = counted("s.chat_type")
+        workspaces = counted(WORKSPACE_KEY)
+        for r in (*kinds, *workspaces):
+            r["label"] = r["value"]
+        for r in users:
+            r.pop("source")
+        return {"chat_type": kinds, "session_key": chats, "workspace": workspaces, "user": users}
+
     # -- workspaces and people -------------------------------------------------------------
 
     def workspaces(self) -> list[dict[str, Any]]:
@@ -117,6 +270,20 @@ class OriginStore:
             f"{self._figures()} FROM sessions s WHERE {WORKSPACE_KEY} IS NOT NULL "
             "GROUP BY 1 ORDER BY last_active DESC LIMIT 500",
         )
+
+    def branches(self) -> dict[str, list[dict[str, Any]]]:
+        """Per workspace, its branches with their sessions and cost (most sessions first)."""
+        if not self.has("cwd", "git_repo_root", "git_branch"):
+            return {}
+        out: dict[str, list[dict[str, Any]]] = {}
+        for r in self.r.rows(
+            f"SELECT {WORKSPACE_KEY} AS workspace, s.git_branch AS branch, COUNT(*) AS sessions, "
+            f"TOTAL({sql.cost(self.schema, 's')}) AS cost FROM sessions s "
+            f"WHERE {WORKSPACE_KEY} IS NOT NULL AND NULLIF(TRIM(s.git_branch), '') IS NOT NULL "
+            "GROUP BY 1, 2 ORDER BY 1, sessions DESC, 2 LIMIT 5000",
+        ):
+            out.setdefault(r.pop("workspace"), []).append(r)
+        return out
 
     def people(self) -> list[dict[str, Any]]:
         if not self.has("user_id"):

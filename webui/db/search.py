@@ -21,10 +21,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from webui.db import sql
 from webui.db.errors import BadRequest, LogbookDBError
 from webui.db.reader import Reader
 from webui.db.sessions import date_range, like_escape
 from webui.hermes.content import plain_text
+from webui.hermes.origin import ORIGIN_COLUMNS
 from webui.hermes.search import Plan, explain_fts_problem
 
 PAGE_SIZE = 50
@@ -57,6 +59,7 @@ class SearchFilters:
     exclude_sources: list[str] = field(default_factory=list)
     roles: list[str] = field(default_factory=list)
     session: str | None = None
+    session_key: str | None = None  # one chat across its resets (schema 22)
     since: str | None = None
     until: str | None = None
 
@@ -138,6 +141,11 @@ class SearchStore:
         if f.session:
             clauses.append("m.session_id = ?")
             params.append(f.session)
+        if f.session_key:
+            # A chat's sessions, found on Hermes's (session_key, started_at) index.
+            column = "session_key" if self.schema.has("sessions", "session_key") else "NULL"
+            clauses.append(f"m.session_id IN (SELECT id FROM sessions WHERE {column} = ?)")
+            params.append(f.session_key)
         dc, dp = date_range("m.timestamp", f.since, f.until)
         clauses += dc
         params += dp
@@ -344,12 +352,17 @@ class SearchStore:
             f"CASE WHEN {title} IS NULL THEN (SELECT substr({content.replace('m.', 'p.')}, 1, 300) FROM messages p "
             f"WHERE p.session_id = s.id AND p.role = 'user' ORDER BY p.timestamp, p.id LIMIT 1) "
             f"END AS session_preview, "
-            f"s.started_at AS session_started FROM messages m JOIN sessions s ON "
+            f"s.started_at AS session_started, {self._origin_columns()} FROM messages m "
+            "JOIN sessions s ON "
             f"s.id = m.session_id WHERE m.id IN ({','.join('?' * len(ids))})",
             ids,
         )
         by_id = {r["message_id"]: r for r in rows}
         return [by_id[i] for i in ids if i in by_id]
+
+    def _origin_columns(self) -> str:
+        """Where each hit's conversation came from (schema 22; NULL before)."""
+        return ", ".join(f"{sql.col(self.schema, c, 's')} AS {c}" for c in ORIGIN_COLUMNS)
 
     def contexts(self, rows: list[dict[str, Any]]) -> None:
         """Set each hit's ``context``: the message before it, itself and the one after, in its

@@ -81,6 +81,7 @@ class SessionQuery:
     user: str = ""
     chat_id: str = ""
     chat_type: str = ""
+    session_key: str = ""  # one chat across its resets (Hermes's gateway routing key)
     active_minutes: int | None = None  # active in the last N minutes (a message or its start)
     archived: str = "hide"  # hide (Hermes's default) | include | only
     rows: str = "conversations"  # Hermes's rows (webui.hermes.listing) | all: every row
@@ -120,7 +121,7 @@ class SessionQuery:
             rows=rows,
             **{
                 k: (args.get(k) or "").strip()[:MAX_FILTER_CHARS]
-                for k in ("workspace", "branch", "user", "chat_id", "chat_type")
+                for k in ("workspace", "branch", "user", "chat_id", "chat_type", "session_key")
             },
         )
         # Validate dates now so a bad one is a 400 before any SQL runs.
@@ -144,6 +145,7 @@ class SessionQuery:
             self.user,
             self.chat_id,
             self.chat_type,
+            self.session_key,
             self.archived != "hide",
             self.rows != "conversations",
         )
@@ -178,6 +180,7 @@ class SessionQuery:
             "user": self.user or None,
             "chat_id": self.chat_id or None,
             "chat_type": self.chat_type or None,
+            "session_key": self.session_key or None,
             "archived": None if self.archived == "hide" else self.archived,
             "rows": None if self.rows == "conversations" else self.rows,
         }
@@ -395,6 +398,7 @@ class SessionStore:
             ("user", "user_id"),
             ("chat_id", "chat_id"),
             ("chat_type", "chat_type"),
+            ("session_key", "session_key"),
         ):
             if getattr(q, name):
                 clauses.append(f"{self.col(column)} = ?")

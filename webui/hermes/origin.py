@@ -1,6 +1,8 @@
 """Where a session came from, in words: "telegram · DM · Alice" for a gateway chat,
 "cli · ~/src/atlas @ main" for a session run in a folder. Built from the columns Hermes 0.19
-records (record_gateway_session_peer, set_session_cwd); None when a row has none of them."""
+records (record_gateway_session_peer, update_session_cwd); None when a row has none of them.
+Also why a chat's session ended: the reset boundaries of its timeline, in Hermes 0.19's own
+end_reason values (gateway/session.py, hermes_state.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +12,63 @@ from typing import Any
 
 CHAT_TYPES = {"dm": "DM", "group": "group", "channel": "channel", "thread": "thread"}
 
+# The session columns an origin is told from (schema 22; NULL on older files).
+ORIGIN_COLUMNS = ("display_name", "chat_type", "origin_json", "cwd", "git_repo_root", "git_branch")
+
+# Keys of origin_json that name a chat: the gateway writes SessionSource.to_dict()
+# (chat_name, user_name); other writers put a "label".
+ORIGIN_NAME_KEYS = ("label", "chat_name", "user_name")
+
+# Why a session ended, as a chat's timeline words the boundary. The gateway ends a chat's
+# session when it resets it: "daily" (the daily reset hour, 04:00 by default), "idle" (the idle
+# timeout), "session_reset" (/new or /reset), "session_switch" (/resume of another session),
+# "suspended", "resume_pending_expired"; agents end theirs for other reasons.
+END_REASONS = {
+    "daily": "daily reset",
+    "idle": "idle reset (no message for a while)",
+    "session_reset": "reset by /new or /reset",
+    "new_session": "a new session was started",
+    "session_switch": "switched to another session (/resume)",
+    "resumed_other": "another session was resumed",
+    "suspended": "suspended",
+    "resume_pending_expired": "an interrupted run expired",
+    "compression": "context compressed: continued in the next session",
+    "branched": "branched (/branch)",
+    "cli_close": "the CLI closed",
+    "tui_close": "the TUI closed",
+    "tui_shutdown": "the TUI shut down",
+    "agent_close": "the agent closed",
+    "cron_complete": "the cron job finished",
+    "idle_timeout": "idle timeout",
+    "lru_evict": "evicted (too many open sessions)",
+    "ws_disconnect": "the connection dropped",
+    "ws_orphan_reap": "the connection was lost",
+}
+# The reasons that start a new session of the same chat: a reset boundary, not an ending.
+RESETS = frozenset(
+    {
+        "daily",
+        "idle",
+        "session_reset",
+        "new_session",
+        "session_switch",
+        "suspended",
+        "resume_pending_expired",
+        "compression",
+    }
+)
+
+
+def end_reason_words(reason: Any) -> str | None:
+    """A session's end_reason in words (an unknown one as Hermes wrote it)."""
+    if reason is None or reason == "":
+        return None
+    return END_REASONS.get(str(reason), str(reason).replace("_", " "))
+
 
 def origin_label(row: Mapping[str, Any], home: str | None = None) -> str | None:
     source = row.get("source") or ""
-    name = (row.get("display_name") or "").strip() or _origin_json_label(row.get("origin_json"))
+    name = (row.get("display_name") or "").strip() or origin_json_name(row.get("origin_json"))
     chat_type = (row.get("chat_type") or "").strip()
     if name or chat_type:
         parts = [source, CHAT_TYPES.get(chat_type.lower(), chat_type), name]
@@ -27,12 +82,18 @@ def origin_label(row: Mapping[str, Any], home: str | None = None) -> str | None:
     return None
 
 
-def _origin_json_label(raw: Any) -> str:
+def origin_json_name(raw: Any) -> str:
+    """The chat's name in origin_json (arbitrary JSON from a platform: anything else → '')."""
     if not raw or not isinstance(raw, str):
         return ""
     try:
         value = json.loads(raw)
     except (ValueError, RecursionError):
         return ""
-    label = value.get("label") if isinstance(value, dict) else None
-    return label.strip() if isinstance(label, str) else ""
+    if not isinstance(value, dict):
+        return ""
+    for key in ORIGIN_NAME_KEYS:
+        name = value.get(key)
+        if isinstance(name, str) and name.strip():
+            return name.strip()
+    return ""

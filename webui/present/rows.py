@@ -323,6 +323,7 @@ def search_hit_view(row: dict[str, Any]) -> dict[str, Any]:
         "session_label": session_label(
             {"title": row.get("session_title"), "preview": row.get("session_preview")}
         ),
+        "origin": origin_label(row, os.path.expanduser("~")),
     }
 
 
@@ -338,6 +339,7 @@ def search_hit_json(row: dict[str, Any]) -> dict[str, Any]:
         "tool_name": row.get("tool_name"),
         "session_title": row.get("session_title"),
         "session_started": row["session_started"],
+        "origin": origin_label(row, os.path.expanduser("~")),
         "context": row.get("context", []),
         **({"profile": row["profile"]} if "profile" in row else {}),
     }

@@ -266,9 +266,10 @@ def markdown():
         return _hermes_document("md")
     # Logbook's own transcript: easy to read, every message fenced so none can pass for a
     # heading or carry HTML into a Markdown viewer.
-    if not (request.args.get("session") or request.args.get("lineage")):
+    if not any(request.args.get(k) for k in ("session", "lineage", "session_key")):
         raise BadRequest(
-            "A Markdown transcript is for one session (session=) or one lineage (lineage=)."
+            "A Markdown transcript is for one session (session=), one lineage (lineage=) or "
+            "one chat (session_key=)."
         )
     ids, name = _ids()
     return _download(get_logbook().exporter.markdown(ids), name, "md", "text/markdown")

@@ -7,7 +7,7 @@ from flask import Blueprint, abort, jsonify, redirect, url_for
 from webui.db import get_logbook
 from webui.db.sql import SESSION_FIGURES
 from webui.present.lineage_layout import clip, layout
-from webui.present.rows import session_label
+from webui.present.rows import session_label, with_origin
 from webui.web.views import query_args, render_page, wants_json
 
 bp = Blueprint("lineage", __name__)
@@ -27,6 +27,7 @@ NODE_KEYS = (
     *SESSION_FIGURES,
     "last_active",
     "edge",
+    "origin",
 )
 
 
@@ -53,6 +54,8 @@ def lineage(session_id: str):
             return redirect(url_for("lineage.lineage", session_id=matches[0]["id"], **query_args()))
         abort(404, description=f"No session has the id “{session_id}”.")
     tree = lb.lineage.tree(session_id)
+    for n in tree.nodes:
+        with_origin(n)
     if wants_json():
         return jsonify(
             {

@@ -6,7 +6,9 @@ from flask import Blueprint, abort, jsonify, url_for
 from htmx_flask import request
 
 from webui.db import get_logbook
+from webui.present.rows import message_json
 from webui.web.views import render_page, wants_json
+from webui.web.views.sessions import prepare_messages
 
 bp = Blueprint("origins", __name__)
 
@@ -35,28 +37,85 @@ def chats():
 
 @bp.get("/chats/<path:session_key>")
 def chat(session_key: str):
+    """A chat as one conversation across its resets: the timeline of its sessions' messages
+    (``from``: the session a page starts at, ``at``: after this message cursor), with the
+    index of its sessions (``after``: their keyset cursor, as on /chats)."""
     lb = get_logbook()
     head = lb.origins.chat(session_key)
     if head is None:
         abort(404, description=f"No chat has the key “{session_key}”.")
     rows, cursor = lb.origins.chat_sessions(session_key, request.args.get("after") or None)
+    timeline = lb.origins.timeline(
+        lb.messages,
+        session_key,
+        start=request.args.get("from") or None,
+        after=request.args.get("at") or None,
+    )
+
+    def timeline_url(**fmt):
+        if not timeline.next_session:
+            return None
+        return url_for(
+            "origins.chat",
+            session_key=session_key,
+            **{"from": timeline.next_session},
+            at=timeline.next_after,
+            **fmt,
+        )
+
     if wants_json():
         nxt = (
             url_for("origins.chat", session_key=session_key, after=cursor, format="json")
             if cursor
             else None
         )
-        return jsonify({"chat": head, "sessions": rows, "next": nxt})
+        return jsonify(
+            {
+                "chat": head,
+                "sessions": rows,
+                "next": nxt,
+                "timeline": [
+                    {
+                        "session_id": part.session["id"],
+                        "end_reason": part.session["end_reason"],
+                        "messages": [message_json(m) for m in part.messages],
+                    }
+                    for part in timeline.parts
+                ],
+                "timeline_next": timeline_url(format="json"),
+            }
+        )
+    parts = [
+        {
+            "session": part.session,
+            "from_start": part.from_start,
+            "messages": prepare_messages(part.session["id"], part.messages, {}),
+            # The page ends inside this session: its ending belongs to the next page.
+            "cut": part is timeline.parts[-1] and timeline.next_after is not None,
+        }
+        for part in timeline.parts
+    ]
     nxt = url_for("origins.chat", session_key=session_key, after=cursor) if cursor else None
-    return render_page("chat.html", {}, chat=head, rows=rows, next_url=nxt)
+    return render_page(
+        "chat.html",
+        {"timeline": "timeline"},
+        chat=head,
+        rows=rows,
+        next_url=nxt,
+        parts=parts,
+        timeline_next=timeline_url(),
+        latest=lb.origins.last_session(session_key),
+    )
 
 
 @bp.get("/workspaces")
 def workspaces():
     lb = get_logbook()
     rows = lb.origins.workspaces()
+    per_branch = lb.origins.branches()
     for r in rows:
         r["branches"] = sorted(b for b in (r.get("branches") or "").split(",") if b)
+        r["branch_figures"] = per_branch.get(r["workspace"], [])
     notice = _missing(lb, "cwd", "git_repo_root")
     if wants_json():
         return jsonify({"workspaces": rows, "notice": notice})

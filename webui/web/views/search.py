@@ -26,6 +26,7 @@ def _filters() -> SearchFilters:
         exclude_sources=[s for s in a.getlist("exclude_source") if s],
         roles=[r for r in a.getlist("role") if r],
         session=a.get("session") or None,
+        session_key=a.get("session_key") or None,
         since=a.get("since") or None,
         until=a.get("until") or None,
     )
@@ -131,10 +132,12 @@ def search():
                     "model": h["model"],
                     "started": h["session_started"],
                     "profile": h.get("profile"),
+                    "origin": h.get("origin"),
                 }
                 groups.append(grp)
             grp["hits"].append(h)
     session = lb.sessions.brief(f.session) if f.session else None
+    chat = lb.origins.chat(f.session_key) if f.session_key else None
     return render_page(
         "search.html",
         {"search-results": "results"},
@@ -148,6 +151,7 @@ def search():
         filters=f,
         page=page,
         session=session,
+        chat=chat,
         roles=ROLES,
         sources=lb.sessions.all_sources(),
         terms=p.terms,

@@ -32,6 +32,19 @@ def index():
     return redirect(url_for("sessions.list_sessions", **query_args()))
 
 
+# "Active now": what the live view shows unless told otherwise (as `moltbot sessions
+# --active <minutes>`): conversations with a message in the last hour, most recent first.
+LIVE_MINUTES = 60
+
+
+@bp.get("/live")
+def live():
+    args = query_args()
+    args.setdefault("active", LIVE_MINUTES)
+    args.setdefault("sort", "-last_active")
+    return redirect(url_for("sessions.list_sessions", **args))
+
+
 @bp.get("/sessions")
 def list_sessions():
     lb = get_logbook()
@@ -41,6 +54,8 @@ def list_sessions():
     else:
         rows, cursor = lb.sessions.page(q)
         facets = lb.sessions.source_facets(q)
+    # Whole-database counts (as the model menu's), shared while no session appears or goes.
+    origin_facets = lb.sessions.shared("origin-facets", lb.origins.facets)
     for r in rows:
         with_origin(r)
     next_url = url_for("sessions.list_sessions", **q.url_args(after=cursor)) if cursor else None
@@ -53,7 +68,10 @@ def list_sessions():
         return jsonify(
             {
                 "sessions": [session_json(r) for r in rows],
-                "facets": {"source": facets},
+                "facets": {
+                    "source": facets,
+                    **{k: {v["value"]: v["n"] for v in vs} for k, vs in origin_facets.items()},
+                },
                 "next": json_next,
             }
         )
@@ -73,6 +91,7 @@ def list_sessions():
         rows=rows,
         facets=facets,
         models=lb.sessions.models(),
+        origin_facets=origin_facets,
         total=total,
         capped=capped,
         hidden=hidden,
