@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -125,7 +126,8 @@ def test_serves_fixture_over_http(tmp_path, name):
         banner = "".join(srv.banner)
         version = sql(db, "SELECT version FROM schema_version")[0][0]
         assert f"http://127.0.0.1:{srv.port}/" in banner
-        assert str(db) in banner and f"schema v{version}" in banner and "MB" in banner
+        assert str(db) in banner and f"schema v{version}" in banner
+        assert re.search(r"\d (KB|MB)", banner)  # its size
         ids, url = [], "/sessions?format=json&archived=1&rows=all"
         while url:
             status, headers, body = srv.get(url)
@@ -145,16 +147,18 @@ def test_demo_is_built_once_and_served(tmp_path):
     inst = tmp_path / "inst"
     srv = Server("--demo", "--instance", str(inst))
     try:
-        assert (inst / "demo.db").exists()
+        assert (inst / "demo-22.db").exists()
         status, _, body = srv.get("/sessions?format=json")
         assert status == 200 and len(json.loads(body)["sessions"]) == 50
-        assert "schema v11" in "".join(srv.banner)
+        assert "schema v22" in "".join(srv.banner)
+        status, _, body = srv.get("/chats?format=json")
+        assert status == 200 and len(json.loads(body)["chats"]) > 5  # the demo has origins
     finally:
         srv.close()
-    mtime = (inst / "demo.db").stat().st_mtime
+    mtime = (inst / "demo-22.db").stat().st_mtime
     srv = Server("--demo", "--instance", str(inst))
     srv.close()
-    assert (inst / "demo.db").stat().st_mtime == mtime
+    assert (inst / "demo-22.db").stat().st_mtime == mtime
 
 
 def test_installed_wheel_carries_templates_and_static(tmp_path):

@@ -589,3 +589,62 @@ def test_cli_text_scale(tmp_path, capsys):
     assert main([str(out), "--sessions", "20", "--text-scale", "0.3", "--quiet"]) == 0
     assert "20 sessions" in capsys.readouterr().out and out.exists()
     assert main([str(tmp_path / "neg.db"), "--sessions", "2", "--text-scale", "-1", "--quiet"]) == 2
+
+
+# -- schema 22: Hermes 0.19.0's tables, with where conversations come from ------------------
+
+
+@pytest.fixture(scope="module")
+def built22(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gen22") / "state.db"
+    generate(path, sessions=300, seed=7, schema=22)
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    yield path, conn
+    conn.close()
+
+
+def test_schema_22_is_what_hermes_0_19_creates(built22):
+    _, conn = built22
+    fx = sqlite3.connect(f"file:{FIXTURES / 'hermes-v22-origins.db'}?mode=ro", uri=True)
+    with closing(fx):
+        assert _catalogue(conn) == _catalogue(fx)
+        for table in ("sessions", "messages"):
+            assert (
+                conn.execute(f"PRAGMA table_info({table})").fetchall()
+                == fx.execute(f"PRAGMA table_info({table})").fetchall()
+            )
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(22,)]
+    # messages take Hermes 0.19's defaults: all active, none compacted; both indexes full
+    assert conn.execute("SELECT COUNT(*) FROM messages WHERE active != 1").fetchone()[0] == 0
+    n = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    for fts in ("messages_fts", "messages_fts_trigram"):
+        assert conn.execute(f"SELECT COUNT(*) FROM {fts}").fetchone()[0] == n
+
+
+def test_schema_22_demo_chats_follow_the_gateway(built22):
+    _, conn = built22
+    rows = conn.execute(
+        "SELECT s.id, s.source, s.session_key, s.chat_type, s.started_at, s.ended_at, "
+        "s.end_reason, p.session_key, p.end_reason FROM sessions s LEFT JOIN sessions p "
+        "ON p.id = s.parent_session_id ORDER BY s.started_at, s.id"
+    ).fetchall()
+    gateway = {"telegram", "discord", "signal", "whatsapp", "matrix", "slack", "email"}
+    chats: dict[str, list] = {}
+    for sid, source, key, kind, started, ended, reason, parent_key, parent_reason in rows:
+        if parent_reason == "compression" and parent_key:
+            assert key == parent_key, sid  # a continuation stays in its chat
+        elif parent_reason is None and source in gateway:
+            assert key and key.startswith(f"agent:main:{source}:{kind}:"), sid
+        if key:
+            chats.setdefault(key, []).append((started, ended, reason))
+    assert len(chats) > 10 and max(len(v) for v in chats.values()) > 5
+    for sessions in chats.values():
+        for (start, _end, reason), (nxt, _, _) in zip(sessions, sessions[1:], strict=False):
+            if reason == "daily":
+                assert int(nxt // 86400) > int(start // 86400)
+            elif reason in ("idle", "session_reset"):
+                assert int(nxt // 86400) == int(start // 86400)
+    repos = conn.execute(
+        "SELECT COUNT(DISTINCT git_repo_root), COUNT(DISTINCT git_branch) FROM sessions"
+    ).fetchone()
+    assert repos[0] >= 3 and repos[1] >= 4

@@ -14,7 +14,8 @@ from support.oracle import Hermes, dry_run_ids, ensure_venv, listed_ids
 
 pytestmark = pytest.mark.oracle
 
-ORACLE_FIXTURES = ("hermes-v22.db", "hermes-v22-extended.db", "hermes-v11.db")
+# The real files, and the schema-22 demo Logbook's generator writes ("demo-22").
+ORACLE_FIXTURES = ("hermes-v22.db", "hermes-v22-extended.db", "hermes-v11.db", "demo-22")
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +31,12 @@ def pair(request, venv, tmp_path_factory):
     every user's file; Logbook reads a copy of the migrated file."""
     name = request.param
     home = tmp_path_factory.mktemp("hermes-home")
-    shutil.copyfile(copy_fixture(name, tmp_path_factory.mktemp("src")), home / "state.db")
+    if name == "demo-22":
+        from webui.demo import generate
+
+        generate(home / "state.db", sessions=300, long_session_messages=300, schema=22)
+    else:
+        shutil.copyfile(copy_fixture(name, tmp_path_factory.mktemp("src")), home / "state.db")
     hermes = Hermes(venv, home)
     hermes.call("list", kwargs={})  # opens (and migrates) the file, then closes it cleanly
     mine = tmp_path_factory.mktemp("logbook")
@@ -400,3 +406,23 @@ def test_sessions_stats_equal_hermes_cli(pair):
     ours = {r["key"]: r["sessions"] for r in report["by_source"]}
     for source, n in per_source.items():
         assert ours.get(source) == n, (name, source)
+
+
+def test_the_demo_origins_are_what_hermes_gateway_records(venv, tmp_path):
+    """Every chat of the schema-22 demo has the session key and origin JSON that Hermes
+    0.19's gateway (build_session_key, SessionSource.to_dict) makes of the same source."""
+    import json
+
+    from webui.demo import generate
+
+    db = tmp_path / "state.db"
+    generate(db, sessions=300, schema=22)
+    rows = sql(
+        db, "SELECT DISTINCT session_key, origin_json FROM sessions WHERE origin_json IS NOT NULL"
+    )
+    assert len(rows) > 10
+    sources = [json.loads(origin) for _, origin in rows]
+    theirs = Hermes(venv, tmp_path).call("origin_keys", sources=sources)
+    for (key, origin), (their_key, their_dict) in zip(rows, theirs, strict=True):
+        assert key == their_key
+        assert origin == json.dumps(their_dict)  # byte for byte, as the gateway writes it

@@ -16,6 +16,7 @@ from webui.present.filters import nbytes
 
 DEMO_SESSIONS = 300
 DEMO_LONG_SESSION = 2000
+DEMO_FILE = "demo-22.db"
 
 
 MIN_TOKEN_CHARS = 16
@@ -104,8 +105,10 @@ def instance_folder(explicit: str | None) -> Path:
 
 
 def ensure_demo(instance: Path, out=sys.stderr) -> Path:
-    """The demo database, built once (deterministic) and kept in the instance folder."""
-    path = instance / "demo.db"
+    """The demo database, built once (deterministic) and kept in the instance folder: in
+    Hermes 0.19's schema (22), with where each conversation came from. (An older instance
+    keeps its schema-11 demo.db; this one has its own name.)"""
+    path = instance / DEMO_FILE
     if path.exists():
         return path
     from webui.demo import generate
@@ -114,7 +117,13 @@ def ensure_demo(instance: Path, out=sys.stderr) -> Path:
     print(f"Building the demo database in {path} (once)…", file=out, flush=True)
     # Anchor the synthetic year at the start of today, so "last 7 days" has data.
     today = time.time() // 86400 * 86400
-    generate(path, sessions=DEMO_SESSIONS, now=today, long_session_messages=DEMO_LONG_SESSION)
+    generate(
+        path,
+        sessions=DEMO_SESSIONS,
+        now=today,
+        long_session_messages=DEMO_LONG_SESSION,
+        schema=22,
+    )
     return path
 
 

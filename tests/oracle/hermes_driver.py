@@ -49,7 +49,25 @@ def op_profiles(db, req):
     return [p.name for p in list_profiles()]
 
 
-OPS = {"list": op_list, "search": op_search, "usage": op_usage, "profiles": op_profiles}
+def op_origin_keys(db, req):
+    """The gateway's own session key and origin JSON for each source (as to_dict gives it)."""
+    db.close()
+    from gateway.session import SessionSource, build_session_key
+
+    out = []
+    for d in req["sources"]:
+        src = SessionSource.from_dict(d)
+        out.append([build_session_key(src), src.to_dict()])
+    return out
+
+
+OPS = {
+    "list": op_list,
+    "search": op_search,
+    "usage": op_usage,
+    "profiles": op_profiles,
+    "origin_keys": op_origin_keys,
+}
 
 if __name__ == "__main__":
     request = json.loads(sys.argv[1])

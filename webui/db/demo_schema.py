@@ -115,18 +115,24 @@ END""",
 )
 
 
-def create_schema(conn: sqlite3.Connection) -> None:
-    """Create the exact Hermes v11 schema on ``conn`` and switch it to WAL.
+def create_schema(conn: sqlite3.Connection, version: int = SCHEMA_VERSION) -> None:
+    """Create the exact Hermes schema ``version`` (11, or 22: Hermes 0.19.0's) on ``conn`` and
+    switch it to WAL.
 
-    Writes the single ``schema_version`` row (11) if the table is empty.  ``state_meta`` is
+    Writes the single ``schema_version`` row if the table is empty.  ``state_meta`` is
     created empty (Hermes' CLI adds ``ghost_session_prune_v1`` later; :func:`generate` does too).
     """
+    from webui.db import demo_schema22
+
+    statements = {SCHEMA_VERSION: _SCHEMA_STATEMENTS, 22: demo_schema22.STATEMENTS}.get(version)
+    if statements is None:
+        raise ValueError(f"the demo writes schema 11 or 22, not {version}")
     if conn.in_transaction:
         conn.commit()
     conn.execute("PRAGMA journal_mode=WAL")
-    for stmt in _SCHEMA_STATEMENTS:
+    for stmt in statements:
         conn.execute(stmt)
     if conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == 0:
-        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
     if conn.in_transaction:
         conn.commit()

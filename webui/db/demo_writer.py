@@ -11,9 +11,13 @@ import threading
 from collections.abc import Callable, Iterable
 
 from webui.db.demo_schema import create_schema
-from webui.db.schema import KNOWN_MESSAGE_COLUMNS
+from webui.db.schema import KNOWN_MESSAGE_COLUMNS, KNOWN_SESSION_COLUMNS
 
-_INSERT_SESSION = "INSERT INTO sessions VALUES (" + ",".join("?" * 27) + ")"
+# Schema 11's session columns by name: a schema-22 table has more, which keep their defaults.
+_INSERT_SESSION = (
+    f"INSERT INTO sessions ({', '.join(KNOWN_SESSION_COLUMNS)}) "
+    f"VALUES ({','.join('?' * len(KNOWN_SESSION_COLUMNS))})"
+)
 _INSERT_MESSAGE = (
     f"INSERT INTO messages ({', '.join(KNOWN_MESSAGE_COLUMNS[1:])}) "
     f"VALUES ({','.join('?' * (len(KNOWN_MESSAGE_COLUMNS) - 1))})"
@@ -60,6 +64,8 @@ def write_database(
     batches: Iterable[tuple[list, list]],
     total: int,
     progress: Callable[[int, int], None] | None,
+    schema: int = 11,
+    origins: Callable[[list[dict]], list[dict]] | None = None,
 ) -> int:
     """Create ``path`` (which must not exist) from ``batches`` of (session rows, message rows);
     returns the number of messages written. Built beside the target under a unique name, so a
@@ -72,7 +78,7 @@ def write_database(
     )
     conn = sqlite3.connect(tmp, isolation_level=None)
     try:
-        create_schema(conn)
+        create_schema(conn, schema)
         conn.execute("INSERT INTO state_meta (key, value) VALUES ('ghost_session_prune_v1', '1')")
         # build-time only settings (not persistent); the file is a temp file until it is complete
         conn.execute("PRAGMA journal_mode=OFF")
@@ -80,6 +86,8 @@ def write_database(
         conn.execute("PRAGMA cache_size=-262144")
         conn.execute("PRAGMA temp_store=MEMORY")
         done = _write_all(conn, batches, total, progress)
+        if origins is not None:
+            write_origins(conn, origins(_session_outline(conn)))
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
@@ -164,3 +172,48 @@ def _write_all(
     if progress is not None:
         progress(done, total)
     return done
+
+
+# -- origins (schema 22) ----------------------------------------------------------------------
+
+ORIGIN_FIELDS = (
+    "session_key",
+    "user_id",
+    "chat_id",
+    "chat_type",
+    "thread_id",
+    "display_name",
+    "origin_json",
+    "cwd",
+    "git_branch",
+    "git_repo_root",
+    "end_reason",
+)
+
+
+def _session_outline(conn: sqlite3.Connection) -> list[dict]:
+    """What an origins plan needs of each session, oldest first."""
+    conn.row_factory = sqlite3.Row
+    try:
+        return [
+            dict(r)
+            for r in conn.execute(
+                "SELECT id, source, parent_session_id, started_at, ended_at, end_reason "
+                "FROM sessions ORDER BY started_at, id"
+            )
+        ]
+    finally:
+        conn.row_factory = None
+
+
+def write_origins(conn: sqlite3.Connection, plan: list[dict]) -> None:
+    """The columns Hermes 0.19's record_gateway_session_peer and update_session_cwd set (and
+    a chat's reset reasons), one UPDATE per planned session."""
+    conn.execute("BEGIN")
+    for row in plan:
+        fields = [f for f in ORIGIN_FIELDS if f in row]
+        conn.execute(
+            f"UPDATE sessions SET {', '.join(f'{f} = ?' for f in fields)} WHERE id = ?",
+            [*(row[f] for f in fields), row["id"]],
+        )
+    conn.execute("COMMIT")

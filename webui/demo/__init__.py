@@ -36,6 +36,7 @@ from webui.db.demo_schema import (
 )
 from webui.db.demo_writer import write_database
 from webui.demo.corpus import XSS_CORPUS  # noqa: F401 - re-exported
+from webui.demo.origins import plan_origins
 from webui.demo.planner import _Planner
 from webui.demo.spec import DEFAULT_NOW
 from webui.demo.stream import _batches
@@ -53,7 +54,8 @@ class GeneratedInfo:
 
 def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now: float | None = None,
              long_session_messages: int = 0, messages_per_session: float = 14.0,
-             progress: Callable[[int, int], None] | None = None, text_scale: float = 1.0) -> GeneratedInfo:
+             progress: Callable[[int, int], None] | None = None, text_scale: float = 1.0,
+             schema: int = 11) -> GeneratedInfo:
     """Build a realistic Hermes v11 ``state.db`` at ``path`` (which must not exist yet).
 
     ``sessions`` session rows are generated (plus one extra when ``long_session_messages`` > 0),
@@ -65,6 +67,9 @@ def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now
     the historical output; about 0.3 gives ~1.5 KB per message on disk (FTS tables included),
     like real Hermes databases (a 1,000,000-message database of ~1.5 GB), against ~5.5 KB at 1.0.
     The number of messages, sessions, timestamps and lineages does not depend on it.
+
+    ``schema`` 22 writes Hermes 0.19.0's schema and, in its columns, where each conversation
+    came from (``webui.demo.origins``: chats across resets, people, workspaces).
     """
     t0 = time.perf_counter()
     path = os.fspath(path)
@@ -96,7 +101,10 @@ def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now
     specs, long_spec = planner.plan()
     total_msgs = sum(s.n_total for s in specs)
 
-    done = write_database(path, _batches(specs), total_msgs, progress)
+    if schema not in (11, 22):
+        raise ValueError("schema must be 11 or 22")
+    done = write_database(path, _batches(specs), total_msgs, progress, schema=schema,
+                          origins=plan_origins if schema == 22 else None)
     return GeneratedInfo(path=path, sessions=len(specs), messages=done,
                          long_session_id=long_spec.id if long_spec is not None else None,
                          seconds=round(time.perf_counter() - t0, 3))

@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--now", type=float, default=None, help=f"anchor epoch seconds (default {DEFAULT_NOW:.0f})")
     ap.add_argument("--quiet", action="store_true", help="no progress output")
+    ap.add_argument("--schema", type=int, default=11, choices=(11, 22),
+                    help="11 (the reference documents) or 22 (Hermes 0.19.0, with origins)")
     args = ap.parse_args(argv)
 
     last = [0.0]
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\r{done:,}/{total:,} messages ({pct:5.1f}%)", end="", file=sys.stderr, flush=True)
 
     try:
-        info = generate(args.out, sessions=args.sessions, seed=args.seed, now=args.now,
+        info = generate(args.out, sessions=args.sessions, seed=args.seed, now=args.now, schema=args.schema,
                         long_session_messages=args.long_session, messages_per_session=args.messages_per_session,
                         progress=None if args.quiet else report, text_scale=args.text_scale)
     except ValueError as exc:
