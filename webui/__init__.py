@@ -14,7 +14,7 @@ from htmx_flask import Htmx
 from webui.db import OpenedDatabase, check_database, init_db
 from webui.hermes.activity import session_state
 from webui.hermes.content import pretty_json
-from webui.hermes.origin import end_reason_words
+from webui.hermes.origin import chat_type_words, end_reason_words
 from webui.paths import STATIC, TEMPLATES
 from webui.present import filters
 from webui.present.markdown import highlight_code
@@ -109,6 +109,7 @@ def create_app(
     app.jinja_env.globals["session_state"] = session_state
     app.jinja_env.globals["row_url"] = row_url
     app.jinja_env.filters["end_reason_words"] = end_reason_words
+    app.jinja_env.filters["chat_type_words"] = chat_type_words
 
     @app.context_processor
     def theme():

@@ -59,6 +59,12 @@ RESETS = frozenset(
 )
 
 
+def chat_type_words(chat_type: Any) -> str:
+    """ "dm" → "DM"; other chat types as Hermes names them."""
+    text = str(chat_type or "").strip()
+    return CHAT_TYPES.get(text.lower(), text)
+
+
 def end_reason_words(reason: Any) -> str | None:
     """A session's end_reason in words (an unknown one as Hermes wrote it)."""
     if reason is None or reason == "":
