@@ -172,3 +172,15 @@ def test_stats_period_change_updates_charts_in_place(live, page):
     tip = page.locator("#chart-sessions svg rect.bar title").first.text_content()
     assert ":" in tip
     screenshot(page, "stats.png")
+
+
+def test_a_corrected_search_names_its_correction_and_the_next_steps(live, page):
+    page.goto(f"{live.url}/search")
+    page.fill("#s-q", '"zzqx')
+    page.wait_for_selector("#search-results .notice")
+    notice = page.locator("#search-results .notice").inner_text()
+    assert "quote without a partner was dropped" in notice and "zzqx" in notice
+    steps = page.locator("#search-results ul.next-steps")
+    assert steps.get_by_role("link", name="zzqx*").count() == 1
+    steps.get_by_role("link", name="search titles and ids").click()
+    page.wait_for_url(re.compile(r"/sessions\?"))

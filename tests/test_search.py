@@ -447,3 +447,15 @@ def test_unfiltered_counts_leave_rewound_hits_out_without_a_join(tmp_path, query
     assert shown == {r[0] for r in want}
     if query in ("check", "obsidian"):
         assert hidden > 0, "the fixture's rewound messages hold this word"
+
+
+def test_an_unpaired_quote_is_named_and_next_steps_offered(fx):
+    db, client = fx
+    body = client.get("/search?q=%22zzqx&format=json").get_json()
+    assert body["results"] == [] and body["query"] == "zzqx"
+    assert "quote without a partner was dropped" in body["notice"]
+    html = client.get("/search?q=%22zzqx&source=cli").get_data(as_text=True)
+    assert 'href="/search?q=zzqx*&amp;source=cli"' in html  # the prefix form, filters kept
+    assert "without the filters" in html and "search titles and ids" in html
+    # a balanced phrase is searched as typed: nothing to explain
+    assert client.get('/search?q="zzqx yy"&format=json').get_json()["notice"] is None

@@ -191,6 +191,14 @@ def plan(
             f"Searched for {sanitized or 'nothing'}: characters and dangling operators "
             "that FTS5 cannot parse were removed, as Hermes does."
         )
+    elif raw.count('"') % 2 and sanitized.count('"') < raw.count('"'):
+        # A quote without its partner: Hermes drops it and searches the words themselves.
+        note = (
+            f"Searched for {' '.join(sanitized.split()) or 'nothing'}: the quote without a "
+            "partner was dropped, "
+            "as Hermes does, so the words are searched on their own. For an exact phrase, "
+            "close it: “\"…\"”."
+        )
     if not sanitized:
         notices.append(note)
         notices.append("Nothing is left to search once FTS5's special characters are removed.")
