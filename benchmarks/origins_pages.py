@@ -15,15 +15,16 @@ session, a folder and branch for every CLI session, and one Telegram DM of 250 s
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from schema22_pages import warm_times  # noqa: E402
 
 from support import make_app  # noqa: E402
 
@@ -62,15 +63,7 @@ def measure(db: Path, n: int = 15) -> dict[str, tuple[float, float]]:
     out = {}
     for name, url in PAGES:
         url = url.format(latest=ids[-1], middle=ids[len(ids) // 2])
-        for _ in range(2):
-            assert client.get(url).status_code == 200, url
-        times = []
-        for _ in range(n):
-            t = time.perf_counter()
-            client.get(url).get_data()
-            times.append((time.perf_counter() - t) * 1000)
-        times.sort()
-        out[name] = (statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)])
+        out[name] = warm_times(client, url, n)
     out["sessions in the chat"] = (len(ids), 0.0)
     return out
 

@@ -65,6 +65,18 @@ def _quantiles(times: list[float]) -> tuple[float, float]:
     return statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)]
 
 
+def warm_times(client, url: str, n: int) -> tuple[float, float]:
+    """Median and p95 (ms) of ``n`` requests for ``url`` after two warm-up requests."""
+    for _ in range(2):
+        assert client.get(url).status_code == 200, url
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        client.get(url).get_data()
+        times.append((time.perf_counter() - t) * 1000)
+    return _quantiles(times)
+
+
 def measure(db: Path, n: int = 15) -> dict[str, tuple[float, float]]:
     from webui.db import get_logbook, start_rollup_warmer
 
@@ -85,15 +97,7 @@ def measure(db: Path, n: int = 15) -> dict[str, tuple[float, float]]:
             "SELECT session_id FROM messages GROUP BY session_id ORDER BY COUNT(*) DESC LIMIT 1"
         )
     for name, url in PAGES:
-        url = url.format(long=long_id)
-        for _ in range(2):
-            assert client.get(url).status_code == 200, url
-        times = []
-        for _ in range(n):
-            t = time.perf_counter()
-            client.get(url).get_data()
-            times.append((time.perf_counter() - t) * 1000)
-        out[name] = _quantiles(times)
+        out[name] = warm_times(client, url.format(long=long_id), n)
     for name, url in COMPUTED:
         times = []
         for _ in range(5):

@@ -6,15 +6,13 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from pathlib import Path
 
 import pytest
 
 from support import sql
-from support.browser import LiveServer, screenshot
+from support.browser import LiveServer, axe_problems, screenshot
 
 pytestmark = pytest.mark.browser
-AXE = Path(__file__).with_name("vendor") / "axe.min.js"
 
 
 @pytest.fixture(scope="module")
@@ -131,13 +129,7 @@ def test_every_page_in_both_themes_passes_axe(live, chromium, generated_db, sche
                     d.evaluate("el => el.open = true")
             if name in ("sessions", "viewer", "search", "lineage", "stats", "export", "prune"):
                 screenshot(pg, f"{name}-{scheme}.png")
-            pg.evaluate(AXE.read_text(encoding="utf-8"))
-            result = pg.evaluate("axe.run(document, {resultTypes: ['violations']})")
-            for v in result["violations"]:
-                if v["impact"] in ("serious", "critical"):
-                    problems.append(
-                        (name, v["id"], v["help"], [n["target"] for n in v["nodes"][:3]])
-                    )
+            problems += axe_problems(pg, name)
     finally:
         context.close()
     assert not problems, problems

@@ -5,15 +5,13 @@ paged; the list's origin facets; workspaces and people; axe in both themes and a
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from support import copy_fixture, make_app, sql
-from support.browser import LiveServer, screenshot
+from support.browser import LiveServer, axe_problems, screenshot
 
 pytestmark = pytest.mark.browser
-AXE = Path(__file__).with_name("vendor") / "axe.min.js"
 ALICE = "agent:main:telegram:dm:1001"
 
 
@@ -97,13 +95,7 @@ def test_origin_pages_pass_axe_in_both_themes(origins, chromium, scheme):
             pg.wait_for_load_state("networkidle")
             if name in ("chat", "workspaces"):
                 screenshot(pg, f"{name}-{scheme}.png")
-            pg.evaluate(AXE.read_text(encoding="utf-8"))
-            result = pg.evaluate("axe.run(document, {resultTypes: ['violations']})")
-            problems += [
-                (name, v["id"], v["help"], [n["target"] for n in v["nodes"][:3]])
-                for v in result["violations"]
-                if v["impact"] in ("serious", "critical")
-            ]
+            problems += axe_problems(pg, name)
     finally:
         context.close()
     assert not problems, problems

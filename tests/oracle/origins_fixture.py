@@ -133,29 +133,12 @@ def gateway_session(source: SessionSource, previous: str | None, reason: str | N
         thread_id=source.thread_id,
         model="anthropic/claude-sonnet-4",
     )
-    db.record_gateway_session_peer(
-        sid,
-        source=source.platform.value,
-        user_id=source.user_id,
-        session_key=key,
-        chat_id=source.chat_id,
-        chat_type=source.chat_type,
-        thread_id=source.thread_id,
-        display_name=source.chat_name,
-        origin_json=json.dumps(source.to_dict()),
-    )
+    record_peer(sid, source)
     return sid
 
 
-def compressed(source: SessionSource, previous: str) -> str:
-    """Context compression inside a chat (agent/conversation_compression.py): the session ends
-    with "compression", its continuation is created with the parent link only, and the gateway
-    then records the chat's routing peer on it (gateway/run.py, after the agent's result)."""
-    db.end_session(previous, "compression")
-    sid = new_id()
-    db.create_session(
-        sid, source.platform.value, model="anthropic/claude-sonnet-4", parent_session_id=previous
-    )
+def record_peer(sid: str, source: SessionSource) -> None:
+    """The gateway's _record_gateway_session_peer: routing peer, name and origin JSON."""
     db.record_gateway_session_peer(
         sid,
         source=source.platform.value,
@@ -167,6 +150,18 @@ def compressed(source: SessionSource, previous: str) -> str:
         display_name=source.chat_name,
         origin_json=json.dumps(source.to_dict()),
     )
+
+
+def compressed(source: SessionSource, previous: str) -> str:
+    """Context compression inside a chat (agent/conversation_compression.py): the session ends
+    with "compression", its continuation is created with the parent link only, and the gateway
+    then records the chat's routing peer on it (gateway/run.py, after the agent's result)."""
+    db.end_session(previous, "compression")
+    sid = new_id()
+    db.create_session(
+        sid, source.platform.value, model="anthropic/claude-sonnet-4", parent_session_id=previous
+    )
+    record_peer(sid, source)
     return sid
 
 

@@ -121,3 +121,17 @@ def fresh(generated_db, tmp_path):
     srv = LiveServer(make_app(db, tmp_path / "inst"))
     yield db, srv, long_id
     srv.close()
+
+
+AXE = Path(__file__).resolve().parents[1] / "vendor" / "axe.min.js"
+
+
+def axe_problems(pg, name: str) -> list[tuple]:
+    """axe-core's serious and critical violations on the page now open, named by ``name``."""
+    pg.evaluate(AXE.read_text(encoding="utf-8"))
+    result = pg.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [
+        (name, v["id"], v["help"], [n["target"] for n in v["nodes"][:3]])
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
