@@ -67,7 +67,9 @@ def test_long_session_loads_more_as_you_scroll(live, page, generated_db):
     page.goto(f"{live.url}/sessions/{long_id}")
     assert page.locator("article.msg").count() == 100
     for _ in range(10):
-        page.locator("#more-messages").scroll_into_view_if_needed()
+        # The pager replaces itself (outerHTML) as each page lands: scroll to whichever one
+        # is there now, never to a handle that a swap may have detached.
+        page.evaluate("document.getElementById('more-messages')?.scrollIntoView()")
         page.wait_for_timeout(300)
         if page.locator("article.msg").count() >= 300:
             break
