@@ -342,16 +342,7 @@ def big(n: int) -> None:
             src = SessionSource(
                 Platform(source), uid, chat_name=name, chat_type="dm", user_id=uid, user_name=name
             )
-            db.record_gateway_session_peer(
-                sid,
-                source=source,
-                user_id=uid,
-                session_key=build_session_key(src),
-                chat_id=uid,
-                chat_type="dm",
-                display_name=name,
-                origin_json=json.dumps(src.to_dict()),
-            )
+            record_peer(sid, src)
     _clock[0] = (
         max(db._conn.execute("SELECT MAX(started_at) FROM sessions").fetchone()[0], _clock[0])
         + 3600

@@ -127,11 +127,7 @@ class OriginStore:
             cond = " AND (s.started_at > ? OR (s.started_at = ? AND s.id > ?))"
             params += [key, key, sid]
         rows = self.r.rows(
-            f"SELECT s.id AS id, {sql.col(self.schema, 'title', 's')} AS title, "
-            f"s.started_at AS started_at, {sql.col(self.schema, 'ended_at', 's')} AS ended_at, "
-            f"{sql.col(self.schema, 'end_reason', 's')} AS end_reason, "
-            f"{sql.num(self.schema, 'message_count', 's')} AS message_count, "
-            f"{sql.cost(self.schema, 's')} AS cost FROM sessions s WHERE s.session_key = ?{cond} "
+            f"SELECT {self._session_columns()} FROM sessions s WHERE s.session_key = ?{cond} "
             "ORDER BY s.started_at, s.id LIMIT ?",
             [*params, PAGE + 1],
         )
