@@ -138,10 +138,11 @@ def create_app(
                 "size": lb.size_bytes(),
                 "immutable": lb.opened.immutable,
                 "newer": lb.schema.is_newer_than_known,
+                "recovered": lb.actions.recovered,
             }
         }
 
-    from webui.web import access, errors, limits, security
+    from webui.web import access, errors, limits, security, streams
     from webui.web import profiles as profiles_web
     from webui.web.views import actions as actions_views
     from webui.web.views import export as export_views
@@ -154,6 +155,7 @@ def create_app(
 
     security.init_app(app)
     limits.init_app(app)
+    streams.init_app(app)
     access.init_app(app)
     profiles_web.init_app(app, primary)
     errors.init_app(app)

@@ -232,9 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hermes-logbook: {exc}", file=err)
         return 2
 
-    from waitress import create_server
-
     from webui import create_app
+    from webui.serve import make_server
 
     app = create_app(
         {
@@ -255,18 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         # ident="" sends no Server header (no version disclosure).
-        server = create_server(
-            app,
-            host=args.host,
-            port=args.port,
-            threads=args.threads,
-            ident="",
-            # Idle keep-alive connections must not lock others out: they are closed after
-            # 15 s of silence (checked every 5 s), and up to 500 may be open at once.
-            connection_limit=500,
-            channel_timeout=15,
-            cleanup_interval=5,
-        )
+        server = make_server(app, args.host, args.port, args.threads)
     except OSError as exc:
         print(
             f"hermes-logbook: cannot listen on {args.host}:{args.port}: "
@@ -285,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     if root:
         names = [n for n, _ in discover(root)]
         print(f"  Profiles: {', '.join(names) or 'none'} (in {root}; switch with ?profile=)")
+    for note in app.extensions["logbook"].actions.recovered:
+        print(f"  Finished: {note}")
     for line in access_lines(args, token):
         print(f"  Access:   {line}")
     print("  Stop with Ctrl+C.", flush=True)

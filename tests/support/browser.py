@@ -41,10 +41,10 @@ class LiveServer:
     The event loop runs in small steps so that `close` can stop it first and only then close
     its sockets: closing them under a running `select` fails with EBADF in the loop thread."""
 
-    def __init__(self, app):
-        from waitress import create_server
+    def __init__(self, app, threads: int = 4, **settings):
+        from webui.serve import make_server
 
-        self.server = create_server(app, host="127.0.0.1", port=0, threads=4, ident="")
+        self.server = make_server(app, "127.0.0.1", 0, threads, **settings)
         self.url = f"http://127.0.0.1:{self.server.effective_port}"
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)

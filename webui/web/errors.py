@@ -43,7 +43,9 @@ def error_response(status: int, message: str, retry_after: int | None = None):
 def init_app(app: Flask) -> None:
     @app.errorhandler(LogbookDBError)
     def db_error(exc: LogbookDBError):
-        return error_response(exc.status, exc.message, retry_after=2 if exc.status == 503 else None)
+        return error_response(
+            exc.status, exc.message, retry_after=2 if exc.status in (429, 503) else None
+        )
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

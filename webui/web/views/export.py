@@ -19,6 +19,7 @@ from webui.hermes import exports
 from webui.hermes.exports import ExportFormatError
 from webui.hermes.selection import SelectionError, selection_from_args
 from webui.present.zipstream import zip_stream
+from webui.web.streams import guarded
 
 bp = Blueprint("export", __name__)
 
@@ -127,8 +128,10 @@ def _download(chunks, name: str, ext: str, mimetype: str, filename: str | None =
         disposition = f'attachment; filename="{stem[:160]}"'
     else:
         disposition = f'attachment; filename="hermes-{safe}-{stamp}.{ext}"'
+    # guarded: a slot of the few exports that run at once, given back however the body ends,
+    # and a watchdog that drops a client who stops reading (webui/web/streams.py).
     return Response(
-        stream_with_context(chunks),
+        guarded(stream_with_context(chunks)),
         mimetype=mimetype,
         headers={
             "Content-Disposition": disposition,

@@ -1,0 +1,192 @@
+"""Hostile clients against the real server (waitress, real sockets): exports that are never
+read must not take the workers, and a cut export must look cut (issue 15, points 1 and 10)."""
+
+from __future__ import annotations
+
+import socket
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from support import make_app
+from support.browser import LiveServer
+from webui.db import get_logbook
+
+SPOOL = 256 * 1024  # a small spool, so that an export of a few MB waits for its client
+
+
+@pytest.fixture(scope="module")
+def big_db(tmp_path_factory):
+    """About 12 MB of JSONL: more than the spool and the loopback socket buffers together."""
+    from webui.demo import generate
+
+    path = tmp_path_factory.mktemp("big") / "state.db"
+    generate(path, sessions=600, seed=5)
+    return path
+
+
+def _server(db, tmp_path, **config):
+    app = make_app(
+        db,
+        tmp_path / "inst",
+        LOGBOOK_THREADS=8,
+        LOGBOOK_EXPORT_STALL_SECONDS=1.0,
+        **config,
+    )
+    return app, LiveServer(app, threads=8, outbuf_high_watermark=SPOOL)
+
+
+def _stalled(url: str, path: str, source: str = "127.0.0.1") -> socket.socket:
+    """A client that asks for ``path`` and then reads nothing (tiny receive buffer)."""
+    host, port = url.removeprefix("http://").split(":")
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.bind((source, 0))
+    s.connect((host, int(port)))
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    return s
+
+
+def _get(url: str, timeout: float = 5.0) -> tuple[int, float, dict]:
+    t0 = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            r.read()
+            return r.status, time.monotonic() - t0, dict(r.headers)
+    except urllib.error.HTTPError as exc:
+        exc.read()
+        return exc.code, time.monotonic() - t0, dict(exc.headers)
+
+
+def _read_all(s: socket.socket, timeout: float = 10.0) -> bytes:
+    s.settimeout(timeout)
+    data = bytearray()
+    while True:
+        try:
+            chunk = s.recv(1 << 16)
+        except (ConnectionResetError, TimeoutError):
+            break
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
+
+
+def _status(raw: bytes) -> int:
+    return int(raw.split(b" ", 2)[1])
+
+
+def test_stalled_export_readers_leave_the_pages_answering(big_db, tmp_path):
+    app, srv = _server(big_db, tmp_path)
+    slots = app.extensions["logbook_export_slots"]
+    readers = [_stalled(srv.url, "/export.jsonl", source=f"127.0.0.{2 + i}") for i in range(8)]
+    try:
+        time.sleep(0.5)
+        # The pages stay quick while eight exports are asked for and never read.
+        for _ in range(5):
+            status, took, _h = _get(srv.url + "/sessions")
+            assert status == 200 and took < 2.0, took
+        # Only `total` exports run at once (a quarter of the 8 workers); the others were
+        # refused at once with a message and Retry-After, not queued behind the stalled ones.
+        refused = []
+        for s in readers:
+            s.settimeout(0.5)
+            try:
+                head = s.recv(4096)
+            except TimeoutError:
+                continue
+            if head.startswith(b"HTTP/1.1 503"):
+                refused.append(head)
+        assert len(refused) == 8 - slots.total
+        assert all(b"Retry-After: 2" in h for h in refused)
+        # The running ones are abandoned when their readers stall past the budget, and their
+        # slots come back: a new export then runs to its end.
+        deadline = time.monotonic() + 10
+        while slots.running() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert slots.running() == 0
+        assert slots.abandoned == slots.total
+        status, _took, _h = _get(srv.url + "/export.jsonl?source=cli", timeout=30)
+        assert status == 200
+    finally:
+        for s in readers:
+            s.close()
+        srv.close()
+
+
+def test_one_export_at_a_time_per_client(big_db, tmp_path):
+    app, srv = _server(big_db, tmp_path)
+    first = _stalled(srv.url, "/export.jsonl")
+    try:
+        time.sleep(0.3)
+        status, took, headers = _get(srv.url + "/export.jsonl?source=cli")
+        assert status == 429 and took < 2.0
+        assert headers.get("Retry-After") == "2"
+        # Cheap pages are not counted: the same client still reads the list.
+        assert _get(srv.url + "/sessions")[0] == 200
+    finally:
+        first.close()
+        srv.close()
+
+
+def test_an_abandoned_export_ends_cut_not_complete(big_db, tmp_path):
+    """The stalled reader that finally reads gets a chunked body without its last chunk: any
+    HTTP client reports the transfer as incomplete."""
+    app, srv = _server(big_db, tmp_path)
+    s = _stalled(srv.url, "/export.jsonl")
+    try:
+        time.sleep(2.5)  # past the 1 s stall budget
+        raw = _read_all(s)
+    finally:
+        s.close()
+        srv.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert b"Transfer-Encoding: chunked" in head
+    assert not body.endswith(b"0\r\n\r\n")
+    assert app.extensions["logbook_export_slots"].abandoned == 1
+
+
+def test_an_export_that_fails_midway_ends_cut(tmp_path):
+    """A fault after the first records (here the exporter's batches raising, as a vanished
+    database does) ends the body without HTTP's last chunk, so it cannot pass for complete;
+    a whole export ends with it."""
+    from support import copy_fixture
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app, srv = _server(db, tmp_path)
+    host, port = srv.url.removeprefix("http://").split(":")
+
+    def fetch() -> bytes:
+        s = socket.create_connection((host, int(port)))
+        s.sendall(f"GET /export.jsonl HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        try:
+            return _read_all(s)
+        finally:
+            s.close()
+
+    try:
+        whole = fetch()
+        assert whole.endswith(b"0\r\n\r\n")
+        with app.app_context():
+            exporter = get_logbook().exporter
+        original = exporter.jsonl
+
+        def failing(*args, **kwargs):
+            for n, line in enumerate(original(*args, **kwargs)):
+                if n == 3:
+                    raise OSError("disk I/O error")
+                yield line
+
+        exporter.jsonl = failing
+        try:
+            cut = fetch()
+        finally:
+            exporter.jsonl = original
+    finally:
+        srv.close()
+    assert _status(cut) == 200
+    assert not cut.endswith(b"0\r\n\r\n")
+    assert cut.count(b'"messages"') == 3

@@ -1,0 +1,194 @@
+"""Long responses that no client can use to hold the server.
+
+An export is produced by a waitress worker thread. Waitress spools what the worker writes (to a
+temporary file past 1 MB) and sends it as the client reads; only when a connection's spool
+passes ``SPOOL_BYTES`` does the worker wait for the client. So:
+
+* most exports are written whole into the spool and the worker is free again at once; a client
+  that then reads nothing is dropped by waitress after ``channel_timeout`` of silence;
+* a larger export waits for its client, but one that takes nothing for ``STALL_SECONDS`` is
+  abandoned: a watchdog closes its connection, which wakes the worker and ends the export.
+  The body then ends without HTTP's last chunk, so the client sees a cut, never a short file
+  that looks complete;
+* at most ``total`` exports are produced at once (a quarter of the workers) and ``per_client``
+  per address; the others are answered 503/429 with Retry-After at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from flask import Flask, current_app, request
+
+from webui.db import LogbookDBError
+
+log = logging.getLogger("webui")
+
+SPOOL_BYTES = 32 * 1024 * 1024
+STALL_SECONDS = 10.0
+
+
+class ExportsBusy(LogbookDBError):
+    """Every export slot (or this client's) is taken."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class ExportSlots:
+    """How many exports run, in total and per client, and the watchdog over their clients."""
+
+    def __init__(self, total: int, per_client: int, stall_s: float):
+        self.total, self.per_client, self.stall_s = total, per_client, stall_s
+        self._lock = threading.Lock()
+        self._by_client: Counter[str] = Counter()
+        self._streams: set[GuardedStream] = set()
+        self._watchdog: threading.Thread | None = None
+        self.abandoned = 0  # exports cut because their client stopped reading (for tests, logs)
+
+    def running(self) -> int:
+        with self._lock:
+            return sum(self._by_client.values())
+
+    def take(self, client: str) -> None:
+        with self._lock:
+            if sum(self._by_client.values()) >= self.total:
+                raise ExportsBusy(
+                    f"{self.total} exports are being produced right now, the most Logbook runs "
+                    "at once so that pages stay quick. Try again in a moment.",
+                    503,
+                )
+            if self._by_client[client] >= self.per_client:
+                raise ExportsBusy(
+                    "An export for you is still being produced; Logbook makes one at a time per "
+                    "client. Wait for it to finish (or cancel it) and try again.",
+                    429,
+                )
+            self._by_client[client] += 1
+
+    def give_back(self, client: str) -> None:
+        with self._lock:
+            self._by_client[client] -= 1
+            if self._by_client[client] <= 0:
+                del self._by_client[client]
+
+    def watch(self, stream: GuardedStream) -> None:
+        with self._lock:
+            self._streams.add(stream)
+            if self._watchdog is None or not self._watchdog.is_alive():
+                self._watchdog = threading.Thread(
+                    target=self._watch, name="logbook-export-watchdog", daemon=True
+                )
+                self._watchdog.start()
+
+    def unwatch(self, stream: GuardedStream) -> None:
+        with self._lock:
+            self._streams.discard(stream)
+
+    def _watch(self) -> None:
+        period = min(0.5, self.stall_s / 4)
+        while True:
+            time.sleep(period)
+            now = time.monotonic()
+            with self._lock:
+                if not self._streams:
+                    self._watchdog = None
+                    return
+                stalled = [s for s in self._streams if s.stalled_for(now) > self.stall_s]
+            for stream in stalled:
+                self.abandoned += 1
+                log.warning(
+                    "export to %s abandoned: the client read nothing for %.0f s",
+                    stream.client,
+                    self.stall_s,
+                )
+                stream.abandon()
+
+
+class GuardedStream:
+    """An export body: holds its slot until it ends, however it ends (finished, cut by the
+    watchdog, the client gone, or never started), and tells the watchdog how long waitress has
+    been holding its last chunk."""
+
+    def __init__(self, chunks: Iterable[Any], slots: ExportSlots, client: str, environ: dict):
+        self._chunks = iter(chunks)
+        self._slots, self.client = slots, client
+        # waitress.client_disconnected is a bound method of the connection's channel; through it
+        # the watchdog can close a connection whose reader stalled.
+        self._channel = getattr(environ.get("waitress.client_disconnected"), "__self__", None)
+        self._handed_at: float | None = None
+        self._closed = False
+        slots.watch(self)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        self._handed_at = None  # waitress took the last chunk: the client is reading
+        try:
+            chunk = next(self._chunks)
+        except BaseException:
+            self.close()
+            raise
+        self._handed_at = time.monotonic()
+        return chunk
+
+    def stalled_for(self, now: float) -> float:
+        handed = self._handed_at
+        return 0.0 if handed is None else now - handed
+
+    def abandon(self) -> None:
+        channel = self._channel
+        self._handed_at = None
+        if channel is None:
+            return
+        # Shut the socket down (not close it: waitress's loop may be selecting on it) and let
+        # the loop, which owns it, close the connection. Closing wakes the worker waiting for
+        # room in the spool, which then stops producing the export.
+        channel.will_close = True
+        try:
+            channel.socket.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already gone
+        channel.server.pull_trigger()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._handed_at = None
+        self._slots.unwatch(self)
+        self._slots.give_back(self.client)
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def init_app(app: Flask) -> None:
+    threads = int(app.config.get("LOGBOOK_THREADS") or 8)
+    total = int(app.config.get("LOGBOOK_EXPORT_SLOTS") or max(1, threads // 4))
+    app.extensions["logbook_export_slots"] = ExportSlots(
+        total=total,
+        per_client=int(app.config.get("LOGBOOK_EXPORTS_PER_CLIENT") or 1),
+        stall_s=float(app.config.get("LOGBOOK_EXPORT_STALL_SECONDS") or STALL_SECONDS),
+    )
+
+
+def guarded(chunks: Iterable[Any]) -> GuardedStream:
+    """Take an export slot for this request's client (or refuse with 503/429) and return the
+    body that gives it back."""
+    slots: ExportSlots = current_app.extensions["logbook_export_slots"]
+    client = request.remote_addr or "?"
+    slots.take(client)
+    try:
+        return GuardedStream(chunks, slots, client, request.environ)
+    except BaseException:
+        slots.give_back(client)
+        raise
