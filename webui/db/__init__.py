@@ -23,6 +23,7 @@ from webui.db.errors import (
     StartupError,
 )
 from webui.db.export import Exporter
+from webui.db.journal import Journal
 from webui.db.lineage import LineageStore
 from webui.db.maintenance import Maintenance
 from webui.db.messages import MessageStore
@@ -100,9 +101,20 @@ def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
     db.init_app(app)
     logbook = build_logbook(app, opened)
     app.extensions["logbook"] = logbook
+    with app.app_context():
+        _resume_removals(app, logbook)
     if app.config.get("LOGBOOK_ROLLUP_WARM") and not app.testing:
         start_rollup_warmer(app, logbook)
     return logbook
+
+
+def _resume_removals(app: Flask, logbook: Logbook) -> None:
+    """Finish (or report) removals a kill or a crash cut short (webui/db/journal.py)."""
+    try:
+        for note in logbook.actions.resume_interrupted():
+            app.logger.warning("%s", note)
+    except LogbookDBError as exc:  # locked right now: the next delete or prune finishes it
+        app.logger.warning("an interrupted removal could not be finished yet: %s", exc.message)
 
 
 def start_rollup_warmer(app: Flask, logbook: Logbook) -> threading.Thread:
@@ -147,6 +159,7 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
             reader,
             Writer(opened, newest_known_version=NEWEST_KNOWN_VERSION),
             on_change=sessions.invalidate,
+            journal=Journal(Path(app.instance_path) / f"removals-{digest}"),
         ),
         OriginStore(reader),
         Maintenance(reader),

@@ -19,6 +19,7 @@ from webui.db import deadline as request_deadline
 from webui.db import selection as selection_sql
 from webui.db.backup import Backup, ChangedSinceBackup
 from webui.db.errors import LogbookDBError
+from webui.db.journal import Journal
 from webui.db.reader import Reader
 from webui.db.writer import MESSAGE_BATCH, TARGET_TXN_S, Writer
 from webui.hermes.rules import Rules, rules_for
@@ -32,6 +33,12 @@ ONE_TXN_MESSAGES = 150
 
 class NotFound(LogbookDBError):
     status = 404
+
+
+class PartlyRemoved(LogbookDBError):
+    """A removal stopped between its batches; the journal finishes it later."""
+
+    status = 503
 
 
 class TitleInUse(LogbookDBError):
@@ -78,15 +85,27 @@ class PruneJob:
     backup_folder: Path | None = None
     backed_up_messages: int = 0
     kept: list[str] = field(default_factory=list)
+    # Sessions whose messages were partly removed and whose row was then kept because they
+    # stopped matching (a new message resumed them): named, never silently half-done.
+    partial: list[str] = field(default_factory=list)
 
 
 class Actions:
-    def __init__(self, reader: Reader, writer: Writer, on_change=lambda: None):
+    def __init__(
+        self,
+        reader: Reader,
+        writer: Writer,
+        on_change=lambda: None,
+        journal: Journal | None = None,
+    ):
         self.r = reader
         self.w = writer
         self.on_change = on_change  # caches of what was just changed are dropped
         self.jobs: dict[str, PruneJob] = {}
         self._jobs_lock = threading.Lock()
+        self.journal = journal
+        self.recovered: list[str] = []  # what resume_interrupted finished, said to the user
+        self._resume_lock = threading.Lock()
 
     # -- rename ------------------------------------------------------------------------------
 
@@ -173,6 +192,12 @@ class Actions:
         return rules_for(self.r.schema.version)
 
     def delete(self, session_id: str, upto: dict[str, int] | None = None) -> Deleted:
+        # Its transactions have budgets of their own; a long transcript's batches may outlast
+        # the request's deadline, and stopping between them would leave the removal half done.
+        with request_deadline.suspended():
+            return self._delete(session_id, upto)
+
+    def _delete(self, session_id: str, upto: dict[str, int] | None = None) -> Deleted:
         """Delete one session as the Hermes that wrote the database does. Hermes 0.19 (schema
         22): its delegate subagent runs go with it and the transcript files of every deleted
         session are removed from the Hermes home; other children are orphaned. Returns the
@@ -182,16 +207,43 @@ class Actions:
         ``upto`` (after a verified backup): the highest message id backed up per session. Only
         those messages are trimmed early, and the final transaction deletes nothing (raising
         ChangedSinceBackup) if any session got a newer message or a new subagent run."""
+        finished = self._resume()[1]
         if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
-            return Deleted([])
+            # Already gone, or its interrupted removal was just finished: the retry succeeded.
+            return Deleted([session_id] if session_id in finished else [])
         cascade = self.rules.delete_cascades
         doomed = [session_id, *(self.delegate_children([session_id]) if cascade else [])]
-        trimmed = 0
-        for sid in doomed:
-            if upto is None:
-                self._trim_messages(sid)
-            elif sid in upto:
-                trimmed += self._trim_messages(sid, upto[sid])
+        limits = {sid: (None if upto is None else upto.get(sid, -1)) for sid in doomed}
+        entry = self._journal_if_long("delete", limits)
+        trimmed = [0]  # messages removed ahead of the final transaction, counted as they go
+        try:
+            for sid, limit in limits.items():
+                if limit != -1:
+                    self._trim_messages(sid, limit, trimmed)
+            deleted = self._final_delete(session_id, cascade, upto, trimmed[0])
+        except ChangedSinceBackup:
+            self._journal_close(entry)  # kept on purpose, and said so
+            raise
+        except LogbookDBError as exc:
+            if entry is None or not trimmed[0]:
+                raise
+            raise PartlyRemoved(
+                f"{exc.message.split(';')[0]}, so removing {session_id} stopped part way: "
+                f"{trimmed[0]:,} of its messages are gone and the session is still listed. "
+                "Delete it again to finish (Logbook also finishes it at its next start)."
+            ) from None
+        self._journal_close(entry)
+        self.on_change()
+        self.w.checkpoint()
+        if deleted and cascade:
+            deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
+        return deleted
+
+    def _final_delete(
+        self, session_id: str, cascade: bool, upto: dict[str, int] | None, trimmed: int
+    ) -> Deleted:
+        """The one transaction that takes the session row, what is left of its messages and
+        (Hermes 0.19) its delegate subagent runs."""
 
         def fn(conn: sqlite3.Connection) -> list[str]:
             if (
@@ -219,17 +271,110 @@ class Actions:
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             return [session_id, *children]
 
-        deleted = Deleted(self.w.run(fn))
-        self.on_change()
-        self.w.checkpoint()
-        if deleted and cascade:
-            deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
-        return deleted
+        return Deleted(self.w.run(fn))
 
-    def _trim_messages(self, session_id: str, upto_id: int | None = None) -> int:
+    # -- the removal journal (webui/db/journal.py) -----------------------------------------
+
+    def _journal_if_long(self, what: str, limits: dict[str, int | None]) -> Any:
+        """Journal a removal that needs more than one transaction, before its first batch.
+        ``limits``: session -> the newest message id it may lose (None: all; -1: none)."""
+        if self.journal is None:
+            return None
+        long = False
+        newest: dict[str, int] = {}
+        for sid, limit in limits.items():
+            bound, params = ("", []) if limit is None else (" AND id <= ?", [limit])
+            row = self.r.one(
+                f"SELECT COUNT(*) AS n, MAX(id) AS top FROM messages WHERE session_id = ?{bound}",
+                [sid, *params],
+            )
+            long = long or (limit != -1 and row["n"] > ONE_TXN_MESSAGES)
+            newest[sid] = int(row["top"] or 0) if limit != -1 else 0
+        return self.journal.open(what, newest) if long else None
+
+    def _journal_close(self, entry) -> None:
+        if entry is not None and self.journal is not None:
+            self.journal.close(entry)
+
+    def resume_interrupted(self) -> list[str]:
+        """Finish the removals the journal holds (cut short by a kill, a crash or a lock), or
+        say why one is kept: a session that got a message after its removal began keeps what
+        is left of it. Returns what was done, in sentences; they are also kept in
+        ``recovered`` for the pages to show."""
+        return self._resume()[0]
+
+    def _resume(self) -> tuple[list[str], list[str]]:
+        """resume_interrupted, also returning the sessions it removed."""
+        notes: list[str] = []
+        removed: list[str] = []
+        if self.journal is None or self.w.refusal:
+            return notes, removed
+        with self._resume_lock:
+            for entry in self.journal.pending():
+                finished, kept = [], []
+                try:
+                    for sid, newest in entry.sessions.items():
+                        if self._finish_removal(sid, newest):
+                            finished.append(sid)
+                        elif self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [sid]):
+                            kept.append(sid)
+                except LogbookDBError:
+                    break  # still locked: the entry stays for the next try
+                self.journal.close(entry)
+                removed.extend(finished)
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.started))
+                note = f"A {entry.what} begun at {when} had been cut short; "
+                note += (
+                    f"its removal of {len(finished)} session{'s' if len(finished) != 1 else ''}"
+                    f" ({', '.join(finished[:5])}{', …' if len(finished) > 5 else ''}) "
+                    "is now complete."
+                    if finished
+                    else "nothing more needed removing."
+                )
+                if kept:
+                    note += (
+                        f" Kept, because new messages arrived after the removal began: "
+                        f"{', '.join(kept)} (the older part of their transcripts is gone)."
+                    )
+                notes.append(note)
+        if notes:
+            self.on_change()
+            self.recovered.extend(notes)
+        return notes, removed
+
+    def _finish_removal(self, sid: str, newest: int) -> bool:
+        """Remove what is left of one journaled session, unless it got a newer message."""
+        if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [sid]) is None:
+            return False
+        if self.r.scalar(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND id > ?", [sid, newest]
+        ):
+            return False
+        self._trim_messages(sid, newest)
+
+        def fn(conn: sqlite3.Connection) -> bool:
+            if conn.execute(
+                "SELECT 1 FROM messages WHERE session_id = ? AND id > ?", (sid, newest)
+            ).fetchone():
+                return False
+            conn.execute(
+                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,)
+            )
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
+            return conn.execute("DELETE FROM sessions WHERE id = ?", (sid,)).rowcount > 0
+
+        done = self.w.run(fn)
+        if done and self.rules.delete_cascades:
+            self.remove_transcripts(sid)
+        return done
+
+    def _trim_messages(
+        self, session_id: str, upto_id: int | None = None, counter: list[int] | None = None
+    ) -> int:
         """Delete a long transcript's messages ahead of the session, a batch per transaction,
         until one short transaction can take the rest. With ``upto_id``, only messages with
-        ids up to it (the ones a backup holds). Returns how many went."""
+        ids up to it (the ones a backup holds). Returns how many went; ``counter[0]`` counts
+        them as they go (so a failure part way still says how many)."""
         bound, params = ("", []) if upto_id is None else (" AND id <= ?", [upto_id])
         n = self.r.scalar(
             f"SELECT COUNT(*) FROM messages WHERE session_id = ?{bound}", [session_id, *params]
@@ -249,6 +394,8 @@ class Actions:
                 break
             n -= gone
             total += gone
+            if counter is not None:
+                counter[0] += gone
         return total
 
     @staticmethod
@@ -486,7 +633,9 @@ class Actions:
             job.finished = time.time()
 
     def _run_prune(self, job: PruneJob) -> None:
+        entry = None
         try:
+            self.resume_interrupted()
             batch = 20
             msg_batch = MESSAGE_BATCH
             while True:
@@ -509,6 +658,9 @@ class Actions:
                 #    their messages first, a bounded number per transaction, only of sessions
                 #    that still match the rule (one may have been resumed meanwhile). Usually
                 #    the batch goes whole in step 2, as Hermes does it: one transaction.
+                #    Journaled first, so that a kill between the steps is finished later.
+                if pending > ONE_TXN_MESSAGES:
+                    entry = self._journal_if_long("prune", dict.fromkeys(ids))
                 while pending > ONE_TXN_MESSAGES:
                     used = msg_batch
                     n = self.w.run(
@@ -553,6 +705,16 @@ class Actions:
                     ).rowcount, msgs
 
                 sessions_gone, messages_gone = self.w.run(fn)
+                if entry is not None:
+                    # A session that stopped matching between the steps (a new message resumed
+                    # it) keeps its row and what is left of its transcript: named in the result.
+                    job.partial.extend(
+                        sid
+                        for sid in entry.sessions
+                        if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [sid])
+                    )
+                    self._journal_close(entry)
+                    entry = None
                 self.on_change()
                 job.deleted += sessions_gone
                 job.messages_deleted += messages_gone
@@ -561,7 +723,19 @@ class Actions:
                 batch = _adapt(batch, took, 1, 100)
                 self.w.checkpoint()
         except Exception as exc:  # noqa: BLE001 - reported to the user through the job
-            job.error = getattr(exc, "message", None) or str(exc)
+            reason = (getattr(exc, "message", None) or str(exc)).split(";")[0].rstrip(".")
+            job.error = (
+                f"{reason}. The prune stopped after removing {job.deleted:,} "
+                f"session{'s' if job.deleted != 1 else ''} and {job.messages_deleted:,} "
+                "messages"
+                + (
+                    f"; the removal of {len(entry.sessions)} more had begun and is finished at "
+                    "the next prune or delete, or when Logbook next starts."
+                    if entry is not None and job.messages_deleted
+                    else "."
+                )
+            )
+            self.on_change()
         finally:
             job.done = True
             job.finished = time.time()

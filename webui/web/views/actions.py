@@ -348,6 +348,7 @@ def prune_run():
                 "job": job.id,
                 "backup_folder": str(job.backup_folder) if job.backup_folder else None,
                 "kept": job.kept,
+                "partial": job.partial,
             }
         ), 200 if not job.error else 503
     return redirect(url_for("actions.prune_job", job_id=job.id))
@@ -455,6 +456,8 @@ def prune_job(job_id: str):
                 "longest_transaction_s": job.longest_txn_s,
                 "transactions": job.transactions,
                 "size_bytes": lb.size_bytes(),
+                "kept": job.kept,
+                "partial": job.partial,
             }
         )
     if not request.htmx:
