@@ -991,7 +991,7 @@ def write_results(
         m = re.search(re.escape(LOAD_START) + r".*?" + re.escape(LOAD_END), old, re.S)
         if m:
             kept += m.group(0) + "\n"
-        for name in ("schema22", "origins", "prune", "diagnosis"):
+        for name in ("schema22", "origins", "prune", "hostile", "diagnosis"):
             m = re.search(rf"<!-- {name}:start -->.*?<!-- {name}:end -->", old, re.S)
             if m:
                 kept += "\n" + m.group(0) + "\n"

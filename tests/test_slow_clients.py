@@ -190,3 +190,53 @@ def test_an_export_that_fails_midway_ends_cut(tmp_path):
     assert _status(cut) == 200
     assert not cut.endswith(b"0\r\n\r\n")
     assert cut.count(b'"messages"') == 3
+
+
+def test_is_heavy_names_exports_and_searches_that_may_scan_everything():
+    from webui.serve import is_heavy
+
+    assert is_heavy("/export.jsonl", "")
+    assert not is_heavy("/export", "")
+    assert not is_heavy("/sessions", "q=a*+OR+b*")
+    assert not is_heavy("/search", "q=deploy")
+    assert not is_heavy("/search", 'q="docker+compose"')
+    assert not is_heavy("/search", "q=deploy*")
+    for q in ("a*", "deploy+OR+docker", "NEAR(a+b)", "one+two+three+four+five", "记忆", "x" * 81):
+        assert is_heavy("/search", f"q={q}"), q
+
+
+def test_cheap_pages_keep_workers_while_heavy_requests_queue_and_are_shed(tmp_path):
+    """Four workers: heavy requests (here a test route under /export., which the dispatcher
+    counts as heavy, that takes 1.5 s) run on at most two; the list page is answered at once
+    while six of them are under way; those that waited a second for a worker are answered
+    503 with Retry-After, not left queued."""
+    import threading
+
+    from support import copy_fixture
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst", LOGBOOK_THREADS=4)
+    app.add_url_rule("/export.slow", "slow", lambda: (time.sleep(1.5), "done")[1])
+    srv = LiveServer(app, threads=4)
+    results: list[tuple[int, float]] = []
+
+    def heavy():
+        status, took, _h = _get(srv.url + "/export.slow", timeout=10)
+        results.append((status, took))
+
+    try:
+        threads = [threading.Thread(target=heavy) for _ in range(6)]
+        for t in threads:
+            t.start()
+        time.sleep(0.2)
+        for _ in range(5):
+            status, took, _h = _get(srv.url + "/sessions")
+            assert status == 200 and took < 1.0, took
+        for t in threads:
+            t.join()
+        dispatcher = srv.server.task_dispatcher
+    finally:
+        srv.close()
+    assert sorted(s for s, _t in results) == [200, 200, 503, 503, 503, 503]
+    assert all(t < 1.6 for s, t in results if s == 503)
+    assert dispatcher.shed == 4

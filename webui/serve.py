@@ -1,14 +1,134 @@
 """The waitress server Logbook runs in, with the settings that keep it answering under abuse
-(the command line and the tests' live server both build it here)."""
+(the command line and the tests' live server both build it here).
+
+Waitress hands requests to its workers first come, first served: twenty clients sending search
+bombs would take every worker and the list page would wait behind them. ``FairDispatcher``
+keeps two queues instead. Cheap requests (pages, fragments, JSON twins, simple searches) go
+first, always. Heavy ones (exports, searches that may scan the whole index) run on at most
+``threads - 2`` workers, so two are always left for the cheap; a heavy request that waited
+longer than ``SHED_AFTER_S`` for a worker is answered "busy" at once by the next free one. The
+time a request waited counts against its deadline (webui.web.limits), so a search bomb ends
+within its deadline from when it arrived, not from when a worker took it."""
 
 from __future__ import annotations
 
+import re
+import time
+from collections import deque
+from urllib.parse import parse_qs
+
 from waitress import create_server
+from waitress.task import ThreadedTaskDispatcher
 
 from webui.web.streams import SPOOL_BYTES
 
+SHED_AFTER_S = 1.0
+# The header waitress passes on as environ HTTP_X_LOGBOOK_QUEUE: "<arrival time>[ shed]".
+# Set for every request (a client's own value is overwritten), read by webui.web.limits.
+QUEUE_HEADER = "X_LOGBOOK_QUEUE"
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def is_heavy(path: str, query: str) -> bool:
+    """Exports, and searches that may read the whole index: more than four words, OR, NEAR,
+    a prefix shorter than three letters, or CJK text (a substring scan of every message)."""
+    if path.startswith("/export."):
+        return True
+    if path != "/search":
+        return False
+    q = " ".join(parse_qs(query).get("q", []))
+    if not q.strip():
+        return False
+    words = q.split()
+    return (
+        len(q) > 80
+        or len(words) > 4
+        or bool(re.search(r"\b(OR|NEAR)\b", q))
+        or any(w.endswith("*") and len(w.strip('"*()')) < 3 for w in words)
+        or bool(_CJK.search(q))
+    )
+
+
+class FairDispatcher(ThreadedTaskDispatcher):
+    def __init__(self, threads: int, shed_after_s: float = SHED_AFTER_S):
+        super().__init__()
+        self.heavy_max = max(1, threads - 2)
+        self.shed_after_s = shed_after_s
+        self.heavy: deque[tuple[float, object]] = deque()
+        self.heavy_running = 0
+        self.shed = 0  # heavy requests answered "busy" without waiting longer (tests, logs)
+
+    def add_task(self, task) -> None:
+        requests = getattr(task, "requests", None)
+        request = requests[0] if requests else None
+        now = time.time()
+        heavy = False
+        if request is not None:
+            request.headers[QUEUE_HEADER] = f"{now:.6f}"
+            heavy = is_heavy(request.path or "", request.query or "")
+        with self.lock:
+            if heavy:
+                self.heavy.append((now, task))
+            else:
+                self.queue.append(task)
+            self.queue_cv.notify()
+
+    def _next(self):
+        """(task, kind) to run now, or (None, seconds to wait at most). Under self.lock."""
+        if self.queue:
+            return self.queue.popleft(), "cheap"
+        if self.heavy and self.heavy_running < self.heavy_max:
+            self.heavy_running += 1
+            return self.heavy.popleft()[1], "heavy"
+        if self.heavy:
+            arrived, task = self.heavy[0]
+            waited = time.time() - arrived
+            if waited >= self.shed_after_s:
+                self.heavy.popleft()
+                request = task.requests[0] if getattr(task, "requests", None) else None
+                if request is not None:
+                    request.headers[QUEUE_HEADER] = f"{arrived:.6f} shed"
+                self.shed += 1
+                return task, "shed"
+            return None, self.shed_after_s - waited
+        return None, None
+
+    def handler_thread(self, thread_no):
+        while True:
+            with self.lock:
+                while True:
+                    if self.stop_count > 0:
+                        self.active_count -= 1
+                        self.stop_count -= 1
+                        self.threads.discard(thread_no)
+                        self.thread_exit_cv.notify()
+                        return
+                    task, kind = self._next()
+                    if task is not None:
+                        break
+                    self.active_count -= 1
+                    self.queue_cv.wait(timeout=kind)
+                    self.active_count += 1
+            try:
+                task.service()
+            except BaseException:
+                self.logger.exception("Exception when servicing %r", task)
+            finally:
+                if kind == "heavy":
+                    with self.lock:
+                        self.heavy_running -= 1
+                        self.queue_cv.notify()
+
+    def shutdown(self, cancel_pending=True, timeout=5):
+        with self.lock:
+            while self.heavy:
+                self.queue.append(self.heavy.popleft()[1])
+        return super().shutdown(cancel_pending=cancel_pending, timeout=timeout)
+
 
 def make_server(app, host: str, port: int, threads: int = 8, **overrides):
+    dispatcher = FairDispatcher(threads)
+    dispatcher.set_thread_count(threads)
     settings = {
         "threads": threads,
         "ident": "",  # no Server header (no version disclosure)
@@ -22,4 +142,4 @@ def make_server(app, host: str, port: int, threads: int = 8, **overrides):
         "outbuf_high_watermark": SPOOL_BYTES,
     }
     settings.update(overrides)
-    return create_server(app, host=host, port=port, **settings)
+    return create_server(app, host=host, port=port, _dispatcher=dispatcher, **settings)

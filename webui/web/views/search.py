@@ -10,6 +10,7 @@ from webui.db import BadRequest, SearchFilters, get_logbook
 from webui.db.search import SearchResult, run
 from webui.hermes.search import plan, query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
+from webui.serve import is_heavy
 from webui.web.limits import search_slot
 from webui.web.profiles import merged_logbooks
 from webui.web.views import render_page, wants_json
@@ -86,7 +87,9 @@ def search():
     f = _filters()
     page = _page()
     group = request.args.get("group") == "session"
-    with search_slot():
+    # Only searches that may read the whole index take one of the few search slots; simple
+    # ones run like any page (the server's dispatcher classifies them the same way).
+    with search_slot(heavy=is_heavy(request.path, request.query_string.decode("latin-1"))):
         if g.get("all_profiles"):
             result, searched, p = _merged(query, f, page)
         else:

@@ -1,0 +1,301 @@
+"""The hostile scenario (issue 15): the real server on a copy of the 1M-message database while
+Hermes 0.19.0's own SessionDB appends 50 messages a second, eight clients ask for the whole
+export and read nothing (reconnecting whenever they are dropped or refused), twenty clients send
+search bombs, and a prune runs. Meanwhile three probes time the list, a viewer page and a
+search. Writes the ``hostile`` section of benchmarks/RESULTS.md.
+
+Usage: python benchmarks/hostile.py --db PATH/state.db [--seconds 40] [--hermes-python PY]"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from run import HOST, Server, pct  # noqa: E402
+
+DEADLINE_S = 5.0  # Logbook's default request deadline
+BOMBS = [
+    " OR ".join(f"{a}{b}*" for a in "etaoinsr" for b in "etaoinsr"),  # 64 short prefixes
+    "e* OR a* OR t* OR o* OR i* OR n* OR s* OR r*",
+    "的 是 在 了 有 和 人 这",  # CJK: a substring scan of every message
+    "the OR and OR to OR of OR a OR in OR is OR it",
+    '"the the the" OR NEAR(the a, 50)',
+]
+SECTION = "hostile"
+
+
+def get(port: int, path: str, timeout: float = 30.0, headers: dict | None = None):
+    t0 = time.perf_counter()
+    c = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        c.request("GET", path, headers=headers or {})
+        r = c.getresponse()
+        body = r.read()
+        return r.status, time.perf_counter() - t0, body, r
+    except (OSError, http.client.HTTPException) as exc:
+        return 0, time.perf_counter() - t0, str(exc).encode(), None
+    finally:
+        c.close()
+
+
+class Probe(threading.Thread):
+    def __init__(self, port: int, name: str, path: str, stop: threading.Event):
+        super().__init__(daemon=True)
+        self.port, self.name, self.path, self.stop = port, name, path, stop
+        self.times: list[float] = []
+        self.failed: list[int] = []
+
+    def run(self):
+        while not self.stop.is_set():
+            status, took, _b, _r = get(self.port, self.path)
+            self.times.append(took)
+            if status != 200:
+                self.failed.append(status)
+            time.sleep(0.05)
+
+
+class StalledReader(threading.Thread):
+    """Asks for the whole export from its own loopback address and reads nothing; reconnects
+    when dropped or refused."""
+
+    def __init__(self, port: int, n: int, stop: threading.Event):
+        super().__init__(daemon=True)
+        self.port, self.source, self.stop = port, f"127.0.0.{2 + n}", stop
+        self.refused = self.dropped = self.started = 0
+
+    def run(self):
+        while not self.stop.is_set():
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            try:
+                s.bind((self.source, 0))
+                s.connect((HOST, self.port))
+                s.sendall(
+                    f"GET /export.jsonl HTTP/1.1\r\nHost: {HOST}:{self.port}\r\n\r\n".encode()
+                )
+                s.settimeout(1.0)
+                head = b""
+                while not self.stop.is_set():
+                    try:
+                        head = s.recv(64, socket.MSG_PEEK)
+                        break
+                    except TimeoutError:
+                        continue
+                if head.startswith(b"HTTP/1.1 200"):
+                    self.started += 1
+                    # read nothing; wait until the server gives up on us
+                    while not self.stop.is_set():
+                        time.sleep(0.5)
+                        try:
+                            s.send(b"")
+                            if s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                                break
+                        except BlockingIOError:
+                            continue
+                        except OSError:
+                            break
+                    self.dropped += 1
+                elif head:
+                    self.refused += 1
+                    time.sleep(2.0)  # Retry-After
+            except OSError:
+                time.sleep(0.2)
+            finally:
+                s.close()
+
+
+class Bomber(threading.Thread):
+    def __init__(self, port: int, n: int, stop: threading.Event):
+        super().__init__(daemon=True)
+        self.port, self.q, self.stop = port, BOMBS[n % len(BOMBS)], stop
+        self.times: list[float] = []
+        self.statuses: list[int] = []
+
+    def run(self):
+        while not self.stop.is_set():
+            status, took, _b, _r = get(self.port, "/search?q=" + quote(self.q), timeout=60)
+            self.times.append(took)
+            self.statuses.append(status)
+
+
+def start_prune(port: int, older_than: int) -> str | None:
+    """The browser's prune: POST with the page's CSRF token, as htmx (a background job)."""
+    status, _t, body, r = get(port, "/sessions")
+    token = re.search(rb'<meta name="csrf-token" content="([^"]+)"', body).group(1).decode()
+    cookie = (r.getheader("Set-Cookie") or "").split(";")[0]
+    c = http.client.HTTPConnection(HOST, port, timeout=60)
+    c.request(
+        "POST",
+        "/prune",
+        body=f"older_than={older_than}&confirm=yes",
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-CSRFToken": token,
+            "Cookie": cookie,
+            "HX-Request": "true",
+        },
+    )
+    resp = c.getresponse()
+    text = resp.read().decode("utf-8", "replace")
+    c.close()
+    m = re.search(r"/prune/jobs/([0-9a-f]+)", text)
+    return m.group(1) if m else None
+
+
+def pick_viewer(db: Path) -> str:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    row = conn.execute(
+        "SELECT id FROM sessions WHERE message_count BETWEEN 80 AND 120 ORDER BY started_at DESC "
+        "LIMIT 1"
+    ).fetchone()
+    conn.close()
+    return row[0]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", required=True, help="the 1M-message schema-22 benchmark database")
+    ap.add_argument("--seconds", type=float, default=40.0)
+    ap.add_argument("--older-than", type=int, default=200, help="the prune's --older-than days")
+    ap.add_argument(
+        "--hermes-python",
+        default=str(Path.home() / ".cache/hermes-logbook/hermes-agent-0.19.0/bin/python"),
+    )
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "RESULTS.md"))
+    args = ap.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="hostile-"))
+    db = work / "state.db"
+    print(f"copying {args.db} …", flush=True)
+    shutil.copyfile(args.db, db)
+    viewer = pick_viewer(db)
+    server = Server(db, work / "inst", threads=8)
+    server.start()
+    port = server.port
+    for _ in range(3):  # warm the caches the way a user's first visits do
+        get(port, "/sessions")
+        get(port, f"/sessions/{viewer}")
+        get(port, "/search?q=deploy")
+    writer = subprocess.Popen(
+        [args.hermes_python, str(ROOT / "benchmarks" / "hermes_writer.py"), str(db), "600", "50"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout.readline().strip() == "ready"
+    stop = threading.Event()
+    probes = [
+        Probe(port, "list", "/sessions", stop),
+        Probe(port, "viewer", f"/sessions/{viewer}", stop),
+        Probe(port, "search", "/search?q=deploy", stop),
+    ]
+    readers = [StalledReader(port, n, stop) for n in range(8)]
+    bombers = [Bomber(port, n, stop) for n in range(20)]
+    for t in readers + bombers:
+        t.start()
+    time.sleep(1.0)
+    job = start_prune(port, args.older_than)
+    for p in probes:
+        p.start()
+    t0 = time.time()
+    time.sleep(args.seconds)
+    stop.set()
+    _s, _t, body, _r = get(port, f"/prune/jobs/{job}?format=json") if job else (0, 0, b"{}", None)
+    prune = json.loads(body or b"{}") if job else {}
+    writer.terminate()
+    try:
+        out, _ = writer.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        writer.kill()
+        out, _ = writer.communicate(timeout=10)
+    lines = out.strip().splitlines()
+    wstats = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
+    if wstats is None:
+        server.stop()
+        raise SystemExit("the Hermes writer printed no summary")
+    for t in probes + bombers:
+        t.join(timeout=70)
+    server.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+    bomb_times = [x for b in bombers for x in b.times]
+    bomb_status: dict[int, int] = {}
+    for b in bombers:
+        for s in b.statuses:
+            bomb_status[s] = bomb_status.get(s, 0) + 1
+    rows = []
+    for p in probes:
+        rows.append(
+            f"| {p.name} | {len(p.times)} | {pct(p.times, 50) * 1000:.1f} | "
+            f"{pct(p.times, 95) * 1000:.1f} | {max(p.times) * 1000:.0f} | {len(p.failed)} |"
+        )
+    met = all(pct(p.times, 95) < 0.2 and not p.failed for p in probes)
+    bombs_met = max(bomb_times) <= DEADLINE_S + 0.5
+    writer_met = wstats["failures"] == 0 and wstats["max_wait_s"] <= 0.5
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0))
+    section = "\n".join(
+        [
+            f"<!-- {SECTION}:start -->",
+            "## Hostile clients beside Hermes's writer",
+            "",
+            f"`benchmarks/hostile.py --db <1M messages, schema 22> --seconds {args.seconds:.0f}` "
+            f"({stamp}; 8 waitress workers, 2 cores). For {args.seconds:.0f} s: Hermes 0.19.0's "
+            "own `SessionDB.append_message` writes 50 messages a second; 8 clients (each from "
+            "its own loopback address) ask for the whole JSONL export and read nothing, "
+            "reconnecting whenever dropped or refused; 20 clients send search bombs (64 "
+            "prefixes, single-letter prefixes, CJK substrings, stop words, NEAR) back to back; "
+            f"a prune of sessions older than {args.older_than} days runs as a background job.",
+            "",
+            "| probe | requests | p50 ms | p95 ms | max ms | not 200 |",
+            "|---|---:|---:|---:|---:|---:|",
+            *rows,
+            "",
+            f"- Target (list, viewer, search p95 < 200 ms, every request answered 200): "
+            f"**{'met' if met else 'missed'}**.",
+            f"- Search bombs: {len(bomb_times)} requests, statuses "
+            + ", ".join(f"{k}: {v}" for k, v in sorted(bomb_status.items()))
+            + f"; longest {max(bomb_times):.2f} s, p95 {pct(bomb_times, 95):.2f} s against the "
+            f"{DEADLINE_S:.0f} s deadline + 0.5 s: **{'met' if bombs_met else 'missed'}**.",
+            f"- Stalled exports: {sum(r.started for r in readers)} started and "
+            f"{sum(r.dropped for r in readers)} dropped by the watchdog, "
+            f"{sum(r.refused for r in readers)} refused at once (503/429, Retry-After).",
+            f"- Prune: {prune.get('deleted', 0):,} sessions and "
+            f"{prune.get('messages_deleted', 0):,} messages removed in the window, "
+            f"{prune.get('transactions', 0):,} transactions, longest "
+            f"{(prune.get('longest_transaction_s') or 0) * 1000:.0f} ms.",
+            f"- Hermes's writer: {wstats['written']:,} messages, **{wstats['failures']} "
+            f"failures**, slowest append {wstats['max_wait_s'] * 1000:.0f} ms (p99 "
+            f"{wstats['p99_wait_s'] * 1000:.0f} ms, {wstats['over_500ms']} over 500 ms): "
+            f"**{'met' if writer_met else 'missed'}**.",
+            f"<!-- {SECTION}:end -->",
+        ]
+    )
+    print(section)
+    out_path = Path(args.out)
+    old = out_path.read_text(encoding="utf-8") if out_path.exists() else ""
+    pattern = rf"<!-- {SECTION}:start -->.*?<!-- {SECTION}:end -->"
+    if re.search(pattern, old, re.S):
+        new = re.sub(pattern, lambda m: section, old, flags=re.S)
+    else:
+        new = old.rstrip("\n") + "\n\n" + section + "\n"
+    out_path.write_text(new, encoding="utf-8")
+    return 0 if (met and bombs_met and writer_met) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
