@@ -88,7 +88,7 @@ def test_compression_edges_and_viewer_navigation(fx):
         assert edge == "compression"
         html = client.get(f"/sessions/{child}").get_data(as_text=True)
         assert "Continued from" in html and f'href="/sessions/{parent}"' in html
-        assert "Part of a conversation of" in html
+        assert "sessions in this conversation" in html and "ontinued" in html
         html = client.get(f"/sessions/{parent}").get_data(as_text=True)
         assert "Continued in" in html and f'href="/sessions/{child}"' in html
 
@@ -294,3 +294,72 @@ def test_conversation_found_by_its_root_or_tip(fx):
                 "/sessions", query_string={"format": "json", "archived": "include", "q": q}
             ).get_json()["sessions"]
             assert row["id"] in [r["id"] for r in got], q
+
+
+def _kind_by_sql(db, child: str) -> str:
+    """Hermes's chain rule, in SQL: subagent (started before its parent ended), continuation
+    (the parent ended by compression), branch, or other."""
+    ((kind,),) = sql(
+        db,
+        "SELECT CASE WHEN p.ended_at IS NULL OR c.started_at < p.ended_at - 1.0 THEN 'subagent run' "
+        "WHEN p.end_reason = 'compression' THEN 'continuation' "
+        "WHEN p.end_reason IN ('branched', 'session_switch') THEN 'branch' "
+        "ELSE 'child session' END FROM sessions c JOIN sessions p ON p.id = c.parent_session_id "
+        "WHERE c.id = ?",
+        (child,),
+    )
+    return kind
+
+
+def test_relatives_are_rows_grouped_by_kind_and_summed_up_in_words(fx):
+    """The viewer lists every direct child once, as a row under its kind, and words the whole
+    conversation by the chain rule ("continued 2 times · spawned 3 subagent runs")."""
+    import re
+    from html import unescape
+
+    db, client = fx
+    parents = [
+        r[0]
+        for r in sql(
+            db,
+            "SELECT parent_session_id FROM sessions WHERE parent_session_id IN "
+            "(SELECT id FROM sessions) GROUP BY parent_session_id ORDER BY COUNT(*) DESC LIMIT 8",
+        )
+    ]
+    if not parents:
+        pytest.skip("no parent with children in this fixture")
+    for sid in parents:
+        html = client.get(f"/sessions/{sid}").get_data(as_text=True)
+        children = [
+            r[0] for r in sql(db, "SELECT id FROM sessions WHERE parent_session_id = ?", (sid,))
+        ]
+        tables = re.findall(r'<table class="relatives-table".*?</table>', html, re.S)
+        listed: dict[str, str] = {}
+        for table in tables:
+            caption = unescape(re.search(r"<caption>(.*?)</caption>", table).group(1))
+            for row in re.findall(
+                r"<tr>\s*<td><a href=\"/sessions/([^\"]+)\">.*?</tr>", table, re.S
+            ):
+                assert row not in listed, row
+                kind = re.search(
+                    rf'/sessions/{re.escape(row)}".*?</td>\s*<td>(.*?)</td>', table, re.S
+                ).group(1)
+                listed[row] = kind
+                assert caption.split(" ", 1)[1].startswith(kind.split(" ")[0]), (caption, kind)
+        if len(children) <= 50:
+            assert set(listed) == set(children), sid
+        for child, kind in listed.items():
+            assert kind == _kind_by_sql(db, child), child
+        # the summary: edges of every kind over the whole conversation
+        (root,) = sql(db, ROOT_SQL, (sid,))[0]
+        family = [r[0] for r in sql(db, DOWN_SQL, (root,)) if r[0] != root]
+        kinds = [_kind_by_sql(db, c) for c in family]
+        summary = re.search(r'<strong class="chain-summary">(.*?)</strong>', html)
+        subagents = kinds.count("subagent run")
+        continued = kinds.count("continuation")
+        if subagents:
+            assert f"pawned {subagents:,} subagent run" in summary.group(1)
+        if continued:
+            times = {1: "once", 2: "twice"}.get(continued, f"{continued:,} times")
+            assert f"ontinued {times}" in summary.group(1)
+        assert "Part of a conversation of" not in html

@@ -12,6 +12,7 @@ from webui.db.messages import END_CURSOR
 from webui.db.schema import KNOWN_SESSION_COLUMNS
 from webui.db.sessions import encode_cursor
 from webui.hermes.content import plain_text
+from webui.present.relatives import chain_summary, child_groups
 from webui.present.rows import (
     RenderBudget,
     message_json,
@@ -326,7 +327,14 @@ def lineage_context(session: dict[str, Any]) -> dict[str, Any]:
     neighbours ("continued from" / "continued in"), from one lineage query."""
     lb = get_logbook()
     if not lb.lineage.has_family(session):
-        return {"lineage": None, "ancestors": [], "continued_in": None, "continued_from": None}
+        return {
+            "lineage": None,
+            "ancestors": [],
+            "continued_in": None,
+            "continued_from": None,
+            "relatives": [],
+            "chain_summary": "",
+        }
     tree = lb.lineage.tree(session["id"])
     by_id = tree.by_id
     chain, seen = [], {session["id"]}
@@ -357,4 +365,6 @@ def lineage_context(session: dict[str, Any]) -> dict[str, Any]:
         "ancestors": chain,
         "continued_in": continued_in,
         "continued_from": continued_from,
+        "relatives": child_groups(tree.nodes, session["id"]),
+        "chain_summary": chain_summary(tree.nodes),
     }
