@@ -459,3 +459,50 @@ def test_an_unpaired_quote_is_named_and_next_steps_offered(fx):
     assert "without the filters" in html and "search titles and ids" in html
     # a balanced phrase is searched as typed: nothing to explain
     assert client.get('/search?q="zzqx yy"&format=json').get_json()["notice"] is None
+
+
+@pytest.mark.parametrize("fixture", ["hermes-v22.db", "hermes-v11.db"])
+def test_a_hit_in_a_tool_call_reads_as_the_call_not_raw_json(tmp_path, fixture):
+    """Hermes indexes a tool call's raw JSON; a hit there is shown as the call (tool name, the
+    argument that matched) and a hit in a JSON tool result as its field, never as
+    `[{"id": "call_…", "type": "function", …`."""
+    db = copy_fixture(fixture, tmp_path)
+    sid = sql(db, "SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1")[0][0]
+    calls = [
+        {
+            "id": "call_1556abc",
+            "type": "function",
+            "function": {
+                "name": "web_search",
+                "arguments": json.dumps({"query": "zebrafish migration patterns", "limit": 5}),
+            },
+        }
+    ]
+    result = {"results": [{"title": "Fish", "snippet": "Zebrafish swim upstream in spring"}]}
+    conn = sqlite3.connect(db)
+    with conn:
+        t = sql(db, "SELECT MAX(timestamp) FROM messages")[0][0] + 1
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, tool_calls, timestamp) "
+            "VALUES (?, 'assistant', 'Let me look at the docker setup first.', ?, ?)",
+            (sid, json.dumps(calls), t),
+        )
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, tool_call_id, tool_name, "
+            "timestamp) VALUES (?, 'tool', ?, 'call_1556abc', 'web_search', ?)",
+            (sid, json.dumps(result), t + 1),
+        )
+    conn.close()
+    client = make_app(db, tmp_path / "inst").test_client()
+    html = client.get(f"/search?q=zebrafish&session={sid}").get_data(as_text=True)
+    hits = re.findall(r'<a class="snippet".*?</a>', html, re.S)
+    assert len(hits) == 2, hits
+    joined = " ".join(hits)
+    assert "web_search · query:" in joined
+    assert "web_search result · results[0].snippet:" in joined
+    for raw in ("call_1556abc", "&#34;function&#34;", '"function"', "&#34;id&#34;", "[{"):
+        assert raw not in joined, raw
+    assert "<mark>zebrafish</mark>" in joined.lower()
+    # the JSON twin keeps Hermes's own snippet (scripts compare it with Hermes)
+    body = client.get(f"/search?q=zebrafish&session={sid}&format=json").get_json()
+    assert any(">>>" in r["snippet"] for r in body["results"])

@@ -449,6 +449,11 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
     result.notices = [n for n in notices + result.notices if n]
     store.contexts(result.rows)
     for row in result.rows:
-        if row.get("snippet") is not None:
+        if row.get("snippet") is None:
+            continue
+        if row.get("role") == "tool" or row.get("tool_calls"):
+            # kept (bounded) so that a hit in a JSON tool result can name its field
+            row["_text"] = (row.get("_text") or "")[:200_000]
+        else:
             row.pop("_text", None)
     return result, searched

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -313,11 +313,76 @@ def readable_snippet(snippet: str) -> str:
     return re.sub(r"[ \t]{2,}", " ", text)
 
 
+def _marked_terms(snippet: str) -> list[str]:
+    pattern = re.escape(MARK_START) + "(.*?)" + re.escape(MARK_END)
+    return sorted({t.lower() for t in re.findall(pattern, snippet or "", re.S) if t.strip()})
+
+
+def _leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
+    """(dotted path, text) of every string or number inside parsed JSON, in document order."""
+    if depth > 20:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, f"{path}.{k}" if path else str(k), depth + 1)
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:200]):
+            yield from _leaves(v, f"{path}[{i}]", depth + 1)
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        yield path, str(value)
+
+
+def _json_value(text: str) -> Any:
+    t = (text or "").lstrip()
+    if not t.startswith(("{", "[")):
+        return None
+    try:
+        return json.loads(t)
+    except (ValueError, RecursionError):
+        return None
+
+
+def tool_hit(row: dict[str, Any]) -> tuple[str, str] | None:
+    """A hit inside a tool call or a JSON tool result, shown as what it is: ("web_search ·
+    query", a snippet of that argument) or ("terminal result · output", the matching field).
+    Hermes indexes a call's raw JSON, so its own snippet reads `[{"id": "call_…", ...`. None
+    when the match is in the message's own words."""
+    terms = _marked_terms(row.get("snippet") or "")
+    if not terms:
+        return None
+    text = row.get("_text") or ""
+    data = _json_value(text) if text else None
+    if text and data is None and any(t in text.lower() for t in terms):
+        return None
+    for call in parse_tool_calls(row.get("tool_calls")):
+        args = call["arguments"]
+        leaves = _leaves(args) if isinstance(args, (dict, list)) else [("arguments", str(args))]
+        for path, leaf in leaves:
+            if any(t in leaf.lower() for t in terms):
+                return f"{call['name']} · {path}", make_snippet(leaf, terms)
+        if any(t in call["name"].lower() for t in terms):
+            return call["name"], make_snippet(call["name"], terms)
+    if data is not None:
+        for path, leaf in _leaves(data):
+            if any(t in leaf.lower() for t in terms):
+                what = f"{row['tool_name']} result" if row.get("tool_name") else "result"
+                return f"{what} · {path}" if path else what, make_snippet(leaf, terms)
+    return None
+
+
 def search_hit_view(row: dict[str, Any]) -> dict[str, Any]:
     calls = parse_tool_calls(row.get("tool_calls"))
-    snippet = readable_snippet(row["snippet"]) if calls or row.get("tool_name") else row["snippet"]
+    found = tool_hit(row) if calls or row.get("tool_name") or row.get("role") == "tool" else None
+    if found:
+        hit_in, snippet = found
+    else:
+        hit_in = None
+        snippet = (
+            readable_snippet(row["snippet"]) if calls or row.get("tool_name") else row["snippet"]
+        )
     return {
         **row,
+        "hit_in": hit_in,
         "snippet_html": snippet_html(snippet),
         "tools": [c["name"] for c in calls] or ([row["tool_name"]] if row.get("tool_name") else []),
         "session_label": session_label(
