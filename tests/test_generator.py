@@ -605,7 +605,7 @@ def built22(tmp_path_factory):
 
 def test_schema_22_is_what_hermes_0_19_creates(built22):
     _, conn = built22
-    fx = sqlite3.connect(f"file:{FIXTURES / 'hermes-v22-origins.db'}?mode=ro", uri=True)
+    fx = sqlite3.connect(f"file:{FIXTURES / 'hermes-v22-origins.db'}?mode=ro&immutable=1", uri=True)
     with closing(fx):
         assert _catalogue(conn) == _catalogue(fx)
         for table in ("sessions", "messages"):
