@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from webui.hermes.activity import session_state
 from webui.present.rows import session_label
 
 # kind -> (one, many), in the order the groups are shown
@@ -32,7 +33,7 @@ def _times(n: int) -> str:
 
 def child_groups(nodes: list[dict[str, Any]], session_id: str) -> list[Group]:
     """The session's direct children, grouped by kind (continuations first), each row with a
-    label (title, else first message), its kind, messages, cost and whether it still runs."""
+    label (title, else first message), its kind, messages, cost and state (live/open/ended)."""
     groups: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
     for n in nodes:
         if n.get("parent_session_id") != session_id or n["id"] == session_id:
@@ -48,7 +49,8 @@ def child_groups(nodes: list[dict[str, Any]], session_id: str) -> list[Group]:
                 "started_at": n.get("started_at"),
                 "messages": n.get("message_count"),
                 "cost": actual if actual is not None else n.get("estimated_cost_usd"),
-                "live": n.get("ended_at") is None,
+                # Hermes 0.19's rule: live only when active in the last five minutes
+                "state": session_state(n.get("ended_at"), n.get("last_active")),
             }
         )
     return [
