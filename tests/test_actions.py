@@ -268,6 +268,37 @@ def test_prune_needs_confirmation_and_valid_input(v11):
     assert sql(db, "SELECT COUNT(*) FROM sessions")[0][0] == n
     html = client.get("/prune?older_than=90").get_data(as_text=True)
     assert "VACUUM" in html and "reuses the freed pages" in html
+    r = client.get("/prune?older_than=1&cursor=not-a-cursor")
+    assert r.status_code == 400 and "cursor is not valid" in r.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_preview_pages_and_totals_cover_the_whole_selection(tmp_path, name):
+    """Each real schema: the preview's pages, read as a user's "show more" reads them, hold
+    exactly the sessions the prune would delete, and each family of totals sums to them."""
+    db = copy_fixture(name, tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    client = app.test_client()
+    expected = client.get("/prune?older_than=1&format=json").get_json()
+    with app.app_context():
+        from webui.db import get_logbook
+        from webui.hermes.selection import selection_from_args
+
+        lb = get_logbook()
+        sel = selection_from_args({"older_than": "1"}, command="prune")
+        seen, cursor = [], None
+        while True:
+            page = lb.actions.selection_page(sel, cursor, limit=2)
+            assert page["position"] == len(seen)
+            seen += [r["id"] for r in page["sessions"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+    assert seen == expected["sessions"] and len(seen) == expected["count"] > 2
+    for family in ("source", "model", "month"):
+        groups = expected["totals"][family]
+        assert sum(g["sessions"] for g in groups) == expected["count"]
+        assert sum(g["messages"] for g in groups) == expected["messages"]
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)

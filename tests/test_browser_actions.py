@@ -168,3 +168,46 @@ def test_xss_corpus_never_runs_anywhere(fresh, page):
             assert a.get_attribute("href").startswith(("http://", "https://"))
         page.wait_for_timeout(50)
     assert page.evaluate("window.__xss") == 0
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """A live server over a generated database with a few hundred prunable sessions."""
+    from support import make_app
+    from support.browser import LiveServer
+    from webui.demo import generate
+
+    root = tmp_path_factory.mktemp("many")
+    generate(root / "state.db", sessions=260, seed=19)
+    srv = LiveServer(make_app(root / "state.db", root / "inst"))
+    yield srv
+    srv.close()
+
+
+def test_a_big_prune_preview_reaches_every_session_with_totals_and_a_download(many, page):
+    expected = page.request.get(f"{many.url}/prune?older_than=1&format=json").json()
+    assert expected["count"] >= 198 and len(expected["sessions"]) == expected["count"]
+    page.goto(f"{many.url}/prune?older_than=1")
+    rows = page.locator("#preview-table tbody tr:not(#preview-more)")
+    assert rows.count() == 50  # one page at first: the page stays light
+    more = page.locator("#preview-more a")
+    while more.count():
+        before = rows.count()
+        more.click()
+        page.wait_for_function(
+            "n => document.querySelectorAll('#preview-table tbody tr:not(#preview-more)').length > n",
+            arg=before,
+        )
+    hrefs = rows.evaluate_all("rs => rs.map(r => r.querySelector('a').getAttribute('href'))")
+    # Every session the prune would delete, in --dry-run's order, each exactly once.
+    assert [h.rsplit("/", 1)[1] for h in hrefs] == expected["sessions"]
+    # The totals count every session, by source, by model and by month.
+    for caption in ("By source", "By model", "By month started"):
+        table = page.locator("table.totals", has=page.locator("caption", has_text=caption))
+        cells = table.locator("tbody tr td:nth-child(2)").all_inner_texts()
+        assert sum(int(c.replace(",", "")) for c in cells) == expected["count"]
+    # The list downloads whole, one row a session, the same sessions.
+    href = page.locator("p.downloads a").get_attribute("href")
+    body = page.request.get(f"{many.url}{href}").text()
+    ids = [line.split(",", 1)[0] for line in body.splitlines()[1:]]
+    assert ids == expected["sessions"]

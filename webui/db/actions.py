@@ -30,6 +30,9 @@ from webui.hermes.titles import sanitize_title
 # one-transaction delete); longer transcripts are trimmed to it first, in batches.
 ONE_TXN_MESSAGES = 150
 
+# A prune or archive preview shows its sessions this many at a time (all reachable, in order).
+PREVIEW_PAGE = 50
+
 
 class NotFound(LogbookDBError):
     status = 404
@@ -39,6 +42,13 @@ class PartlyRemoved(LogbookDBError):
     """A removal stopped between its batches; the journal finishes it later."""
 
     status = 503
+
+
+class BadCursor(LogbookDBError):
+    status = 400
+
+    def __init__(self) -> None:
+        super().__init__("The preview's page cursor is not valid; start from the first page.")
 
 
 class TitleInUse(LogbookDBError):
@@ -516,9 +526,12 @@ class Actions:
         """Hermes's prune filter (webui.db.selection), ended sessions only."""
         return selection_sql.where(self.r.schema, sel, alias)
 
-    def prune_preview(self, sel: Selection, limit: int = 20) -> dict[str, Any]:
+    def prune_preview(
+        self, sel: Selection, limit: int = PREVIEW_PAGE, cursor: str | None = None
+    ) -> dict[str, Any]:
         """Exactly what `hermes sessions prune <same filters>` would delete (its --dry-run):
-        ended sessions matching every filter. Active sessions never."""
+        ended sessions matching every filter. Active sessions never. The summary and totals
+        cover every session; ``sessions`` is one keyset page of them, oldest first."""
         where, params = self._rule(sel)
         cost = sql.cost(self.r.schema)
         tok = sql.tokens(self.r.schema)
@@ -533,17 +546,12 @@ class Actions:
             )
             or {}
         )
-        title = "title" if self.r.schema.has("sessions", "title") else "NULL"
-        first = self.r.rows(
-            f"SELECT id, {title} AS title, source, started_at, {sql.col(self.r.schema, 'ended_at')} AS ended_at FROM "
-            f"sessions WHERE {where} ORDER BY started_at LIMIT {limit}",
-            params,
-        )
+        page = self.selection_page(sel, cursor, limit)
         cw, cp = self._rule(sel, "p")
         kw, kp = self._rule(sel, "c")
-        child_title = "c.title" if title != "NULL" else "NULL"
+        title = "c.title" if self.r.schema.has("sessions", "title") else "NULL"
         orphans = self.r.rows(
-            f"SELECT c.id AS id, {child_title} AS title, c.parent_session_id AS parent FROM sessions c JOIN sessions p ON "
+            f"SELECT c.id AS id, {title} AS title, c.parent_session_id AS parent FROM sessions c JOIN sessions p ON "
             f"p.id = c.parent_session_id WHERE {cw} AND NOT ({kw}) ORDER BY c.started_at LIMIT 200",
             [*cp, *kp],
         )
@@ -551,9 +559,89 @@ class Actions:
             **summary,
             "selection": sel,
             "described": describe(sel),
-            "sessions": first,
+            **page,
+            "totals": self.selection_totals(sel) if summary.get("count") else {},
             "orphaned_children": orphans,
         }
+
+    def selection_page(
+        self, sel: Selection, cursor: str | None = None, limit: int = PREVIEW_PAGE
+    ) -> dict[str, Any]:
+        """One page of the selected sessions, oldest first (the order `--dry-run` lists
+        them in), after ``cursor``; with the position of its first row and the next cursor.
+        Keyset paging, so the last of 100,000 sessions costs what the first does."""
+        where, params = self._rule(sel)
+        s = self.r.schema
+        key = "COALESCE(CAST(started_at AS REAL), 0)"
+        before = 0
+        if cursor:
+            try:
+                after = list(sql.decode_cursor(cursor))
+            except Exception:  # noqa: BLE001 - decode_cursor words its error for the list
+                raise BadCursor() from None
+            before = self.r.scalar(
+                f"SELECT COUNT(*) FROM sessions WHERE ({where}) AND ({key}, id) <= (?, ?)",
+                [*params, *after],
+            )
+            where, params = f"({where}) AND ({key}, id) > (?, ?)", [*params, *after]
+        title = "title" if s.has("sessions", "title") else "NULL"
+        rows = self.r.rows(
+            f"SELECT id, {title} AS title, source, {sql.col(s, 'model')} AS model, started_at, "
+            f"{sql.col(s, 'ended_at')} AS ended_at, {key} AS _key, "
+            f"{sql.num(s, 'message_count')} AS message_count, {sql.cost(s)} AS cost "
+            f"FROM sessions WHERE {where} ORDER BY {key}, id LIMIT {int(limit) + 1}",
+            params,
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        remaining = (
+            self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
+            if more
+            else len(rows)
+        )
+        return {
+            "sessions": rows,
+            "position": before,
+            "remaining": remaining,
+            "next_cursor": sql.encode_cursor(rows[-1]["_key"], rows[-1]["id"]) if more else None,
+        }
+
+    def selection_totals(self, sel: Selection, top: int = 8) -> dict[str, list[dict]]:
+        """The selection by source, model and month it started: sessions, messages and cost
+        in each, largest first; past ``top`` groups the rest are summed as one "other"."""
+        where, params = self._rule(sel)
+        s = self.r.schema
+        groups = {
+            "source": "COALESCE(source, '')",
+            "model": f"COALESCE({sql.col(s, 'model')}, '')",
+            "month": "COALESCE(strftime('%Y-%m', CAST(started_at AS REAL), 'unixepoch'), '')",
+        }
+        out: dict[str, list[dict]] = {}
+        for name, expr in groups.items():
+            # Months in order (a prune takes the oldest); sources and models largest first.
+            order = "label" if name == "month" else "sessions DESC, label"
+            cap = 3 * top if name == "month" else top
+            rows = self.r.rows(
+                f"SELECT {expr} AS label, COUNT(*) AS sessions, "
+                f"COALESCE(SUM({sql.num(s, 'message_count')}), 0) AS messages, "
+                f"COALESCE(SUM({sql.cost(s)}), 0) AS cost FROM sessions WHERE {where} "
+                f"GROUP BY 1 ORDER BY {order}",
+                params,
+            )
+            if len(rows) > cap:
+                rest = rows[cap - 1 :]
+                rows = [
+                    *rows[: cap - 1],
+                    {
+                        "label": f"{len(rest)} {'later months' if name == 'month' else 'others'}",
+                        "other": True,
+                        "sessions": sum(r["sessions"] for r in rest),
+                        "messages": sum(r["messages"] or 0 for r in rest),
+                        "cost": sum(r["cost"] or 0 for r in rest),
+                    },
+                ]
+            out[name] = rows
+        return out
 
     def prune_ids(self, sel: Selection) -> list[str]:
         """The ids `hermes sessions prune --dry-run` lists, oldest first as it lists them."""

@@ -293,6 +293,7 @@ def prune_form():
             {
                 "count": preview["count"],
                 "sessions": lb.actions.prune_ids(sel),
+                "totals": preview["totals"],
                 "tokens": preview["tokens"],
                 "cost": preview["cost"],
                 "messages": preview["messages"],
@@ -305,7 +306,7 @@ def prune_form():
             }
         )
     chosen = _chosen(request.args)
-    preview = lb.actions.prune_preview(sel) if chosen else None
+    preview = _preview(sel) if chosen else None
     return _selection_page(
         "prune.html",
         "prune-preview",
@@ -364,7 +365,7 @@ def archive_form():
     sel = _archive_selection(request.args, unarchive)
     chosen = _chosen(request.args)
     problem = archive_problem(sel) if chosen or wants_json() else None
-    preview = None if problem or not chosen else lb.actions.prune_preview(sel)
+    preview = None if problem or not chosen else _preview(sel)
     if wants_json():
         if problem:
             raise BadRequest(problem)
@@ -373,6 +374,7 @@ def archive_form():
                 "count": preview["count"],
                 "sessions": lb.actions.prune_ids(sel),
                 "filters": preview["described"],
+                "totals": preview["totals"],
                 "unarchive": unarchive,
                 "selection": as_args(sel),
             }
@@ -387,14 +389,29 @@ def archive_form():
     )
 
 
+def _preview(sel: Selection) -> dict:
+    """The whole preview, or for its "show more" row only the next page of sessions."""
+    lb = get_logbook()
+    if request.htmx and request.htmx.target == "preview-more":
+        page = lb.actions.selection_page(sel, _cursor())
+        return {**page, "count": page["position"] + page["remaining"]}
+    return lb.actions.prune_preview(sel, cursor=_cursor())
+
+
+def _cursor() -> str | None:
+    """The preview page's cursor (``after`` is taken: it is Hermes's "started after")."""
+    return request.args.get("cursor") or None
+
+
 def _selection_page(template: str, target: str, sel: Selection, preview, **extra) -> str:
     """The prune or archive page: the filter form as typed, the preview (each session
-    labelled) and the selection with absolute times for its confirmation."""
+    labelled, one page at a time, every page reachable) and the selection with absolute
+    times for its confirmation. The "show more" row swaps in the next page's rows."""
     for r in (preview or {}).get("sessions", []):
         r["label"] = r.get("title") or r["id"]
     return render_page(
         template,
-        {target: "preview"},
+        {target: "preview", "preview-more": "preview_rows"},
         args=request.args,
         selection=as_args(sel),
         preview=preview,
