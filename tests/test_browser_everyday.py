@@ -177,3 +177,37 @@ def test_phone_list_starts_with_the_sessions_and_filters_fold(live, chromium):
         assert pg.locator("details.filter-more > summary").is_hidden()
     finally:
         context.close()
+
+
+# Draws two different characters in the font the page uses for ``sel`` and compares them:
+# with no font for the script both come out as the same empty box ("tofu").
+DRAW_TWO = """([sel, a, b]) => {
+  const el = document.querySelector(sel);
+  const font = getComputedStyle(el).font;
+  const ink = (ch) => {
+    const c = document.createElement('canvas'); c.width = 64; c.height = 64;
+    const g = c.getContext('2d'); g.font = font.replace(/\\d+(\\.\\d+)?px/, '40px');
+    g.fillStyle = '#000'; g.textBaseline = 'top'; g.fillText(ch, 4, 4);
+    return Array.from(g.getImageData(0, 0, 64, 64).data.filter((_, i) => i % 4 === 3));
+  };
+  const [x, y] = [ink(a), ink(b)];
+  return {differ: x.some((v, i) => v !== y[i]), inkA: x.filter(Boolean).length,
+          inkB: y.filter(Boolean).length, font};
+}"""
+
+
+def test_cjk_text_is_readable_and_found(live, page, generated_db):
+    """A CJK search in the browser: the hits show the characters as glyphs (a CJK font is
+    installed where the browser runs, as CI does) and mark what matched."""
+    page.goto(f"{live.url}/search?q=通信")
+    mark = page.locator(".hit mark", has_text="通信").first
+    mark.wait_for()
+    assert mark.inner_text() == "通信"
+    drawn = page.evaluate(DRAW_TWO, [".hit mark", "通", "信"])
+    assert drawn["inkA"] > 20 and drawn["inkB"] > 20, drawn
+    assert drawn["differ"], f"通 and 信 draw the same box: no CJK font for {drawn['font']}"
+    # Following the hit opens the conversation with the message in view, characters intact.
+    page.locator(".hit a.snippet").first.click()
+    target = page.locator(".msg:target").first
+    target.wait_for()
+    assert "通信" in target.inner_text()
