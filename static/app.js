@@ -403,10 +403,13 @@
       document.querySelectorAll("details.meta[open]").forEach(function (d) { d.open = false; });
     }
   }
-  // Sticky bars sit just under the sticky site header, whatever height it wraps to.
+  // Sticky bars sit just under the sticky site header, whatever height it wraps to (at the
+  // top of the screen on a phone, where the header scrolls away).
   function headerHeight() {
     var h = document.querySelector("header.top");
-    if (h) document.documentElement.style.setProperty("--header-h", h.offsetHeight + "px");
+    if (!h) return;
+    var stuck = getComputedStyle(h).position === "sticky" || getComputedStyle(h).position === "fixed";
+    document.documentElement.style.setProperty("--header-h", (stuck ? h.offsetHeight : 0) + "px");
   }
   window.addEventListener("resize", headerHeight);
   ready(function () { headerHeight(); revealCopy(); localTimes(); foldOnPhones(); updatePosition(); });

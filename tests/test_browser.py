@@ -186,3 +186,48 @@ def test_a_corrected_search_names_its_correction_and_the_next_steps(live, page):
     assert steps.get_by_role("link", name="zzqx*").count() == 1
     steps.get_by_role("link", name="search titles and ids").click()
     page.wait_for_url(re.compile(r"/sessions\?"))
+
+
+@pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
+def test_stats_lead_with_the_answer(live, chromium, viewport):
+    """The headline (figures with their change against the period before) is on the first
+    screen; the most expensive sessions, models and tools come next; tables are folded and
+    the section index stays in view while the reader scrolls."""
+    w, h = viewport
+    context = chromium.new_context(viewport={"width": w, "height": h}, is_mobile=w < 500)
+    pg = context.new_page()
+    try:
+        data = pg.request.get(f"{live.url}/stats?period=90&format=json").json()
+        pg.goto(f"{live.url}/stats?period=90")
+        cards = pg.locator("#headline .kpi")
+        assert cards.count() == 4
+        for card in cards.all():
+            box = card.locator(".delta").bounding_box()
+            assert box is not None and box["y"] + box["height"] <= h, "a change below the fold"
+        before = data["previous"]["totals"]
+        assert before is not None and data["totals"]["sessions"] and before["sessions"]
+        sessions = cards.first.locator(".delta").inner_text()
+        pct = round((data["totals"]["sessions"] - before["sessions"]) / before["sessions"] * 100)
+        assert f"{pct:+d}%".replace("-", "−") in sessions and "90 days before" in sessions
+        assert f"({before['sessions']:,})" in sessions
+        # Leaders: the most expensive session is the top of the cost ranking.
+        first = pg.locator("#leaders ol").first.locator("li a").first
+        assert first.get_attribute("href").endswith(data["top_sessions"]["cost"][0]["id"])
+        # Charts first, their tables folded (one click away).
+        tables = pg.locator("#breakdowns details.data-table")
+        assert tables.count() == 3 and all(t.get_attribute("open") is None for t in tables.all())
+        tables.first.locator("summary").click()
+        assert tables.first.locator("table").is_visible()
+        # An unfolded table scrolls inside its box; the page never scrolls sideways.
+        assert pg.evaluate("document.documentElement.scrollWidth") <= w
+        # The index stays in view at the bottom of the page and takes the reader back.
+        pg.locator("#database").scroll_into_view_if_needed()
+        index = pg.locator("nav.stats-index")
+        top = index.bounding_box()["y"]
+        assert 0 <= top < h / 4, top
+        index.get_by_role("link", name="Tools").click()
+        pg.wait_for_url(re.compile(r"#tools$"))
+        assert pg.locator("#tools h2").bounding_box()["y"] >= 0
+        screenshot(pg, f"stats-{'phone' if w < 500 else 'headline'}.png")
+    finally:
+        context.close()

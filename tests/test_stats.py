@@ -72,6 +72,49 @@ def test_totals_equal_sql(fx):
         assert sum(r["cost_usd"] for r in t["cost_by_status"]) == pytest.approx(t["cost_usd"])
 
 
+def test_the_headline_compares_with_the_period_just_before(fx):
+    """``previous``: the same filters over the same length of time just before the period,
+    counted straight from the rows; all time has nothing before it."""
+    db, client = fx
+    for qs in ("period=30", "period=365&source=cli", "since=2026-01-01&until=2026-03-31"):
+        r = client.get(f"/stats?{qs}&format=json").get_json()
+        prev = r["previous"]
+        start = r["query"]["since"]
+        end = r["query"]["until"] or r["as_of"]
+        assert prev["until"] == pytest.approx(start)
+        assert prev["since"] == pytest.approx(start - (end - start), abs=5)
+        where = "started_at >= ? AND started_at < ?" + (
+            " AND source = 'cli'" if "cli" in qs else ""
+        )
+        (n, cost) = sql(
+            db,
+            f"SELECT COUNT(*), COALESCE(SUM({COST}), 0) FROM sessions WHERE {where}",
+            (prev["since"], prev["until"]),
+        )[0]
+        assert prev["totals"]["sessions"] == n, qs
+        assert prev["totals"]["cost_usd"] == pytest.approx(cost, abs=1e-9)
+    assert client.get("/stats?period=all&format=json").get_json()["previous"] is None
+
+
+@pytest.mark.parametrize(
+    ("now", "before", "text", "direction"),
+    [
+        (12, 10, "+20%", "up"),
+        (5, 10, "−50%", "down"),
+        (10, 10, "same", "flat"),
+        (3, 0, "new", "up"),
+        (0, 0, "same", "flat"),
+        (1000, 10, "100×", "up"),
+    ],
+)
+def test_a_change_in_words(now, before, text, direction):
+    from webui.present.headline import change
+
+    got = change(now, before)
+    assert (got["text"], got["dir"]) == (text, direction)
+    assert change(now, None) is None
+
+
 def has_table(db, name: str) -> bool:
     return bool(sql(db, "SELECT 1 FROM sqlite_master WHERE name = ?", (name,)))
 

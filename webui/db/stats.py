@@ -9,7 +9,7 @@ source) read a rollup kept in the instance folder (see rollup.py), never a scan 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webui.db import sql, tz
@@ -48,6 +48,15 @@ class StatsQuery:
     @property
     def end(self) -> float | None:
         return self.until
+
+    def previous(self) -> StatsQuery | None:
+        """The period of the same length just before this one, with the same filters (what
+        the headline compares against); None for all time, which has nothing before it."""
+        start = self.start
+        if start is None:
+            return None
+        length = (self.end if self.end is not None else self.now) - start
+        return replace(self, period="custom", since=start - length, until=start)
 
 
 def bucket_for(span_seconds: float | None) -> str:

@@ -23,6 +23,7 @@ from webui.db.stats import (
 from webui.hermes import listing
 from webui.present import charts
 from webui.present.filters import compact, group_cost, money, num
+from webui.present.headline import headline, leaders
 from webui.web.profiles import merged_logbooks
 from webui.web.views import render_page, wants_json
 
@@ -210,6 +211,7 @@ def _build_report(q: StatsQuery) -> dict[str, Any]:
             "messages_by_source": lb.rollup.messages_by_source(),
         },
         "totals": st.totals(q),
+        "previous": _previous(q),
         "by_model": merge_aux_into_by_model(st.breakdown(q, "model"), st.aux_by_model(q)),
         "by_source": st.breakdown(q, "source"),
         "by_provider": st.breakdown(q, "billing_provider"),
@@ -229,6 +231,23 @@ def _build_report(q: StatsQuery) -> dict[str, Any]:
             "newest_message_id": coverage.db_max_id,
         },
     }
+
+
+def _previous(q: StatsQuery) -> dict[str, Any] | None:
+    """The same-length period just before, same filters: what the headline compares with."""
+    prev = q.previous()
+    if prev is None:
+        return None
+    return {"since": prev.since, "until": prev.until, "totals": get_logbook().stats.totals(prev)}
+
+
+def previous_words(q: StatsQuery) -> str:
+    """The compared period in words: "the 30 days before"."""
+    start = q.start
+    if start is None:
+        return ""
+    days = max(1, round(((q.end if q.end is not None else q.now) - start) / 86400))
+    return f"the {days} day{'s' if days != 1 else ''} before"
 
 
 def build_charts(report: dict[str, Any]) -> dict[str, charts.Chart]:
@@ -357,6 +376,9 @@ def stats():
         presets=period_presets(zone_name=q.tz),
         has_archived=lb.schema.has("sessions", "archived"),
         heading=period_heading(q),
+        headline=headline(report, q.lineage),
+        leaders=leaders(report),
+        previous_words=previous_words(q),
         age_s=int(time.time() - report.get("as_of", time.time())),
         models=[m["model"] for m in lb.sessions.models()],
         token_labels=TOKEN_LABELS,
