@@ -153,19 +153,31 @@
 // Toasts for htmx actions (HX-Trigger: {"toast": "…"}) and for flashed messages.
 (function () {
   "use strict";
-  function toast(text) {
+  // A toast is words, or {text, href, link}: the end of long work, linking to its result.
+  // Only a path on this server is followed (never another site, never javascript:).
+  function toast(what) {
     var box = document.getElementById("toasts");
     if (!box) return;
     var p = document.createElement("p");
     p.className = "toast show";
     p.setAttribute("role", "status");
+    var text = typeof what === "string" ? what : String(what && what.text || "");
     p.textContent = text;
+    var linked = what && typeof what.href === "string" && /^\/(?!\/)/.test(what.href);
+    if (linked) {
+      var a = document.createElement("a");
+      a.href = what.href;
+      a.textContent = what.link || "Open";
+      p.appendChild(document.createTextNode(" · "));
+      p.appendChild(a);
+    }
     box.appendChild(p);
-    setTimeout(function () { p.remove(); }, 5000);
+    setTimeout(function () { p.remove(); }, linked ? 12000 : 5000);
   }
   document.addEventListener("DOMContentLoaded", function () {
     document.body.addEventListener("toast", function (e) {
-      toast(e.detail && e.detail.value !== undefined ? e.detail.value : String(e.detail));
+      var d = e.detail;
+      toast(d && d.value !== undefined ? d.value : d && d.text !== undefined ? d : String(d));
     });
     document.querySelectorAll("#toasts .toast").forEach(function (p) {
       setTimeout(function () { p.remove(); }, 5000);

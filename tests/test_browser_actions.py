@@ -100,7 +100,15 @@ def test_prune_preview_then_run_with_progress(fresh, page):
     if expected > 10:
         box.check()  # a big prune asks "yes, delete these" first
     page.locator("#prune-preview button.danger").click()
+    # The address is the job's at once, so a reload finds the work where it is.
+    page.wait_for_url(re.compile(r"/prune/jobs/[0-9a-f]+$"))
     page.locator(".prune-job", has_text="Deleted").wait_for(timeout=60_000)
+    assert f"Deleted {expected:,} session" in page.locator(".prune-job").inner_text()
+    # It ends with a toast that says what was done and links to the result.
+    toast = page.locator("#toasts .toast", has_text=f"Pruned {expected:,} session")
+    toast.wait_for()
+    assert toast.locator("a").get_attribute("href") == "/sessions"
+    page.reload()
     assert f"Deleted {expected:,} session" in page.locator(".prune-job").inner_text()
     assert (
         sql(

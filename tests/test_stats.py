@@ -412,6 +412,14 @@ def test_the_rollup_is_built_in_the_background_and_pages_never_wait_for_it(tmp_p
         assert lb.rollup.coverage().complete
     page = client.get("/stats?period=all").get_data(as_text=True)
     assert "rollup-progress" not in page
+    # The notice's own poll, once the figures are whole, ends in a toast that says so.
+    r = client.get(
+        "/stats?period=all", headers={"HX-Request": "true", "HX-Trigger": "rollup-progress"}
+    )
+    assert "every message is now counted" in r.headers["HX-Trigger"]
+    assert (
+        "HX-Trigger" not in client.get("/stats?period=all", headers={"HX-Request": "true"}).headers
+    )
 
 
 def test_a_shared_report_never_outlives_a_write(tmp_path):

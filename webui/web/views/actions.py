@@ -100,13 +100,18 @@ def _browser_form() -> bool:
     return not request.htmx and "csrf_token" in request.form
 
 
-def _toast(body: str, message: str, status: int = 200) -> Response:
+def _toast(
+    body: str, message: str, status: int = 200, link: tuple[str, str] | None = None
+) -> Response:
     """The fragment with a toast (HX-Trigger). The toast names the profile when there are
-    several: an action touches one database."""
+    several: an action touches one database. ``link``: (path, words) to the result."""
     if "profiles" in current_app.extensions:
         name = g.get("profile") or current_app.extensions["profiles"].primary_name
         message = f"{message} (profile “{name}”)"
-    return make_response(body, status, trigger={"toast": message})
+    toast: str | dict = (
+        message if link is None else {"text": message, "href": link[0], "link": link[1]}
+    )
+    return make_response(body, status, trigger={"toast": toast})
 
 
 @bp.get("/sessions/<session_id>/title")
@@ -335,7 +340,12 @@ def prune_run():
     if request.htmx:
         # In the browser: run in the background, the page polls its progress.
         job = lb.actions.start_prune(sel, backup_to)
-        return render_template("prune_job.html", job=job, size=lb.size_bytes())
+        # The address becomes the job's: a reload (or a bookmark) shows its progress, then
+        # its report, for as long as this server runs.
+        return make_response(
+            render_template("prune_job.html", job=job, size=lb.size_bytes()),
+            push_url=url_for("actions.prune_job", job_id=job.id),
+        )
     # A plain form or a script: the response comes when the prune is done.
     job = lb.actions.run_prune(sel, backup_to)
     if wants_json() or not _browser_form():
@@ -480,4 +490,13 @@ def prune_job(job_id: str):
     if not request.htmx:
         return render_template("prune_job_page.html", job=job, size=lb.size_bytes())
     body = render_template("prune_job.html", job=job, size=lb.size_bytes())
-    return _toast(body, f"Pruned {job.deleted} sessions") if job.done else body
+    if not job.done:
+        return body
+    if job.error:
+        return _toast(body, f"The prune stopped after {job.deleted:,} of {job.total:,} sessions")
+    return _toast(
+        body,
+        f"Pruned {job.deleted:,} session{'s' if job.deleted != 1 else ''} "
+        f"({job.messages_deleted:,} messages)",
+        link=(url_for("sessions.list_sessions"), "See the sessions that are left"),
+    )

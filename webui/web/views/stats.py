@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import threading
 import time
 from datetime import datetime, timedelta
@@ -385,6 +386,15 @@ def stats():
         json_url=url_for("stats.stats", **args, format="json"),
     )
     response = current_app.make_response((response, status))
+    if (
+        request.htmx
+        and request.headers.get("HX-Trigger") == "rollup-progress"
+        and report["coverage"]["complete"]
+    ):
+        # The page was filling in by itself; say so when it is whole.
+        response.headers["HX-Trigger"] = json.dumps(
+            {"toast": "Statistics are complete: every message is now counted."}
+        )
     if request.args.get("tz"):
         response.set_cookie(TZ_COOKIE, q.tz, max_age=365 * 86400, samesite="Lax", httponly=True)
     return response
