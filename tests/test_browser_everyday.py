@@ -206,6 +206,7 @@ def test_cjk_text_is_readable_and_found(live, page, generated_db):
     drawn = page.evaluate(DRAW_TWO, [".hit mark", "通", "信"])
     assert drawn["inkA"] > 20 and drawn["inkB"] > 20, drawn
     assert drawn["differ"], f"通 and 信 draw the same box: no CJK font for {drawn['font']}"
+    screenshot(page, "search-cjk.png")
     # Following the hit opens the conversation with the message in view, characters intact.
     page.locator(".hit a.snippet").first.click()
     target = page.locator(".msg:target").first

@@ -136,3 +136,48 @@ def test_shared_counts_follow_new_sessions_and_our_own_changes(tmp_path):
     )[0][0]
     assert post(client, f"/sessions/{sid}/delete", {}, htmx=True).status_code == 200
     assert telegram() == before
+
+
+def test_during_a_prune_figures_catch_up_in_the_background_and_end_exact(tmp_path):
+    """A prune's batches do not make every list request recount the table: the previous
+    facets are served while one background thread counts anew; the prune's end (a hard
+    change) makes them exact at once. The rows themselves are always fresh."""
+    import sqlite3
+    import time
+
+    from webui.db import get_logbook
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    client = app.test_client()
+
+    def telegram() -> tuple[int, list[str]]:
+        body = client.get("/sessions?format=json&source=telegram&limit=200").get_json()
+        return body["facets"]["source"]["telegram"], [r["id"] for r in body["sessions"]]
+
+    before, rows = telegram()
+    gone = rows[0]
+    with app.app_context():
+        lb = get_logbook()
+        with sqlite3.connect(db) as conn:  # as one batch of a prune would
+            conn.execute(
+                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (gone,)
+            )
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (gone,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (gone,))
+        lb.sessions.invalidate(soft=True)
+        n, rows = telegram()
+        assert gone not in rows  # the rows: fresh
+        assert n == before  # the count: the previous one, while it is counted again
+        deadline = time.monotonic() + 10
+        while telegram()[0] != before - 1:
+            assert time.monotonic() < deadline, "the background count never landed"
+            time.sleep(0.05)
+        lb.sessions.invalidate(soft=True)
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO sessions (id, source, started_at) VALUES ('p-1', 'telegram', ?)",
+                (time.time(),),
+            )
+        lb.sessions.invalidate()  # the prune's end
+        assert telegram()[0] == before

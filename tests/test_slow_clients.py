@@ -3,6 +3,7 @@ read must not take the workers, and a cut export must look cut (issue 15, points
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 import urllib.error
@@ -216,7 +217,17 @@ def test_cheap_pages_keep_workers_while_heavy_requests_queue_and_are_shed(tmp_pa
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst", LOGBOOK_THREADS=4)
-    app.add_url_rule("/export.slow", "slow", lambda: (time.sleep(1.5), "done")[1])
+    ran_on: list[tuple[str, int]] = []
+
+    def slow():
+        # Which worker ran it, at which CPU priority (Linux: /proc/thread-self/stat's nice).
+        with open("/proc/thread-self/stat") as f:
+            nice = int(f.read().rsplit(")", 1)[1].split()[16])
+        ran_on.append((threading.current_thread().name, nice))
+        time.sleep(1.5)
+        return "done"
+
+    app.add_url_rule("/export.slow", "slow", slow)
     srv = LiveServer(app, threads=4)
     results: list[tuple[int, float]] = []
 
@@ -240,3 +251,7 @@ def test_cheap_pages_keep_workers_while_heavy_requests_queue_and_are_shed(tmp_pa
     assert sorted(s for s, _t in results) == [200, 200, 503, 503, 503, 503]
     assert all(t < 1.6 for s, t in results if s == 503)
     assert dispatcher.shed == 4
+    # Heavy work ran on the two heavy workers, at a lower CPU priority than the pages'.
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    assert {name for name, _ in ran_on} <= {"waitress-0", "waitress-1"}, ran_on
+    assert all(nice == min(19, base + 10) for _, nice in ran_on), (base, ran_on)

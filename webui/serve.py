@@ -8,11 +8,18 @@ first, always. Heavy ones (exports, searches that may scan the whole index) run 
 ``threads - 2`` workers, so two are always left for the cheap; a heavy request that waited
 longer than ``SHED_AFTER_S`` for a worker is answered "busy" at once by the next free one. The
 time a request waited counts against its deadline (webui.web.limits), so a search bomb ends
-within its deadline from when it arrived, not from when a worker took it."""
+within its deadline from when it arrived, not from when a worker took it.
+
+Heavy requests run only on the first ``threads - 2`` workers, and those run at a lower CPU
+priority (nice +10, where the system allows it): on a machine whose cores a search bomb keeps
+busy, the pages, Logbook's own prune and Hermes's gateway get the CPU first. Cheap requests
+go to any free worker."""
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 import time
 from collections import deque
 from urllib.parse import parse_qs
@@ -23,6 +30,7 @@ from waitress.task import ThreadedTaskDispatcher
 from webui.web.streams import SPOOL_BYTES
 
 SHED_AFTER_S = 1.0
+HEAVY_NICE = 10
 # The header waitress passes on as environ HTTP_X_LOGBOOK_QUEUE: "<arrival time>[ shed]".
 # Set for every request (a client's own value is overwritten), read by webui.web.limits.
 QUEUE_HEADER = "X_LOGBOOK_QUEUE"
@@ -68,16 +76,18 @@ class FairDispatcher(ThreadedTaskDispatcher):
             heavy = is_heavy(request.path or "", request.query or "")
         with self.lock:
             if heavy:
+                # Only some workers may take it: wake them all, the right one takes it.
                 self.heavy.append((now, task))
+                self.queue_cv.notify_all()
             else:
                 self.queue.append(task)
-            self.queue_cv.notify()
+                self.queue_cv.notify()
 
-    def _next(self):
+    def _next(self, thread_no: int = 0):
         """(task, kind) to run now, or (None, seconds to wait at most). Under self.lock."""
         if self.queue:
             return self.queue.popleft(), "cheap"
-        if self.heavy and self.heavy_running < self.heavy_max:
+        if self.heavy and thread_no < self.heavy_max and self.heavy_running < self.heavy_max:
             self.heavy_running += 1
             return self.heavy.popleft()[1], "heavy"
         if self.heavy:
@@ -94,6 +104,8 @@ class FairDispatcher(ThreadedTaskDispatcher):
         return None, None
 
     def handler_thread(self, thread_no):
+        if thread_no < self.heavy_max:
+            _lower_priority(HEAVY_NICE)
         while True:
             with self.lock:
                 while True:
@@ -103,7 +115,7 @@ class FairDispatcher(ThreadedTaskDispatcher):
                         self.threads.discard(thread_no)
                         self.thread_exit_cv.notify()
                         return
-                    task, kind = self._next()
+                    task, kind = self._next(thread_no)
                     if task is not None:
                         break
                     self.active_count -= 1
@@ -117,13 +129,23 @@ class FairDispatcher(ThreadedTaskDispatcher):
                 if kind == "heavy":
                     with self.lock:
                         self.heavy_running -= 1
-                        self.queue_cv.notify()
+                        self.queue_cv.notify_all()
 
     def shutdown(self, cancel_pending=True, timeout=5):
         with self.lock:
             while self.heavy:
                 self.queue.append(self.heavy.popleft()[1])
         return super().shutdown(cancel_pending=cancel_pending, timeout=timeout)
+
+
+def _lower_priority(by: int) -> None:
+    """Raise this thread's nice value (Linux: each thread has its own). Raising needs no
+    privilege; where it is not possible the thread simply keeps its priority."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
+    except (AttributeError, OSError):
+        pass
 
 
 def make_server(app, host: str, port: int, threads: int = 8, **overrides):

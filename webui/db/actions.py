@@ -105,7 +105,7 @@ class Actions:
         self,
         reader: Reader,
         writer: Writer,
-        on_change=lambda: None,
+        on_change=lambda soft=False: None,
         journal: Journal | None = None,
     ):
         self.r = reader
@@ -803,7 +803,9 @@ class Actions:
                     )
                     self._journal_close(entry)
                     entry = None
-                self.on_change()
+                # A batch: pages read its effect on rows at once; whole-table figures catch
+                # up in the background (webui.db.sessions), the last batch makes them exact.
+                self.on_change(soft=True)
                 job.deleted += sessions_gone
                 job.messages_deleted += messages_gone
                 took = self.w.last_transaction_s
@@ -823,8 +825,8 @@ class Actions:
                     else "."
                 )
             )
-            self.on_change()
         finally:
+            self.on_change()
             job.done = True
             job.finished = time.time()
 

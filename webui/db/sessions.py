@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,10 @@ PAGE_SIZE = 50
 COUNT_CAP = 10_000
 # Figures that scan every session row are shared this long (SessionStore.shared).
 SHARED_TTL_S = 10.0
+# While a prune runs: figures up to STALE_MAX_S old are served (and refreshed in the background)
+# until SOFT_S after its last batch.
+SOFT_S = 3.0
+STALE_MAX_S = 10.0
 SORT_KEYS = ("started", "last_active", "messages", "tokens", "cost")
 STATES = ("active", "ended")
 # A title or id filter longer than any title (Hermes caps them at 100 characters) is cut here:
@@ -194,7 +199,10 @@ class SessionStore:
     def __init__(self, reader: Reader):
         self.r = reader
         self.schema = reader.schema
-        self._cache: dict[str, tuple[float, Any]] = {}
+        self._cache: dict[str, tuple[float, Any, Any]] = {}  # slot: (when, key, value)
+        self._soft_until = 0.0
+        self._refresh_lock = threading.Lock()
+        self._refreshing: set[str] = set()
         self._order_cache: dict[tuple, tuple[str, list]] = {}
 
     def col(self, name: str, alias: str = "s") -> str:
@@ -314,10 +322,11 @@ class SessionStore:
         ):
             return {}
         token = self._sessions_token()
-        key = ("chains", token.get("n"), token.get("s"))
-        hit = self._cache.get("chains")
-        if hit and hit[1][0] == key and time.monotonic() - hit[0] < 5.0:
-            return hit[1][1]
+        return self._fresh_or_stale(
+            "chains", (token.get("n"), token.get("s")), self._walk_chains, ttl=5.0
+        )
+
+    def _walk_chains(self) -> dict[str, list[str]]:
         edges = self.r.rows(
             f"SELECT parent.id AS parent, child.id AS id, child.end_reason AS end_reason, "
             f"{self.col('ended_at', 'child')} AS ended_at, child.started_at AS started_at, "
@@ -339,9 +348,7 @@ class SessionStore:
                     last_active=e["last_active"],
                 )
             )
-        chains = {root: listing.compression_chain(root, children) for root in children}
-        self._cache["chains"] = (time.monotonic(), (key, chains))
-        return chains
+        return {root: listing.compression_chain(root, children) for root in children}
 
     # -- filters ------------------------------------------------------------------------------
 
@@ -571,10 +578,58 @@ class SessionStore:
             start = next((i for i, kv in enumerate(ordered) if beyond(kv)), len(ordered))
         return [{"id": i, "k": k} for k, i in ordered[start : start + q.limit + 1]]
 
-    def invalidate(self) -> None:
-        """After one of Logbook's own writes: nothing cached may outlive it."""
+    def invalidate(self, soft: bool = False) -> None:
+        """After one of Logbook's own writes: nothing cached may outlive it. ``soft``: one
+        batch of a prune still running. Its rows are read fresh as always, but the figures
+        that scan every session (counts, facets, compression chains: a third of a second on a
+        million messages) are not recomputed by every request after every batch: for
+        SOFT_S after the last batch, requests get the previous figures while one background
+        thread works out the new ones."""
         self._order_cache.clear()
+        if soft:
+            self._soft_until = time.monotonic() + SOFT_S
+            return
+        self._soft_until = 0.0
         self._cache.clear()
+
+    def _fresh_or_stale(self, slot: str, key: Any, compute, ttl: float, keep=None):
+        """``compute()``, kept in ``slot`` while the key stays ``key`` (for ``ttl`` s). During
+        a prune (soft changes), a value whose key moved is served as it is, up to
+        STALE_MAX_S old, and refreshed by one background thread."""
+        now = time.monotonic()
+        hit = self._cache.get(slot)
+        if hit and hit[1] == key and now - hit[0] < ttl:
+            return hit[2]
+        if hit and now < self._soft_until and now - hit[0] < STALE_MAX_S:
+            self._refresh_later(slot, key, compute, keep)
+            return hit[2]
+        value = compute()
+        self._store(slot, key, value, keep)
+        return value
+
+    def _store(self, slot: str, key: Any, value: Any, keep) -> None:
+        if keep is not None and not keep(value):
+            return
+        if len(self._cache) > 256:
+            self._cache.clear()
+        self._cache[slot] = (time.monotonic(), key, value)
+
+    def _refresh_later(self, slot: str, key: Any, compute, keep) -> None:
+        with self._refresh_lock:
+            if slot in self._refreshing:
+                return
+            self._refreshing.add(slot)
+
+        def work() -> None:
+            try:
+                self._store(slot, key, compute(), keep)
+            except Exception:  # noqa: BLE001 - the next request computes it itself
+                self._cache.pop(slot, None)
+            finally:
+                with self._refresh_lock:
+                    self._refreshing.discard(slot)
+
+        threading.Thread(target=work, daemon=True, name=f"refresh-{slot[:20]}").start()
 
     def order_token(self) -> str:
         """Changes whenever a message is added or a session appears or goes: cheap (rowid and
@@ -609,12 +664,12 @@ class SessionStore:
         """A value kept by ``keep_value`` (None when absent or dropped by one of Logbook's own
         changes): for callers that decide themselves how old is too old."""
         hit = self._cache.get(f"kept:{key}")
-        return hit[1] if hit else None
+        return hit[2] if hit else None
 
     def keep_value(self, key: str, value: Any) -> None:
         if len(self._cache) > 256:
             self._cache.clear()
-        self._cache[f"kept:{key}"] = (time.monotonic(), value)
+        self._cache[f"kept:{key}"] = (time.monotonic(), None, value)
 
     def _sessions_token(self) -> dict[str, Any]:
         """How many sessions there are and the newest start: read once per request (a page
@@ -634,17 +689,9 @@ class SessionStore:
         session row, which a gateway's steady appends hardly move. ``keep(value)`` false:
         not shared (a partial answer)."""
         token = self._sessions_token()
-        key = f"shared:{name}:{token.get('n')}:{token.get('s')}"
-        if len(self._cache) > 256:
-            self._cache.clear()
-        now = time.monotonic()
-        hit = self._cache.get(key)
-        if hit and now - hit[0] < ttl:
-            return hit[1]
-        value = compute()
-        if keep is None or keep(value):
-            self._cache[key] = (now, value)
-        return value
+        return self._fresh_or_stale(
+            f"shared:{name}", (token.get("n"), token.get("s")), compute, ttl, keep
+        )
 
     def hidden_count(self, q: SessionQuery, shown: int) -> int | None:
         """In Hermes's rows: how many more rows 'every row' would show (capped); else None.
@@ -696,13 +743,7 @@ class SessionStore:
         )
 
     def _cached(self, key: str, compute, ttl: float = 10.0):
-        now = time.monotonic()
-        hit = self._cache.get(key)
-        if hit and now - hit[0] < ttl:
-            return hit[1]
-        value = compute()
-        self._cache[key] = (now, value)
-        return value
+        return self._fresh_or_stale(key, None, compute, ttl)
 
     def change_token(self) -> str:
         """Cheap: MAX over two rowid/index orders and a count of live sessions."""
