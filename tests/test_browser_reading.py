@@ -4,13 +4,11 @@ viewer names a session's relatives by kind, in rows, with the conversation summe
 
 from __future__ import annotations
 
-import json
 import re
-import sqlite3
 
 import pytest
 
-from support import copy_fixture, make_app, sql
+from support import copy_fixture, make_app, plant_tool_call_hit, sql
 from support.browser import LiveServer, axe_problems, screenshot
 
 pytestmark = pytest.mark.browser
@@ -20,32 +18,7 @@ pytestmark = pytest.mark.browser
 def v22(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("reading")
     db = copy_fixture("hermes-v22.db", tmp)
-    sid = sql(db, "SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1")[0][0]
-    calls = [
-        {
-            "id": "call_1556abc",
-            "type": "function",
-            "function": {
-                "name": "web_search",
-                "arguments": json.dumps({"query": "zebrafish migration patterns", "limit": 5}),
-            },
-        }
-    ]
-    result = {"results": [{"title": "Fish", "snippet": "Zebrafish swim upstream in spring"}]}
-    conn = sqlite3.connect(db)  # Hermes's own triggers index both rows
-    with conn:
-        t = sql(db, "SELECT MAX(timestamp) FROM messages")[0][0] + 1
-        conn.execute(
-            "INSERT INTO messages (session_id, role, content, tool_calls, timestamp) "
-            "VALUES (?, 'assistant', 'Let me look at the docker setup first.', ?, ?)",
-            (sid, json.dumps(calls), t),
-        )
-        conn.execute(
-            "INSERT INTO messages (session_id, role, content, tool_call_id, tool_name, "
-            "timestamp) VALUES (?, 'tool', ?, 'call_1556abc', 'web_search', ?)",
-            (sid, json.dumps(result), t + 1),
-        )
-    conn.close()
+    sid = plant_tool_call_hit(db)
     srv = LiveServer(make_app(db, tmp / "inst"))
     yield db, srv, sid
     srv.close()

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from support import DATA, copy_fixture, make_app, sql
+from support import DATA, copy_fixture, make_app, plant_tool_call_hit, sql
 from support.htmlcheck import assert_inert
 from support.http import follow
 from support.reference import sanitizer_cases
@@ -467,32 +467,7 @@ def test_a_hit_in_a_tool_call_reads_as_the_call_not_raw_json(tmp_path, fixture):
     argument that matched) and a hit in a JSON tool result as its field, never as
     `[{"id": "call_…", "type": "function", …`."""
     db = copy_fixture(fixture, tmp_path)
-    sid = sql(db, "SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1")[0][0]
-    calls = [
-        {
-            "id": "call_1556abc",
-            "type": "function",
-            "function": {
-                "name": "web_search",
-                "arguments": json.dumps({"query": "zebrafish migration patterns", "limit": 5}),
-            },
-        }
-    ]
-    result = {"results": [{"title": "Fish", "snippet": "Zebrafish swim upstream in spring"}]}
-    conn = sqlite3.connect(db)
-    with conn:
-        t = sql(db, "SELECT MAX(timestamp) FROM messages")[0][0] + 1
-        conn.execute(
-            "INSERT INTO messages (session_id, role, content, tool_calls, timestamp) "
-            "VALUES (?, 'assistant', 'Let me look at the docker setup first.', ?, ?)",
-            (sid, json.dumps(calls), t),
-        )
-        conn.execute(
-            "INSERT INTO messages (session_id, role, content, tool_call_id, tool_name, "
-            "timestamp) VALUES (?, 'tool', ?, 'call_1556abc', 'web_search', ?)",
-            (sid, json.dumps(result), t + 1),
-        )
-    conn.close()
+    sid = plant_tool_call_hit(db)
     client = make_app(db, tmp_path / "inst").test_client()
     html = client.get(f"/search?q=zebrafish&session={sid}").get_data(as_text=True)
     hits = re.findall(r'<a class="snippet".*?</a>', html, re.S)

@@ -49,3 +49,40 @@ def sql(db: Path, query: str, params=()) -> list[tuple]:
         return conn.execute(query, params).fetchall()
     finally:
         conn.close()
+
+
+def plant_tool_call_hit(db: Path) -> str:
+    """Add to the newest session an assistant message calling ``web_search`` for "zebrafish
+    migration patterns" and its JSON result mentioning zebrafish (Hermes's own triggers index
+    both): a search hit inside a tool call and one inside a tool result. Returns the session."""
+    import json
+
+    sid = sql(db, "SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1")[0][0]
+    calls = [
+        {
+            "id": "call_1556abc",
+            "type": "function",
+            "function": {
+                "name": "web_search",
+                "arguments": json.dumps({"query": "zebrafish migration patterns", "limit": 5}),
+            },
+        }
+    ]
+    result = {"results": [{"title": "Fish", "snippet": "Zebrafish swim upstream in spring"}]}
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            t = sql(db, "SELECT MAX(timestamp) FROM messages")[0][0] + 1
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, tool_calls, timestamp) "
+                "VALUES (?, 'assistant', 'Let me look at the docker setup first.', ?, ?)",
+                (sid, json.dumps(calls), t),
+            )
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, tool_call_id, tool_name, "
+                "timestamp) VALUES (?, 'tool', ?, 'call_1556abc', 'web_search', ?)",
+                (sid, json.dumps(result), t + 1),
+            )
+    finally:
+        conn.close()
+    return sid
