@@ -165,6 +165,12 @@ def selection_from_args(
         if raw is None or str(raw).strip() == "":
             continue
         stamp = parse_point_in_time(str(raw), flag.replace("_", "-"), now, tz)
+        try:  # a point a calendar can name (year 1 to 9999), or the message says why
+            datetime.fromtimestamp(stamp)
+        except (ValueError, OverflowError, OSError):
+            raise SelectionError(
+                f"{flag} '{str(raw)[:40]}' is too far from today to be a date."
+            ) from None
         (upper if flag in ("older_than", "before") else lower).append(stamp)
     if upper:
         values["started_before"] = min(upper)
