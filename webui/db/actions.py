@@ -546,7 +546,7 @@ class Actions:
             )
             or {}
         )
-        page = self.selection_page(sel, cursor, limit)
+        page = self.selection_page(sel, cursor, limit, count=summary.get("count") or 0)
         cw, cp = self._rule(sel, "p")
         kw, kp = self._rule(sel, "c")
         title = "c.title" if self.r.schema.has("sessions", "title") else "NULL"
@@ -565,12 +565,19 @@ class Actions:
         }
 
     def selection_page(
-        self, sel: Selection, cursor: str | None = None, limit: int = PREVIEW_PAGE
+        self,
+        sel: Selection,
+        cursor: str | None = None,
+        limit: int = PREVIEW_PAGE,
+        count: int | None = None,
     ) -> dict[str, Any]:
         """One page of the selected sessions, oldest first (the order `--dry-run` lists
-        them in), after ``cursor``; with the position of its first row and the next cursor.
-        Keyset paging, so the last of 100,000 sessions costs what the first does."""
+        them in), after ``cursor``; with the position of its first row, the selection's
+        ``count`` (counted here unless the caller knows it) and the next cursor. Keyset
+        paging, so the last of 100,000 sessions costs what the first does."""
         where, params = self._rule(sel)
+        if count is None:
+            count = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
         s = self.r.schema
         key = "COALESCE(CAST(started_at AS REAL), 0)"
         before = 0
@@ -594,15 +601,10 @@ class Actions:
         )
         more = len(rows) > limit
         rows = rows[:limit]
-        remaining = (
-            self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
-            if more
-            else len(rows)
-        )
         return {
             "sessions": rows,
             "position": before,
-            "remaining": remaining,
+            "count": count,
             "next_cursor": sql.encode_cursor(rows[-1]["_key"], rows[-1]["id"]) if more else None,
         }
 

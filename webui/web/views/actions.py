@@ -403,8 +403,7 @@ def _preview(sel: Selection) -> dict:
     """The whole preview, or for its "show more" row only the next page of sessions."""
     lb = get_logbook()
     if request.htmx and request.htmx.target == "preview-more":
-        page = lb.actions.selection_page(sel, _cursor())
-        return {**page, "count": page["position"] + page["remaining"]}
+        return lb.actions.selection_page(sel, _cursor())
     return lb.actions.prune_preview(sel, cursor=_cursor())
 
 
