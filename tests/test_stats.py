@@ -463,3 +463,158 @@ def test_beside_a_busy_writer_a_report_is_reused_for_seconds_and_says_when(tmp_p
     again = client.get("/stats?period=all&format=json").get_json()
     assert again["totals"]["input_tokens"] == first["totals"]["input_tokens"]
     assert again["as_of"] == first["as_of"] <= time.time()
+
+
+def _rollup_truth(db, where: str, params) -> dict:
+    """Tools, heatmap and messages per source, straight from the messages."""
+    heat = sql(
+        db,
+        "SELECT CAST(strftime('%w', m.timestamp, 'unixepoch') AS INT), "
+        "CAST(strftime('%H', m.timestamp, 'unixepoch') AS INT), COUNT(*) "
+        f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {where} GROUP BY 1, 2",
+        params,
+    )
+    return {
+        "tools": hermes_tool_counts(db, where, params),
+        "heatmap": {(d, h): n for d, h, n in heat if d is not None and h is not None},
+    }
+
+
+def _rollup_panels(body: dict) -> dict:
+    return {
+        "tools": {t["tool"]: t["calls"] for t in body["tools"]},
+        "heatmap": {(c["dow"], c["hour"]): c["messages"] for c in body["heatmap"]},
+    }
+
+
+def test_daily_sums_give_the_panels_of_any_span(fx):
+    """Whole days inside a period come from the rollup's daily sums, its first and last day
+    session by session: cut anywhere (mid-day, before the first session, after the last,
+    within one day), the tool and heatmap panels equal SQL over the messages."""
+    import random
+    from datetime import UTC
+
+    db, client = fx
+    lo, hi = sql(db, "SELECT MIN(started_at), MAX(started_at) FROM sessions")[0]
+    rnd = random.Random(7)
+    spans = [sorted(rnd.uniform(lo - 86400, hi + 86400) for _ in range(2)) for _ in range(5)]
+    mid = (lo + hi) / 2
+    spans += [[mid, mid + 3600], [lo - 10 * 86400, hi + 10 * 86400], [mid, None]]
+
+    def stamp(t: float) -> str:
+        return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+    for a, b in spans:
+        qs = f"since={stamp(a)}" + (f"&until={stamp(b)}" if b is not None else "")
+        body = client.get(f"/stats?{qs}&tz=UTC&format=json").get_json()
+        where = "s.started_at >= ?" + (" AND s.started_at < ?" if b is not None else "")
+        params = (int(a),) + ((int(b),) if b is not None else ())
+        assert _rollup_panels(body) == _rollup_truth(db, where, params), qs
+
+
+def test_daily_sums_follow_new_sessions_and_new_messages(tmp_path):
+    """The daily sums grow with every batch the rollup reads: messages added to a session it
+    knows go to that session's day at once, a session it has not seen yet is added when the
+    set of sessions is copied again; messages per source follow both."""
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    client = make_app(db, tmp_path / "inst", LOGBOOK_STATS_REUSE_S=0).test_client()
+    lo, hi = sql(db, "SELECT MIN(started_at), MAX(started_at) FROM sessions")[0]
+    since = datetime.fromtimestamp(int(lo + 2 * 86400)).strftime("%Y-%m-%dT%H:%M:%S")
+    since_ts = datetime.fromisoformat(since).timestamp()
+
+    def check():
+        for qs, where, params in (
+            ("period=all", "1", ()),
+            (f"since={since}", "s.started_at >= ?", (since_ts,)),
+        ):
+            body = client.get(f"/stats?{qs}&format=json").get_json()
+            assert _rollup_panels(body) == _rollup_truth(db, where, params), qs
+        o = client.get("/stats?period=all&format=json").get_json()["overview"]
+        assert {r["source"]: r["messages"] for r in o["messages_by_source"]} == dict(
+            sql(
+                db,
+                "SELECT s.source, COUNT(*) FROM messages m JOIN sessions s ON "
+                "s.id = m.session_id GROUP BY 1",
+            )
+        )
+
+    check()
+    conn = sqlite3.connect(db)
+    old = conn.execute(
+        "SELECT id FROM sessions WHERE started_at > ? ORDER BY started_at LIMIT 1",
+        (lo + 5 * 86400,),
+    ).fetchone()[0]
+    with conn:  # a known session, well inside the period: its day's sums grow
+        for i in range(4):
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, tool_name, timestamp) "
+                "VALUES (?, 'tool', '{}', 'daily_tool', ?)",
+                (old, hi + 60 * i),
+            )
+    check()
+    with conn:  # a session the rollup has never seen, with its messages
+        conn.execute(
+            "INSERT INTO sessions (id, source, started_at) VALUES ('fresh-one', 'discord', ?)",
+            (hi + 100,),
+        )
+        for i in range(3):
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, tool_name, timestamp) "
+                "VALUES ('fresh-one', 'tool', '{}', 'daily_tool', ?)",
+                (hi + 200 + i,),
+            )
+    conn.close()
+    check()
+    body = client.get("/stats?period=all&format=json").get_json()
+    assert {t["tool"]: t["calls"] for t in body["tools"]}["daily_tool"] == 7
+
+
+def test_a_report_snapshot_never_leaves_a_writable_or_dirty_connection(tmp_path):
+    """A report copies its period's rows into a TEMP table, which needs ``query_only`` lifted
+    on that connection for a moment: the file itself stays read-only all the while, and
+    afterwards (success, failure or timeout) the connection is read-only and clean again."""
+    from webui.db import QueryTimeout, deadline, get_logbook
+    from webui.db.stats import StatsQuery
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    before = sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
+    with app.app_context():
+        lb = get_logbook()
+        q = StatsQuery(period="all")
+
+        def try_to_write(st):
+            assert st.r.scalar("SELECT COUNT(*) FROM temp.period_sessions") == before
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                st.r.raw.execute("DELETE FROM main.sessions")
+            raise RuntimeError("the report failed half-way")
+
+        with pytest.raises(RuntimeError):
+            lb.stats.snapshot(q, try_to_write)
+        endless = (
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT MAX(x) FROM c"
+        )
+        deadline.begin(0.2)  # a request's deadline, passed in the middle of the report
+        try:
+            with pytest.raises(QueryTimeout):
+                lb.stats.snapshot(q, lambda st: st.r.scalar(endless))
+        finally:
+            deadline.end()
+        assert lb.stats.snapshot(q, lambda st: st.totals(q))["sessions"] == before
+        # Every pooled connection: read-only again, no copy left behind.
+        states = set()
+        held = []
+        for _ in range(4):
+            cm = lb.reader.connection()
+            raw = cm.__enter__()
+            held.append(cm)
+            states.add(
+                (
+                    raw.execute("PRAGMA query_only").fetchone()[0],
+                    raw.execute("SELECT COUNT(*) FROM temp.sqlite_master").fetchone()[0],
+                )
+            )
+        for cm in held:
+            cm.__exit__(None, None, None)
+        assert states == {(1, 0)}
+    assert sql(db, "SELECT COUNT(*) FROM sessions")[0][0] == before

@@ -220,6 +220,11 @@ class Reader:
 
     # -- public API -------------------------------------------------------------------------
 
+    def run(self, fn: Callable[[sqlite3.Connection], Any], time_limit_s: float | None = None):
+        """``fn(connection)`` for a run of statements that belong together (under one
+        deadline, errors turned into messages, the whole run retried on a busy file)."""
+        return self._run(fn, time_limit_s)
+
     def rows(
         self, sql: str, params: Sequence[Any] = (), *, time_limit_s: float | None = None
     ) -> list[dict[str, Any]]:

@@ -11,9 +11,12 @@ then rebuilt. Nothing is ever written into state.db.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 import time
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,14 @@ from webui.db.reader import Reader
 from webui.db.schema import readonly_uri
 
 BATCH = 100_000
-VERSION = "3"  # 3: hours in UTC, tool-call entries counted beside tool results
+VERSION = "4"  # 3: hours in UTC, tool-call entries counted beside tool results; 4: daily sums
+DAY_S = 86400
+# Sessions whose start SQLite cannot read as a number have no day (NULL): they are always
+# counted through the per-session rows.
+DAY_OF = (
+    "CASE WHEN typeof(started_at) IN ('integer', 'real') "
+    f"THEN CAST(started_at / {DAY_S} AS INTEGER) - (started_at < 0 AND started_at % {DAY_S} != 0) END"
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -36,10 +46,21 @@ CREATE TABLE IF NOT EXISTS calls (session_id TEXT, tool_name TEXT, n INTEGER,
                                   PRIMARY KEY (session_id, tool_name));
 CREATE TABLE IF NOT EXISTS hours (session_id TEXT, dow INTEGER, hour INTEGER, n INTEGER,
                                   PRIMARY KEY (session_id, dow, hour));
--- The filterable columns of every session, so panels never touch state.db's wide rows.
+-- The filterable columns of every session, so panels never touch state.db's wide rows;
+-- day: the UTC day it started (days since 1970), NULL when started_at is not a number.
 CREATE TABLE IF NOT EXISTS sess (session_id TEXT PRIMARY KEY, started_at REAL, source TEXT,
-                                 model TEXT);
+                                 model TEXT, day INTEGER);
+CREATE INDEX IF NOT EXISTS sess_day ON sess(day);
+-- The same counts summed per day the sessions started (and per source for messages): a
+-- period's panels add up a few thousand daily rows instead of every session's.
+CREATE TABLE IF NOT EXISTS tools_day (day INTEGER, tool_name TEXT, results INTEGER,
+                                      entries INTEGER, PRIMARY KEY (day, tool_name))
+                                      WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hours_day (day INTEGER, dow INTEGER, hour INTEGER, n INTEGER,
+                                      PRIMARY KEY (day, dow, hour)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS source_messages (source TEXT PRIMARY KEY, n INTEGER);
 """
+DAILY_TABLES = ("tools_day", "hours_day", "source_messages")
 
 
 @dataclass
@@ -63,6 +84,11 @@ class Rollup:
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=5, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")  # our own file: readers beside the refresher
+        sess_cols = {r[1] for r in conn.execute("PRAGMA main.table_info(sess)")}
+        if sess_cols and "day" not in sess_cols:
+            # A rollup from before version 4: start afresh (it is only a cache).
+            conn.execute("DROP TABLE main.sess")
+            conn.execute("DELETE FROM main.meta")
         conn.executescript(SCHEMA)
         # The state database, attached read-only, so panels join rollup rows to sessions.
         conn.execute(
@@ -75,7 +101,7 @@ class Rollup:
 
     def _reset(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN")
-        for table in ("roles", "tools", "calls", "hours", "sess", "meta"):
+        for table in ("roles", "tools", "calls", "hours", "sess", "meta", *DAILY_TABLES):
             conn.execute(f"DELETE FROM main.{table}")
         conn.executemany(
             "INSERT INTO main.meta VALUES (?, ?)",
@@ -172,8 +198,31 @@ class Rollup:
         conn.execute("BEGIN")
         conn.execute("DELETE FROM main.sess")
         conn.executemany(
-            "INSERT INTO main.sess VALUES (?, ?, ?, ?)",
+            "INSERT INTO main.sess (session_id, started_at, source, model) VALUES (?, ?, ?, ?)",
             [(r["id"], r["started_at"], r["source"], r["model"]) for r in rows],
+        )
+        conn.execute(f"UPDATE main.sess SET day = {DAY_OF}")
+        # The daily sums follow the sessions' days: rebuilt from the per-session rows.
+        for table in DAILY_TABLES:
+            conn.execute(f"DELETE FROM main.{table}")
+        conn.execute(
+            "INSERT INTO main.tools_day SELECT s.day, t.tool_name, SUM(t.n), 0 FROM main.sess s "
+            "JOIN main.tools t ON t.session_id = s.session_id WHERE s.day IS NOT NULL "
+            "GROUP BY 1, 2"
+        )
+        conn.execute(
+            "INSERT INTO main.tools_day SELECT s.day, c.tool_name, 0, SUM(c.n) FROM main.sess s "
+            "JOIN main.calls c ON c.session_id = s.session_id WHERE s.day IS NOT NULL "
+            "GROUP BY 1, 2 ON CONFLICT DO UPDATE SET entries = entries + excluded.entries"
+        )
+        conn.execute(
+            "INSERT INTO main.hours_day SELECT s.day, h.dow, h.hour, SUM(h.n) FROM main.sess s "
+            "JOIN main.hours h ON h.session_id = s.session_id WHERE s.day IS NOT NULL "
+            "AND h.dow IS NOT NULL AND h.hour IS NOT NULL GROUP BY 1, 2, 3"
+        )
+        conn.execute(
+            "INSERT INTO main.source_messages SELECT IFNULL(s.source, '(none)'), SUM(r.n) "
+            "FROM main.sess s JOIN main.roles r ON r.session_id = s.session_id GROUP BY 1"
         )
         conn.execute("INSERT OR REPLACE INTO main.meta VALUES ('sessions', ?)", (token_s,))
         conn.execute("COMMIT")
@@ -220,8 +269,52 @@ class Rollup:
             "n = n + excluded.n",
             [(*k, v) for k, v in hours.items()],
         )
+        self._add_daily(conn, roles, tools, calls, hours)
         conn.execute("COMMIT")
         return total
+
+    def _add_daily(
+        self, conn: sqlite3.Connection, roles: dict, tools: dict, calls: dict, hours: dict
+    ) -> None:
+        """Add a batch's per-session counts to the daily sums, by each session's day. A
+        session not yet in ``sess`` (it began after the last copy) is left out here: the
+        set of sessions changed, so the next refresh copies them and rebuilds the sums."""
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS add_tools (session_id, tool_name, results, entries)"
+        )
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS add_hours (session_id, dow, hour, n)")
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS add_roles (session_id, n)")
+        for table in ("add_tools", "add_hours", "add_roles"):
+            conn.execute(f"DELETE FROM temp.{table}")
+        conn.executemany(
+            "INSERT INTO temp.add_tools VALUES (?, ?, ?, 0)", [(*k, v) for k, v in tools.items()]
+        )
+        conn.executemany(
+            "INSERT INTO temp.add_tools VALUES (?, ?, 0, ?)", [(*k, v) for k, v in calls.items()]
+        )
+        conn.executemany(
+            "INSERT INTO temp.add_hours VALUES (?, ?, ?, ?)", [(*k, v) for k, v in hours.items()]
+        )
+        conn.executemany(
+            "INSERT INTO temp.add_roles VALUES (?, ?)", [(k[0], v) for k, v in roles.items()]
+        )
+        conn.execute(
+            "INSERT INTO main.tools_day SELECT s.day, a.tool_name, SUM(a.results), "
+            "SUM(a.entries) FROM temp.add_tools a JOIN main.sess s ON s.session_id = a.session_id "
+            "WHERE s.day IS NOT NULL GROUP BY 1, 2 ON CONFLICT DO UPDATE SET "
+            "results = results + excluded.results, entries = entries + excluded.entries"
+        )
+        conn.execute(
+            "INSERT INTO main.hours_day SELECT s.day, a.dow, a.hour, SUM(a.n) FROM temp.add_hours a "
+            "JOIN main.sess s ON s.session_id = a.session_id WHERE s.day IS NOT NULL AND "
+            "a.dow IS NOT NULL AND a.hour IS NOT NULL GROUP BY 1, 2, 3 "
+            "ON CONFLICT DO UPDATE SET n = n + excluded.n"
+        )
+        conn.execute(
+            "INSERT INTO main.source_messages SELECT IFNULL(s.source, '(none)'), SUM(a.n) "
+            "FROM temp.add_roles a JOIN main.sess s ON s.session_id = a.session_id WHERE 1 "
+            "GROUP BY 1 ON CONFLICT DO UPDATE SET n = n + excluded.n"
+        )
 
     def _tool_call_entries(self, lo: int, hi: int) -> dict[tuple, int]:
         """Function names in assistants' tool_calls lists (Hermes's insights: each element's
@@ -253,23 +346,61 @@ class Rollup:
 
     # -- panels ------------------------------------------------------------------------
 
-    def tools(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
+    @staticmethod
+    def _days(span: tuple[float | None, float | None]) -> tuple[str, list[Any], list[Any]]:
+        """For a period [start, end): the condition on the daily sums (the days strictly
+        inside it) and the days (first, last) whose sessions are counted one by one, with
+        the exact time test; sessions with no day always are."""
+        start, end = span
+        first = None if start is None else math.floor(start / DAY_S)
+        last = None if end is None else math.floor(end / DAY_S)
+        clauses, params = ["1"], []
+        if first is not None:
+            clauses.append("day > ?")
+            params.append(first)
+        if last is not None:
+            clauses.append("day < ?")
+            params.append(last)
+        return " AND ".join(clauses), params, [first, last]
+
+    def tools(
+        self,
+        where: str,
+        params: list[Any],
+        span: tuple[float | None, float | None] | None = None,
+    ) -> list[dict[str, Any]]:
         """Per tool, as Hermes's analytics count it: the larger of its tool-result rows and
-        its entries in assistants' tool_calls (both also given)."""
+        its entries in assistants' tool_calls (both also given). ``span`` (start, end), when
+        the only filter is the period: whole days come from the daily sums."""
 
-        def per_tool(table: str) -> dict[str, int]:
-            return {
-                r["tool"]: r["n"]
-                for r in self.query(
-                    # CROSS JOIN keeps SQLite's order: the period's sessions first, then
-                    # each one's rows by their primary key (not every row, then its session).
-                    f"SELECT t.tool_name AS tool, SUM(t.n) AS n FROM main.sess s CROSS JOIN "
-                    f"main.{table} t ON t.session_id = s.session_id WHERE {where} GROUP BY 1",
-                    params,
-                )
-            }
+        def per_tool(table: str, extra: str = "", extra_params: Sequence[Any] = ()) -> Counter:
+            return Counter(
+                {
+                    r["tool"]: r["n"]
+                    for r in self.query(
+                        # CROSS JOIN keeps SQLite's order: the period's sessions first, then
+                        # each one's rows by their primary key (not every row, then its session).
+                        f"SELECT t.tool_name AS tool, SUM(t.n) AS n FROM main.sess s CROSS JOIN "
+                        f"main.{table} t ON t.session_id = s.session_id WHERE {extra}({where}) "
+                        "GROUP BY 1",
+                        [*extra_params, *params],
+                    )
+                }
+            )
 
-        results, entries = per_tool("tools"), per_tool("calls")
+        if span is None:
+            results, entries = per_tool("tools"), per_tool("calls")
+        else:
+            inside, inside_params, edges = self._days(span)
+            edge = "(s.day IS NULL OR s.day IN (?, ?)) AND "
+            results, entries = per_tool("tools", edge, edges), per_tool("calls", edge, edges)
+            for r in self.query(
+                "SELECT tool_name AS tool, SUM(results) AS results, SUM(entries) AS entries "
+                f"FROM main.tools_day WHERE {inside} GROUP BY 1",
+                inside_params,
+            ):
+                results[r["tool"]] += r["results"]
+                entries[r["tool"]] += r["entries"]
         out = [
             {
                 "tool": name,
@@ -278,19 +409,42 @@ class Rollup:
                 "call_entries": entries.get(name, 0),
             }
             for name in set(results) | set(entries)
+            if results.get(name, 0) or entries.get(name, 0)
         ]
         return sorted(out, key=lambda t: (-t["calls"], t["tool"]))
 
-    def heatmap(self, where: str, params: list[Any], offset_s: int = 0) -> list[dict[str, Any]]:
+    def heatmap(
+        self,
+        where: str,
+        params: list[Any],
+        offset_s: int = 0,
+        span: tuple[float | None, float | None] | None = None,
+    ) -> list[dict[str, Any]]:
         """Messages per weekday and hour, counted in UTC and shown in the reader's zone
         (shifted by its offset now: an hour off for the part of the year on the other side
-        of a daylight-saving change)."""
+        of a daylight-saving change). ``span`` as for :meth:`tools`."""
         shift = round(offset_s / 3600)
-        rows = self.query(
+        per_session = (
             "SELECT h.dow AS dow, h.hour AS hour, SUM(h.n) AS messages FROM main.sess s CROSS "
-            f"JOIN main.hours h ON h.session_id = s.session_id WHERE {where} GROUP BY 1, 2",
-            params,
+            "JOIN main.hours h ON h.session_id = s.session_id WHERE {extra}({where}) GROUP BY 1, 2"
         )
+        if span is None:
+            rows = self.query(per_session.format(extra="", where=where), params)
+        else:
+            inside, inside_params, edges = self._days(span)
+            cells: Counter = Counter()
+            for r in self.query(
+                per_session.format(extra="(s.day IS NULL OR s.day IN (?, ?)) AND ", where=where),
+                [*edges, *params],
+            ):
+                cells[(r["dow"], r["hour"])] += r["messages"]
+            for r in self.query(
+                "SELECT dow, hour, SUM(n) AS messages FROM main.hours_day "
+                f"WHERE {inside} GROUP BY 1, 2",
+                inside_params,
+            ):
+                cells[(r["dow"], r["hour"])] += r["messages"]
+            rows = [{"dow": d, "hour": h, "messages": n} for (d, h), n in cells.items()]
         out = []
         for r in rows:
             if r["dow"] is None or r["hour"] is None:  # a timestamp SQLite cannot read
@@ -302,7 +456,7 @@ class Rollup:
 
     def messages_by_source(self) -> list[dict[str, Any]]:
         return self.query(
-            "SELECT s.source AS source, SUM(r.n) AS messages FROM main.sess s CROSS JOIN "
-            "main.roles r ON r.session_id = s.session_id GROUP BY 1 ORDER BY messages DESC",
+            "SELECT source, n AS messages FROM main.source_messages WHERE n > 0 "
+            "ORDER BY messages DESC, source",
             [],
         )

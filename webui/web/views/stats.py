@@ -13,11 +13,13 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from webui.db import BadRequest, get_logbook, tz
+from webui.db.rollup import Coverage
 from webui.db.sessions import parse_day
 from webui.db.stats import (
     PERIODS,
     TOKEN_KINDS,
     StatsQuery,
+    StatsStore,
     bucket_for,
     merge_aux_into_by_model,
 )
@@ -183,18 +185,45 @@ def _build_report(q: StatsQuery) -> dict[str, Any]:
     st = lb.stats
     # Never queue behind the start-up warmer: while it reads, the page says how far it got.
     coverage = lb.rollup.refresh(current_app.config["LOGBOOK_ROLLUP_BUDGET"], wait=False)
-    where, params = st.where(q)
+    # The rollup's panels read their own copy of the columns; the archived flag they take live.
+    rwhere, rparams = st.rollup_where(q)
+    # Filtered by the period alone: whole days are read from the rollup's daily sums.
+    span = None if q.sources or q.models or q.archived != "include" else (q.start, q.end)
+    tools = lb.rollup.tools(rwhere, rparams, span)
+    all_calls = sum(t["calls"] for t in tools) or 1
+    for t in tools:
+        t["share"] = round(t["calls"] / all_calls, 6)
+    rollup_panels = {
+        "tools": tools,
+        "heatmap": lb.rollup.heatmap(
+            rwhere,
+            rparams,
+            int(datetime.now(tz.zone(q.tz)).utcoffset().total_seconds()),
+            span,
+        ),
+        "messages_by_source": lb.rollup.messages_by_source(),
+    }
+    report = st.snapshot(q, lambda snap: _session_panels(snap, q, coverage))
+    report["overview"]["messages_by_source"] = rollup_panels.pop("messages_by_source")
+    report.update(rollup_panels)
+    report["coverage"] = {
+        "complete": coverage.complete,
+        "messages_seen_up_to_id": coverage.seen_max_id,
+        "newest_message_id": coverage.db_max_id,
+    }
+    return report
+
+
+def _session_panels(st: StatsStore, q: StatsQuery, coverage: Coverage) -> dict[str, Any]:
+    """Every panel summed from the session rows, on the report's snapshot of them."""
+    lb = get_logbook()
     start = q.start
     if start is None:
         start = st.first_started() or q.now
     bucket = bucket_for((q.end or q.now) - start)
-    series_rows = st.series(q, bucket, q.cost_by, first=start)
-    # The rollup's panels read their own copy of the columns; the archived flag they take live.
-    rwhere, rparams = st.rollup_where(q)
-    tools = lb.rollup.tools(rwhere, rparams)
-    all_calls = sum(t["calls"] for t in tools) or 1
-    for t in tools:
-        t["share"] = round(t["calls"] / all_calls, 6)
+    prev = q.previous()
+    summary = st.summary(q)
+    aux_by_model, aux_usage = st.aux(q)
     return {
         "query": {
             **_period_json(q),
@@ -209,37 +238,20 @@ def _build_report(q: StatsQuery) -> dict[str, Any]:
             "size_bytes": lb.size_bytes(),
             "maintenance": lb.maintenance.state(),
             "sessions_by_source": st.sources_overview(),
-            "messages_by_source": lb.rollup.messages_by_source(),
         },
-        "totals": st.totals(q),
-        "previous": _previous(q),
-        "by_model": merge_aux_into_by_model(st.breakdown(q, "model"), st.aux_by_model(q)),
-        "by_source": st.breakdown(q, "source"),
-        "by_provider": st.breakdown(q, "billing_provider"),
-        "series": series_rows,
+        **summary,
+        # The same-length period just before, same filters: what the headline compares with.
+        "previous": None
+        if prev is None
+        else {"since": prev.since, "until": prev.until, "totals": st.totals(prev)},
+        "by_model": merge_aux_into_by_model(summary["by_model"], aux_by_model),
+        "series": st.series(q, bucket, q.cost_by, first=start),
         "top_sessions": {
             "tokens": st.top_sessions(q, "tokens"),
             "cost": st.top_sessions(q, "cost"),
         },
-        "tools": tools,
-        "heatmap": lb.rollup.heatmap(
-            rwhere, rparams, int(datetime.now(tz.zone(q.tz)).utcoffset().total_seconds())
-        ),
-        "aux_usage": st.aux_usage(q),
-        "coverage": {
-            "complete": coverage.complete,
-            "messages_seen_up_to_id": coverage.seen_max_id,
-            "newest_message_id": coverage.db_max_id,
-        },
+        "aux_usage": aux_usage,
     }
-
-
-def _previous(q: StatsQuery) -> dict[str, Any] | None:
-    """The same-length period just before, same filters: what the headline compares with."""
-    prev = q.previous()
-    if prev is None:
-        return None
-    return {"since": prev.since, "until": prev.until, "totals": get_logbook().stats.totals(prev)}
 
 
 def previous_words(q: StatsQuery) -> str:
