@@ -317,8 +317,11 @@ def test_pages_csv_and_bad_input(fx):
 
 def test_rollup_follows_appends_and_deletions(tmp_path):
     db = copy_fixture("hermes-v11.db", tmp_path)
-    # Reports not reused across another connection's commits: each change is seen at once.
-    client = make_app(db, tmp_path / "inst", LOGBOOK_STATS_REUSE_S=0).test_client()
+    # Reports not reused across another connection's commits, messages recounted on every
+    # refresh: each change is seen at once.
+    client = make_app(
+        db, tmp_path / "inst", LOGBOOK_STATS_REUSE_S=0, LOGBOOK_ROLLUP_RECOUNT_S=0
+    ).test_client()
 
     def tools():
         return {
@@ -618,3 +621,43 @@ def test_a_report_snapshot_never_leaves_a_writable_or_dirty_connection(tmp_path)
             cm.__exit__(None, None, None)
         assert states == {(1, 0)}
     assert sql(db, "SELECT COUNT(*) FROM sessions")[0][0] == before
+
+
+def test_a_removed_session_is_seen_at_once_though_recounts_are_spaced(tmp_path):
+    """The rollup recounts the messages at most every few seconds, but a session removed by
+    anyone (here Hermes-style, with another connection) changes the set of sessions, which
+    makes it recount, rebuild and answer without it on the next report."""
+    from webui.db import get_logbook
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    app = make_app(db, tmp_path / "inst", LOGBOOK_STATS_REUSE_S=0, LOGBOOK_ROLLUP_RECOUNT_S=3600)
+    client = app.test_client()
+    with app.app_context():  # complete, and recounted once: the next recount is an hour away
+        rollup = get_logbook().rollup
+        while not rollup.refresh(5.0).complete:
+            pass
+        rollup.refresh(5.0)
+
+    def panels():
+        body = client.get("/stats?period=all&format=json").get_json()
+        # The overview's message count is the rollup's own count when it is complete.
+        assert body["overview"]["messages"] == sql(db, "SELECT COUNT(*) FROM messages")[0][0]
+        return _rollup_panels(body)
+
+    assert panels() == _rollup_truth(db, "1", ())
+    victim = sql(
+        db,
+        "SELECT session_id FROM messages WHERE tool_name IS NOT NULL "
+        "GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1",
+    )[0][0]
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM messages WHERE session_id = ?", (victim,))
+        conn.execute(
+            "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (victim,)
+        )
+        conn.execute("DELETE FROM sessions WHERE id = ?", (victim,))
+    conn.close()
+    after = panels()
+    assert after == _rollup_truth(db, "1", ()) and after != {}

@@ -28,6 +28,9 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_REQUEST_DEADLINE": None,  # seconds for all of a request's queries (None: the above)  # seconds, for every user-driven query
     "LOGBOOK_THREADS": 8,  # waitress threads = read connections in the pool
     "LOGBOOK_ROLLUP_BUDGET": 0.5,  # seconds a stats request may spend updating the rollup
+    # The rollup recounts the messages (to notice deletions inside sessions) at most this
+    # often; a change in the set of sessions (a prune, a delete) makes it recount at once.
+    "LOGBOOK_ROLLUP_RECOUNT_S": 5.0,
     # Build the rollup in a background thread from start-up (not in TESTING).
     "LOGBOOK_ROLLUP_WARM": True,
     # A stats report is reused this long beside a writer that commits all the time.

@@ -153,7 +153,7 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
         SearchStore(reader),
         LineageStore(reader),
         StatsStore(reader),
-        Rollup(reader, rollup_path),
+        Rollup(reader, rollup_path, recount_s=app.config.get("LOGBOOK_ROLLUP_RECOUNT_S", 5.0)),
         Exporter(reader, sessions),
         Actions(
             reader,

@@ -75,10 +75,15 @@ class Coverage:
 
 
 class Rollup:
-    def __init__(self, reader: Reader, path: Path):
+    def __init__(self, reader: Reader, path: Path, recount_s: float = 5.0):
         self.r = reader
         self.path = path
         self.lock = threading.Lock()
+        # Counting a million messages takes ~25 ms: done when the set of sessions changed
+        # (how a prune or a delete shows) and otherwise at most every recount_s seconds
+        # (messages deleted inside a session, rare: the panels follow within that time).
+        self.recount_s = recount_s
+        self._recounted: tuple[float, str] = (float("-inf"), "")
         self.has_tool_name = reader.schema.has("messages", "tool_name")
 
     def _connect(self) -> sqlite3.Connection:
@@ -153,18 +158,21 @@ class Rollup:
             max_id, counted = int(meta["max_id"]), int(meta["counted"])
             # Rows that went away underneath (a prune, a delete) show as fewer messages up
             # to max_id. Counted as all minus the newer ones: two fast index counts.
-            if (
-                max_id
-                and self.r.scalar(
-                    "SELECT (SELECT COUNT(*) FROM messages) - (SELECT COUNT(*) FROM messages "
-                    "WHERE id > ?)",
-                    [max_id],
-                )
-                != counted
-            ):
-                self._reset(conn)
-                max_id = counted = 0
-            self._sync_sessions(conn, self._meta(conn).get("sessions", ""))
+            token = self._sessions_token()
+            when, seen = self._recounted
+            if max_id and (token != seen or time.monotonic() - when >= self.recount_s):
+                self._recounted = (time.monotonic(), token)
+                if (
+                    self.r.scalar(
+                        "SELECT (SELECT COUNT(*) FROM messages) - (SELECT COUNT(*) FROM "
+                        "messages WHERE id > ?)",
+                        [max_id],
+                    )
+                    != counted
+                ):
+                    self._reset(conn)
+                    max_id = counted = 0
+            self._sync_sessions(conn, self._meta(conn).get("sessions", ""), token)
             db_max = self.r.scalar("SELECT COALESCE(MAX(id), 0) FROM messages") or 0
             while max_id < db_max and time.monotonic() < deadline:
                 hi = min(max_id + BATCH, db_max)
@@ -180,16 +188,19 @@ class Rollup:
         finally:
             conn.close()
 
-    def _sync_sessions(self, conn: sqlite3.Connection, seen: str) -> None:
-        """Copy the sessions' filter columns when the set of sessions changed (a new one, a
-        deleted one). A model changed later inside an existing session shows here with the
-        next change of the set."""
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
+    def _sessions_token(self) -> str:
+        """Changes when a session is added or removed (count, newest rowid, latest start)."""
         token = (
             self.r.one("SELECT COUNT(*) AS n, MAX(rowid) AS m, MAX(started_at) AS s FROM sessions")
             or {}
         )
-        token_s = f"{token.get('n')}-{token.get('m')}-{token.get('s')}"
+        return f"{token.get('n')}-{token.get('m')}-{token.get('s')}"
+
+    def _sync_sessions(self, conn: sqlite3.Connection, seen: str, token_s: str) -> None:
+        """Copy the sessions' filter columns when the set of sessions changed (a new one, a
+        deleted one). A model changed later inside an existing session shows here with the
+        next change of the set."""
+        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
         if token_s == seen:
             return
         rows = self.r.rows(
