@@ -126,6 +126,17 @@ def targets(conn: sqlite3.Connection) -> dict[str, list[str]]:
     }
 
 
+def _schema_version(db: Path) -> str:
+    conn = ro_connect(db)
+    try:
+        row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        return str(row[0]) if row and row[0] is not None else "?"
+    except sqlite3.Error:
+        return "?"
+    finally:
+        conn.close()
+
+
 MIX = (("list", 30), ("viewer", 25), ("search", 20), ("lineage", 8), ("stats", 7), ("json", 10))
 
 
@@ -279,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         f"concurrent users (threads, one keep-alive connection each, think time "
         f"{args.think / 2:g}–{args.think * 1.5:g} s) for {args.seconds:g} s, mixing "
         + ", ".join(f"{k} {w}%" for k, w in MIX)
-        + f", against a copy of the benchmark database while `tests/support/hermes_like_writer.py` "
+        + f", against a copy of `{args.db}` (schema {_schema_version(args.db)}) while "
+        "`tests/support/hermes_like_writer.py` "
         f"appended {args.rate:g} messages/s to it. Server: waitress, "
         f"{args.threads or 8} threads.",
         "",
