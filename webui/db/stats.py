@@ -366,8 +366,11 @@ class StatsStore:
         return {"sessions": self.r.scalar("SELECT COUNT(*) FROM sessions"), "messages": messages}
 
     def aux(self, q: StatsQuery) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """:meth:`aux_by_model` and :meth:`aux_usage` from one read of the usage rows: grouped
-        by (task, model), then regrouped the two ways."""
+        """Per-task model usage (title generation, compression, vision …) of the period's
+        sessions, from one read of Hermes's usage rows grouped by (task, model), regrouped two
+        ways: by model for the auxiliary tasks only (what Hermes 0.19's analytics add into
+        by-model: input and output tokens, estimated cost, API calls), and by task and model
+        with ``main`` for the sessions' own use (the usage panel)."""
         if not self.schema.has("session_model_usage"):
             return [], []
         cols = self.schema.columns.get("session_model_usage", ())
@@ -410,40 +413,6 @@ class StatsStore:
             for k in ("api_calls", "tokens", "cost_usd"):
                 row[k] += g[k] or 0
         return by_model, sorted(usage.values(), key=lambda r: -r["tokens"])
-
-    def aux_by_model(self, q: StatsQuery) -> list[dict[str, Any]]:
-        """Auxiliary model calls (title generation, compression, vision …) per model and task,
-        for sessions started in the period: what Hermes 0.19's analytics add into by-model."""
-        if not self.schema.has("session_model_usage", "task"):
-            return []
-        where, params = self.where(q)
-        return self.r.rows(
-            "SELECT COALESCE(u.model, 'unknown') AS model, u.task AS task, "
-            f"{_total('u.input_tokens')} AS input_tokens, {_total('u.output_tokens')} AS "
-            "output_tokens, TOTAL(u.estimated_cost_usd) AS estimated_cost_usd, "
-            f"{_total('u.api_call_count')} AS api_calls FROM session_model_usage u "
-            f"WHERE u.task != '' AND u.session_id IN (SELECT id FROM {self.table} WHERE {where}) "
-            "GROUP BY 1, 2",
-            params,
-        )
-
-    def aux_usage(self, q: StatsQuery) -> list[dict[str, Any]]:
-        """Newer Hermes records per-task model usage (title generation, compression, …)."""
-        if not self.schema.has("session_model_usage"):
-            return []
-        where, params = self.where(q)
-        cols = self.schema.columns.get("session_model_usage", ())
-        tokens = " + ".join(f"COALESCE(u.{k}, 0)" for k in TOKEN_KINDS[:4] if k in cols) or "0"
-        cost = "COALESCE(u.actual_cost_usd, 0)" if "actual_cost_usd" in cols else "0"
-        est = "COALESCE(u.estimated_cost_usd, 0)" if "estimated_cost_usd" in cols else "0"
-        return self.r.rows(
-            f"SELECT COALESCE(NULLIF(u.task, ''), 'main') AS task, u.model AS model, "
-            f"{_total('u.api_call_count')} AS api_calls, {_total(tokens)} AS tokens, "
-            f"SUM(CASE WHEN {cost} > 0 THEN {cost} ELSE {est} END) AS cost_usd "
-            f"FROM session_model_usage u WHERE u.session_id IN (SELECT id FROM {self.table} WHERE "
-            f"{where}) GROUP BY 1, 2 ORDER BY tokens DESC",
-            params,
-        )
 
 
 FAMILY = sql.FAMILY_CTE
