@@ -181,3 +181,106 @@ def test_during_a_prune_figures_catch_up_in_the_background_and_end_exact(tmp_pat
             )
         lb.sessions.invalidate()  # the prune's end
         assert telegram()[0] == before
+
+
+def test_shared_figures_are_counted_once_by_a_crowd_and_served_while_recounted(tmp_path):
+    """Figures that scan every session row: a crowd of requests that finds one missing (or
+    its key moved: a session appeared) counts it once and all get that count; past its ttl
+    with the same key, the value is served while one background thread counts again."""
+    import sqlite3
+    import threading
+    import time
+
+    from webui.db import get_logbook
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    calls = []
+
+    def slow_count() -> int:
+        calls.append(1)
+        time.sleep(0.2)
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT COUNT(*) FROM sessions WHERE source = 'cli'").fetchone()[0]
+
+    def crowd(ttl: float) -> list[int]:
+        got: list[int] = []
+
+        def one() -> None:
+            with app.app_context():
+                got.append(lb.sessions.shared("n", slow_count, ttl))
+
+        threads = [threading.Thread(target=one) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return got
+
+    def write(statement: str, *params) -> None:
+        with sqlite3.connect(db) as conn:
+            conn.execute(statement, params)
+
+    with app.app_context():
+        lb = get_logbook()
+        first = crowd(ttl=60)
+        assert len(first) == 8 and set(first) == {first[0]} and len(calls) == 1
+        # Another writer adds a session: the key moves.
+        write("INSERT INTO sessions (id, source, started_at) VALUES ('c-1', 'cli', ?)", time.time())
+        assert crowd(ttl=60) == [first[0] + 1] * 8  # exact at once ...
+        assert len(calls) == 2  # ... and counted once
+        write("UPDATE sessions SET source = 'discord' WHERE id = 'c-1'")  # in place: same key
+        assert crowd(ttl=0) == [first[0] + 1] * 8  # the aged value, served at once ...
+        deadline = time.monotonic() + 10
+        while lb.sessions.shared("n", slow_count, 60) != first[0]:
+            assert time.monotonic() < deadline, "the background count never landed"
+            time.sleep(0.05)
+        assert len(calls) == 3  # ... while exactly one thread counted again
+
+
+@pytest.mark.parametrize("name", ["hermes-v8.db", "hermes-v11.db", "hermes-v22.db"])
+def test_last_activity_order_follows_appends_as_a_fresh_order_does(tmp_path, name):
+    """The last-activity order is kept between requests and, when messages were only
+    appended, moved for just the sessions that got them (and the compression roots whose
+    tip they are): it must equal the order a fresh server works out, in both row sets, for
+    appends at the newest end, in the middle of the order, and to a chain's tip."""
+    import sqlite3
+
+    db = copy_fixture(name, tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+
+    def order(c, rows: str) -> list[str]:
+        return [
+            r["id"]
+            for r in follow(c, f"/sessions?format=json&sort=-last_active&rows={rows}", "sessions")
+        ]
+
+    def fresh(rows: str) -> list[str]:
+        other = make_app(db, tmp_path / f"fresh-{len(list(tmp_path.iterdir()))}")
+        return order(other.test_client(), rows)
+
+    before = {rows: order(client, rows) for rows in ("all", "hermes")}
+    chain_tip = sql(
+        db,
+        "SELECT c.id FROM sessions p JOIN sessions c ON c.parent_session_id = p.id "
+        "WHERE p.end_reason = 'compression' AND c.end_reason IS NULL ORDER BY c.id LIMIT 1",
+    )
+    ids = before["all"]
+    middle, stamps = (
+        ids[len(ids) // 2],
+        sql(db, "SELECT MIN(timestamp), MAX(timestamp) FROM messages")[0],
+    )
+    writes = [(ids[-1], stamps[1] + 60), (middle, (stamps[0] + stamps[1]) / 2)]
+    if chain_tip:
+        writes.append((chain_tip[0][0], stamps[1] + 120))
+    for session_id, at in writes:
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp) "
+                "VALUES (?, 'user', 'appended', ?)",
+                (session_id, at),
+            )
+        for rows in ("all", "hermes"):
+            assert order(client, rows) == fresh(rows), (session_id, rows)
+    assert order(client, "all") != before["all"]
+    assert order(client, "all")[: 1 + bool(chain_tip)][-1] == ids[-1]

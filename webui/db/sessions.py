@@ -13,6 +13,7 @@ from typing import Any
 
 from flask import g, has_request_context
 
+from webui.db import deadline as request_deadline
 from webui.db import sql
 from webui.db.errors import BadRequest
 from webui.db.reader import Reader
@@ -27,6 +28,12 @@ SHARED_TTL_S = 10.0
 # until SOFT_S after its last batch.
 SOFT_S = 3.0
 STALE_MAX_S = 10.0
+# A kept last-activity order is updated in place when at most this many sessions got messages.
+APPENDED_MAX = 200
+# A shared figure past its ttl but with the same key is served (and refreshed behind) this long.
+AGED_MAX_S = 60.0
+# Background refreshes of shared figures running at once (each is one scan of the sessions).
+REFRESHERS = 2
 SORT_KEYS = ("started", "last_active", "messages", "tokens", "cost")
 STATES = ("active", "ended")
 # A title or id filter longer than any title (Hermes caps them at 100 characters) is cut here:
@@ -203,6 +210,7 @@ class SessionStore:
         self._soft_until = 0.0
         self._refresh_lock = threading.Lock()
         self._refreshing: set[str] = set()
+        self._flights: dict[str, threading.Lock] = {}
         self._order_cache: dict[tuple, tuple[str, list]] = {}
 
     def col(self, name: str, alias: str = "s") -> str:
@@ -554,9 +562,11 @@ class SessionStore:
         The ordered (key, id) list is kept per filter and reused until the database changes
         (a new message, a new or deleted session), so paging and repeated views are cheap."""
         with_sql, from_sql, from_params = source
-        token = self.order_token()
+        token = self.order_marks()
         cache_key = (with_sql, from_sql, tuple(from_params), where, tuple(params), direction)
         hit = self._order_cache.get(cache_key)
+        if hit is not None and hit[0] != token and _only_appended(hit[0], token):
+            hit = self._order_after_appends(hit, token, source, where, params, key, q)
         if hit is None or hit[0] != token:
             rows = self.r.rows(
                 f"{with_sql}SELECT s.id AS id, {key} AS k FROM {from_sql} WHERE {where} "
@@ -564,6 +574,7 @@ class SessionStore:
                 [*from_params, *params],
             )
             hit = (token, [(r["k"], r["id"]) for r in rows])
+        if self._order_cache.get(cache_key) is not hit:
             if len(self._order_cache) >= 8:
                 try:
                     self._order_cache.pop(next(iter(self._order_cache)), None)
@@ -577,6 +588,36 @@ class SessionStore:
             beyond = (lambda kv: kv < after) if q.descending else (lambda kv: kv > after)
             start = next((i for i, kv in enumerate(ordered) if beyond(kv)), len(ordered))
         return [{"id": i, "k": k} for k, i in ordered[start : start + q.limit + 1]]
+
+    def _order_after_appends(self, hit, token, source, where, params, key, q):
+        """A kept last-activity order brought up to date after messages were only appended
+        (a live gateway's steady state): just the sessions that got them (and, in Hermes's
+        rows, the compression roots they are the tip of) are read again and moved, instead
+        of one index seek per session. None when too much changed: order afresh."""
+        changed = {
+            r["session_id"]
+            for r in self.r.rows(
+                "SELECT DISTINCT session_id FROM messages WHERE id > ? LIMIT ?",
+                [hit[0][0], APPENDED_MAX + 1],
+            )
+        }
+        if len(changed) > APPENDED_MAX:
+            return None
+        if q.conversations:
+            tip_of = {chain[-1]: root for root, chain in self.chains().items()}
+            changed |= {tip_of[i] for i in changed if i in tip_of}
+        with_sql, from_sql, from_params = source
+        fresh = []
+        if changed:
+            fresh = self.r.rows(
+                f"{with_sql}SELECT s.id AS id, {key} AS k FROM {from_sql} WHERE {where} "
+                f"AND s.id IN ({sql.in_list(len(changed))})",
+                [*from_params, *params, *changed],
+            )
+        ordered = [kv for kv in hit[1] if kv[1] not in changed]
+        for r in fresh:
+            _insert_ordered(ordered, (r["k"], r["id"]), q.descending)
+        return (token, ordered)
 
     def invalidate(self, soft: bool = False) -> None:
         """After one of Logbook's own writes: nothing cached may outlive it. ``soft``: one
@@ -593,19 +634,42 @@ class SessionStore:
         self._cache.clear()
 
     def _fresh_or_stale(self, slot: str, key: Any, compute, ttl: float, keep=None):
-        """``compute()``, kept in ``slot`` while the key stays ``key`` (for ``ttl`` s). During
-        a prune (soft changes), a value whose key moved is served as it is, up to
-        STALE_MAX_S old, and refreshed by one background thread."""
+        """``compute()``, kept in ``slot`` while the key stays ``key`` (for ``ttl`` s).
+
+        Served as it is, while one background thread works out the new value:
+        * a value past its ``ttl`` whose key has not moved (no session appeared or went), up
+          to AGED_MAX_S old: the ttl only bounds how late in-place edits by others show, and
+          a crowd of requests must not each rescan every session row when it runs out;
+        * during a prune (soft changes), a value whose key moved, up to STALE_MAX_S old.
+        Otherwise the request computes it itself; requests that find the same slot already
+        being computed wait for that one answer instead of rescanning alongside it."""
         now = time.monotonic()
         hit = self._cache.get(slot)
-        if hit and hit[1] == key and now - hit[0] < ttl:
-            return hit[2]
-        if hit and now < self._soft_until and now - hit[0] < STALE_MAX_S:
-            self._refresh_later(slot, key, compute, keep)
-            return hit[2]
-        value = compute()
-        self._store(slot, key, value, keep)
-        return value
+        if hit:
+            age, same = now - hit[0], hit[1] == key
+            if same and age < ttl:
+                return hit[2]
+            if (same and age < AGED_MAX_S) or (now < self._soft_until and age < STALE_MAX_S):
+                self._refresh_later(slot, key, compute, keep)
+                return hit[2]
+        with self._refresh_lock:
+            if len(self._flights) > 512:
+                self._flights = {k: v for k, v in self._flights.items() if v.locked()}
+            flight = self._flights.setdefault(slot, threading.Lock())
+        left = request_deadline.remaining()
+        # Waiting is bounded by this request's own deadline; past it, compute regardless
+        # (its queries then stop at once with "took too long").
+        got = flight.acquire(timeout=max(left, 0.0) if left is not None else -1)
+        try:
+            hit = self._cache.get(slot)
+            if got and hit and hit[1] == key and hit[0] >= now:
+                return hit[2]  # computed by the request this one waited for
+            value = compute()
+            self._store(slot, key, value, keep)
+            return value
+        finally:
+            if got:
+                flight.release()
 
     def _store(self, slot: str, key: Any, value: Any, keep) -> None:
         if keep is not None and not keep(value):
@@ -615,8 +679,10 @@ class SessionStore:
         self._cache[slot] = (time.monotonic(), key, value)
 
     def _refresh_later(self, slot: str, key: Any, compute, keep) -> None:
+        """One thread per slot, and at most REFRESHERS at once: when all are busy the old
+        value is served again and a later request asks anew."""
         with self._refresh_lock:
-            if slot in self._refreshing:
+            if slot in self._refreshing or len(self._refreshing) >= REFRESHERS:
                 return
             self._refreshing.add(slot)
 
@@ -631,9 +697,10 @@ class SessionStore:
 
         threading.Thread(target=work, daemon=True, name=f"refresh-{slot[:20]}").start()
 
-    def order_token(self) -> str:
-        """Changes whenever a message is added or a session appears or goes: cheap (rowid and
-        index maxima, a covering-index count)."""
+    def order_marks(self) -> tuple[Any, Any, Any]:
+        """(newest message id, number of sessions, newest start): moves whenever a message is
+        added or a session appears or goes; cheap (rowid and index maxima, a covering-index
+        count)."""
         row = (
             self.r.one(
                 "SELECT (SELECT MAX(id) FROM messages) AS m, (SELECT COUNT(*) FROM "
@@ -641,7 +708,7 @@ class SessionStore:
             )
             or {}
         )
-        return f"{row.get('m')}-{row.get('n')}-{row.get('s')}"
+        return (row.get("m"), row.get("n"), row.get("s"))
 
     def count(self, q: SessionQuery) -> tuple[int, bool]:
         """The number of matching rows, capped: (n, capped?)."""
@@ -794,3 +861,36 @@ class SessionStore:
             "ORDER BY timestamp, id LIMIT 1",
             [session_id],
         )
+
+
+def _only_appended(old: tuple, new: tuple) -> bool:
+    """Between two order_marks: messages were added and no session appeared or went."""
+    return (
+        old[1:] == new[1:]
+        and isinstance(old[0], int)
+        and isinstance(new[0], int)
+        and new[0] > old[0]
+    )
+
+
+def _sqlite_order(value: Any) -> tuple[int, Any]:
+    """SQLite's ORDER BY for mixed types: NULL, numbers, text, blobs."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    return (2, value) if isinstance(value, str) else (3, bytes(value))
+
+
+def _insert_ordered(ordered: list[tuple[Any, str]], item: tuple[Any, str], desc: bool) -> None:
+    """Insert (key, id) where ``ORDER BY key, id`` (both DESC when ``desc``) puts it."""
+    mine = (_sqlite_order(item[0]), item[1])
+    lo, hi = 0, len(ordered)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        there = (_sqlite_order(ordered[mid][0]), ordered[mid][1])
+        if (there > mine) if desc else (there < mine):
+            lo = mid + 1
+        else:
+            hi = mid
+    ordered.insert(lo, item)
