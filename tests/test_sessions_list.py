@@ -239,48 +239,81 @@ def test_shared_figures_are_counted_once_by_a_crowd_and_served_while_recounted(t
 
 
 @pytest.mark.parametrize("name", ["hermes-v8.db", "hermes-v11.db", "hermes-v22.db"])
-def test_last_activity_order_follows_appends_as_a_fresh_order_does(tmp_path, name):
-    """The last-activity order is kept between requests and, when messages were only
-    appended, moved for just the sessions that got them (and the compression roots whose
-    tip they are): it must equal the order a fresh server works out, in both row sets, for
-    appends at the newest end, in the middle of the order, and to a chain's tip."""
+def test_kept_orders_follow_appends_as_a_fresh_order_does(tmp_path, name):
+    """Orders no index serves (last activity, tokens, cost, messages) are kept between
+    requests and, when messages were only appended, moved for just the sessions that got them
+    (and the compression roots whose tip they are): each must equal the order a fresh server
+    works out, in both row sets, for appends at the newest end, in the middle of the order,
+    and to a chain's tip, each written as Hermes does (message, counters, tokens and cost in
+    one transaction)."""
     import sqlite3
 
     db = copy_fixture(name, tmp_path)
     client = make_app(db, tmp_path / "inst").test_client()
+    views = [
+        (sort, rows)
+        for sort in ("-last_active", "-tokens", "cost", "-messages")
+        for rows in ("all", "hermes")
+    ]
 
-    def order(c, rows: str) -> list[str]:
+    def order(c, sort: str, rows: str) -> list[str]:
         return [
-            r["id"]
-            for r in follow(c, f"/sessions?format=json&sort=-last_active&rows={rows}", "sessions")
+            r["id"] for r in follow(c, f"/sessions?format=json&sort={sort}&rows={rows}", "sessions")
         ]
 
-    def fresh(rows: str) -> list[str]:
+    def fresh(sort: str, rows: str) -> list[str]:
         other = make_app(db, tmp_path / f"fresh-{len(list(tmp_path.iterdir()))}")
-        return order(other.test_client(), rows)
+        return order(other.test_client(), sort, rows)
 
-    before = {rows: order(client, rows) for rows in ("all", "hermes")}
+    before = {view: order(client, *view) for view in views}
     chain_tip = sql(
         db,
         "SELECT c.id FROM sessions p JOIN sessions c ON c.parent_session_id = p.id "
         "WHERE p.end_reason = 'compression' AND c.end_reason IS NULL ORDER BY c.id LIMIT 1",
     )
-    ids = before["all"]
-    middle, stamps = (
-        ids[len(ids) // 2],
-        sql(db, "SELECT MIN(timestamp), MAX(timestamp) FROM messages")[0],
-    )
-    writes = [(ids[-1], stamps[1] + 60), (middle, (stamps[0] + stamps[1]) / 2)]
+    ids = before[("-last_active", "all")]
+    lo, hi = sql(db, "SELECT MIN(timestamp), MAX(timestamp) FROM messages")[0]
+    writes = [(ids[-1], hi + 60, 10**7), (ids[len(ids) // 2], (lo + hi) / 2, 5_000)]
     if chain_tip:
-        writes.append((chain_tip[0][0], stamps[1] + 120))
-    for session_id, at in writes:
+        writes.append((chain_tip[0][0], hi + 120, 10**8))
+    for session_id, at, tokens in writes:
         with sqlite3.connect(db) as conn:
             conn.execute(
                 "INSERT INTO messages (session_id, role, content, timestamp) "
                 "VALUES (?, 'user', 'appended', ?)",
                 (session_id, at),
             )
-        for rows in ("all", "hermes"):
-            assert order(client, rows) == fresh(rows), (session_id, rows)
-    assert order(client, "all") != before["all"]
-    assert order(client, "all")[: 1 + bool(chain_tip)][-1] == ids[-1]
+            conn.execute(
+                "UPDATE sessions SET message_count = COALESCE(message_count, 0) + 40, "
+                "input_tokens = COALESCE(input_tokens, 0) + ?, "
+                "estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + ? WHERE id = ?",
+                (tokens, tokens / 1e5, session_id),
+            )
+        for view in views:
+            assert order(client, *view) == fresh(*view), (session_id, view)
+    for view in views:
+        assert order(client, *view) != before[view], view
+    assert order(client, "-last_active", "all")[: 1 + bool(chain_tip)][-1] == ids[-1]
+
+
+def test_each_source_lists_newest_first_whichever_index_serves_it(fx):
+    """A common source is listed by walking the start-time index, a rare one by the source
+    index: both give SQL's order, page after page."""
+    db, client = fx
+    sources = [r[0] for r in sql(db, "SELECT DISTINCT source FROM sessions")]
+    for source in sources:
+        got = [
+            r["id"]
+            for r in follow(
+                client, f"/sessions?format=json&rows=all&source={source}&limit=7", "sessions"
+            )
+        ]
+        assert got == [
+            r[0]
+            for r in sql(
+                db,
+                f"SELECT id FROM sessions WHERE source = ?{_archived_clause(db)} "
+                "ORDER BY started_at DESC, id DESC",
+                (source,),
+            )
+        ], source

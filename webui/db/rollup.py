@@ -329,12 +329,13 @@ class Rollup:
 
     def _tool_call_entries(self, lo: int, hi: int) -> dict[tuple, int]:
         """Function names in assistants' tool_calls lists (Hermes's insights: each element's
-        function.name counts once; a list that is not valid JSON counts nothing)."""
+        function.name counts once; a list that is not valid JSON counts nothing). NOT INDEXED:
+        the batch's rowid range, not a walk of a whole index the planner picks for GROUP BY."""
         if not self.r.schema.has("messages", "tool_calls"):
             return {}
         rows = self.r.rows(
             "SELECT m.session_id AS session_id, json_extract(j.value, '$.function.name') AS name, "
-            "COUNT(*) AS n FROM messages m, json_each(CASE WHEN json_valid(m.tool_calls) AND "
+            "COUNT(*) AS n FROM messages m NOT INDEXED, json_each(CASE WHEN json_valid(m.tool_calls) AND "
             "json_type(m.tool_calls) = 'array' THEN m.tool_calls ELSE '[]' END) j "
             "WHERE m.id > ? AND m.id <= ? AND m.role = 'assistant' AND m.tool_calls IS NOT NULL "
             "AND json_type(j.value) = 'object' GROUP BY 1, 2",

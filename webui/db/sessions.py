@@ -28,7 +28,13 @@ SHARED_TTL_S = 10.0
 # until SOFT_S after its last batch.
 SOFT_S = 3.0
 STALE_MAX_S = 10.0
-# A kept last-activity order is updated in place when at most this many sessions got messages.
+# A source filter holding at least this share of the sessions lists by walking start times.
+WALK_SHARE = 0.04
+# Sort keys whose order is kept between requests (SessionStore._kept_order_page), and how long
+# an order of counters Hermes can change without a message is trusted.
+KEPT_ORDERS = ("last_active", "tokens", "cost", "messages")
+ORDER_MAX_AGE_S = 10.0
+# A kept order is updated in place when at most this many sessions got messages.
 APPENDED_MAX = 200
 # A shared figure past its ttl but with the same key is served (and refreshed behind) this long.
 AGED_MAX_S = 60.0
@@ -211,7 +217,7 @@ class SessionStore:
         self._refresh_lock = threading.Lock()
         self._refreshing: set[str] = set()
         self._flights: dict[str, threading.Lock] = {}
-        self._order_cache: dict[tuple, tuple[str, list]] = {}
+        self._order_cache: dict[tuple, tuple[tuple, list, float]] = {}
 
     def col(self, name: str, alias: str = "s") -> str:
         return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
@@ -360,11 +366,16 @@ class SessionStore:
 
     # -- filters ------------------------------------------------------------------------------
 
-    def where(self, q: SessionQuery, *, skip_source: bool = False) -> tuple[str, list[Any]]:
+    def where(
+        self, q: SessionQuery, *, skip_source: bool = False, walk_started: bool = False
+    ) -> tuple[str, list[Any]]:
+        """``walk_started``: the source test is written so that SQLite cannot use the source
+        index (a unary +), and walks the start-time index newest first instead."""
         clauses: list[str] = []
         params: list[Any] = []
         if q.sources and not skip_source:
-            clauses.append(f"s.source IN ({','.join('?' * len(q.sources))})")
+            plus = "+" if walk_started else ""
+            clauses.append(f"{plus}s.source IN ({','.join('?' * len(q.sources))})")
             params += q.sources
         if q.conversations:
             clauses.append(self.listable())
@@ -473,14 +484,14 @@ class SessionStore:
 
     def page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
         """One keyset page: the rows and the cursor of the next page (or None)."""
-        where, params = self.where(q)
+        where, params = self.where(q, walk_started=self._walk_started(q))
         key = self.sort_expr(q.sort_key, q)
         with_sql, from_sql, from_params = self.source_sql(q, where + key)
         where_only, where_params = where, list(params)
         direction = "DESC" if q.descending else "ASC"
         op = "<" if q.descending else ">"
-        if q.sort_key == "last_active":
-            ids = self._last_active_page(
+        if q.sort_key in KEPT_ORDERS:
+            ids = self._kept_order_page(
                 q, (with_sql, from_sql, from_params), where, params, key, direction
             )
         else:
@@ -502,7 +513,7 @@ class SessionStore:
         if not ids:
             return [], None
         wanted = [r["id"] for r in ids]
-        if q.sort_key == "last_active":
+        if q.sort_key in KEPT_ORDERS:
             # An order kept from an earlier request must not show a session that no longer
             # matches (renamed, ended, archived since).
             still = {
@@ -530,6 +541,24 @@ class SessionStore:
         cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
         return rows, cursor
 
+    def _walk_started(self, q: SessionQuery) -> bool:
+        """Newest first within common sources: walking the start-time index and testing each
+        row's source stops after a page's worth (about limit / share rows read), where the
+        source index would read every row of the source to sort them (a third of the table
+        for 'cli'). Rare sources keep the source index. Sizes come from the source index
+        alone (shared)."""
+        if not q.sources or q.sort_key != "started":
+            return False
+        sizes = self.shared(
+            "source-sizes",
+            lambda: {
+                r["source"]: r["n"]
+                for r in self.r.rows("SELECT source, COUNT(*) AS n FROM sessions GROUP BY source")
+            },
+        )
+        total = sum(sizes.values())
+        return total > 0 and sum(sizes.get(src, 0) for src in q.sources) >= WALK_SHARE * total
+
     def _chain_totals(self, members: list[str]) -> dict[str, Any]:
         summed = ("message_count", *sql.TOKEN_COLUMNS)
         row = (
@@ -549,7 +578,7 @@ class SessionStore:
         out["members"] = list(members)
         return out
 
-    def _last_active_page(
+    def _kept_order_page(
         self,
         q: SessionQuery,
         source: tuple[str, str, list[Any]],
@@ -558,13 +587,22 @@ class SessionStore:
         key: str,
         direction: str,
     ) -> list[dict[str, Any]]:
-        """Last activity is not a column: ordering by it costs one index seek per session.
-        The ordered (key, id) list is kept per filter and reused until the database changes
-        (a new message, a new or deleted session), so paging and repeated views are cheap."""
+        """Orders no index serves (last activity: one index seek per session; tokens, cost,
+        message count: every wide session row read and sorted) are worked out once per
+        filter and kept: the (key, id) list is reused until the database changes, and moved
+        in place when messages were only appended (see _order_after_appends). Counters that
+        Hermes updates without a message (tokens after a turn) may leave an order out by
+        one turn for at most ORDER_MAX_AGE_S; the rows shown are always read fresh."""
         with_sql, from_sql, from_params = source
         token = self.order_marks()
-        cache_key = (with_sql, from_sql, tuple(from_params), where, tuple(params), direction)
+        cache_key = (key, with_sql, from_sql, tuple(from_params), where, tuple(params), direction)
         hit = self._order_cache.get(cache_key)
+        if (
+            hit is not None
+            and q.sort_key != "last_active"
+            and time.monotonic() - hit[2] > ORDER_MAX_AGE_S
+        ):
+            hit = None
         if hit is not None and hit[0] != token and _only_appended(hit[0], token):
             hit = self._order_after_appends(hit, token, source, where, params, key, q)
         if hit is None or hit[0] != token:
@@ -573,7 +611,7 @@ class SessionStore:
                 f"ORDER BY k {direction}, s.id {direction}",
                 [*from_params, *params],
             )
-            hit = (token, [(r["k"], r["id"]) for r in rows])
+            hit = (token, [(r["k"], r["id"]) for r in rows], time.monotonic())
         if self._order_cache.get(cache_key) is not hit:
             if len(self._order_cache) >= 8:
                 try:
@@ -597,7 +635,9 @@ class SessionStore:
         changed = {
             r["session_id"]
             for r in self.r.rows(
-                "SELECT DISTINCT session_id FROM messages WHERE id > ? LIMIT ?",
+                # NOT INDEXED: a rowid range, where the planner would rather walk the whole
+                # session index to get DISTINCT for free.
+                "SELECT DISTINCT session_id FROM messages NOT INDEXED WHERE id > ? LIMIT ?",
                 [hit[0][0], APPENDED_MAX + 1],
             )
         }
@@ -617,7 +657,7 @@ class SessionStore:
         ordered = [kv for kv in hit[1] if kv[1] not in changed]
         for r in fresh:
             _insert_ordered(ordered, (r["k"], r["id"]), q.descending)
-        return (token, ordered)
+        return (token, ordered, hit[2])
 
     def invalidate(self, soft: bool = False) -> None:
         """After one of Logbook's own writes: nothing cached may outlive it. ``soft``: one
