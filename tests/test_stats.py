@@ -661,3 +661,34 @@ def test_a_removed_session_is_seen_at_once_though_recounts_are_spaced(tmp_path):
     conn.close()
     after = panels()
     assert after == _rollup_truth(db, "1", ()) and after != {}
+
+
+def test_an_older_report_is_served_at_once_while_its_successor_is_computed(tmp_path):
+    """Past LOGBOOK_STATS_REUSE_S beside a writer, the kept report is still answered at once
+    (saying when it was computed) while one background thread computes the next; a later
+    request gets that one, with the write in it."""
+    import time
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    client = make_app(
+        db, tmp_path / "inst", LOGBOOK_STATS_REUSE_S=0.2, LOGBOOK_STATS_STALE_S=60
+    ).test_client()
+    first = client.get("/stats?period=all&format=json").get_json()
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE sessions SET input_tokens = COALESCE(input_tokens, 0) + 1000000 "
+            "WHERE id = (SELECT MIN(id) FROM sessions)"
+        )
+    time.sleep(0.3)
+    stale = client.get("/stats?period=all&format=json").get_json()
+    assert stale["as_of"] == first["as_of"]
+    assert stale["totals"]["input_tokens"] == first["totals"]["input_tokens"]
+    deadline = time.monotonic() + 15
+    while True:
+        fresh = client.get("/stats?period=all&format=json").get_json()
+        if fresh["as_of"] != first["as_of"]:
+            break
+        assert time.monotonic() < deadline, "the background report never landed"
+        time.sleep(0.05)
+    assert fresh["totals"]["input_tokens"] == first["totals"]["input_tokens"] + 1000000
+    assert fresh["as_of"] > first["as_of"]

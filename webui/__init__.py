@@ -35,6 +35,8 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_ROLLUP_WARM": True,
     # A stats report is reused this long beside a writer that commits all the time.
     "LOGBOOK_STATS_REUSE_S": 3.0,
+    # An older report, up to this age, is served while a background thread computes anew.
+    "LOGBOOK_STATS_STALE_S": 60.0,
     "LOGBOOK_HOST": "127.0.0.1",
     "LOGBOOK_PORT": 9130,
     "LOGBOOK_REMOTE": False,  # --insecure: a non-loopback bind

@@ -146,6 +146,9 @@ def _period_json(q: StatsQuery) -> dict[str, Any]:
 
 _flights: dict[str, threading.Lock] = {}
 _flights_guard = threading.Lock()
+# Stats reports computed in the background at once (each is one period's scan).
+STATS_REBUILDERS = 2
+_rebuilders = threading.BoundedSemaphore(STATS_REBUILDERS)
 
 
 def build_report(q: StatsQuery) -> dict[str, Any]:
@@ -157,27 +160,70 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
       LOGBOOK_STATS_REUSE_S (3 s) is reused all the same, so one query is computed at most
       once in that time however many readers ask; the report says when it was computed
       (``as_of``), and the page says so when it is not of this moment;
-    * requests asking the same while it is being computed wait for that one computation.
+    * an older one, up to LOGBOOK_STATS_STALE_S, is still served at once while one
+      background thread computes its successor (at most STATS_REBUILDERS at a time), so a
+      reader beside a busy gateway does not wait for the computation either;
+    * requests asking for a report nobody has, while it is being computed, wait for that one
+      computation.
 
     Logbook's own changes drop every shared report."""
     lb = get_logbook()
     asked = (q.period, q.since, q.until, q.sources, q.models, q.lineage, q.cost_by, q.tz)
     key = f"stats:{asked!r}:{q.archived}"
     reuse_s = current_app.config["LOGBOOK_STATS_REUSE_S"]
+    stale_s = current_app.config["LOGBOOK_STATS_STALE_S"]
     with _flights_guard:
         flight = _flights.setdefault(f"{id(lb)}:{key}", threading.Lock())
+    version = lb.reader.data_version()
+    kept = lb.sessions.recall(key)
+    if kept is not None:
+        kept_version, report = kept
+        age = time.time() - report["as_of"]
+        if kept_version == version or age < reuse_s:
+            return report
+        if reuse_s > 0 and age < stale_s:
+            _rebuild_later(flight, q, key)
+            return report
     with flight:
-        version = lb.reader.data_version()
         kept = lb.sessions.recall(key)
-        if kept is not None:
-            kept_version, report = kept
-            if kept_version == version or time.time() - report["as_of"] < reuse_s:
-                return report
-        report = _build_report(q)
-        report["as_of"] = time.time()
-        if report["coverage"]["complete"]:
-            lb.sessions.keep_value(key, (version, report))
-        return report
+        if kept is not None and (kept[0] == version or time.time() - kept[1]["as_of"] < reuse_s):
+            return kept[1]
+        return _keep_report(q, key)
+
+
+def _keep_report(q: StatsQuery, key: str) -> dict[str, Any]:
+    lb = get_logbook()
+    version = lb.reader.data_version()
+    report = _build_report(q)
+    report["as_of"] = time.time()
+    if report["coverage"]["complete"]:
+        lb.sessions.keep_value(key, (version, report))
+    return report
+
+
+def _rebuild_later(flight: threading.Lock, q: StatsQuery, key: str) -> None:
+    """Compute the report anew in a background thread, unless it is already being computed
+    or STATS_REBUILDERS are busy (then a later request asks again)."""
+    if not flight.acquire(blocking=False):
+        return
+    if not _rebuilders.acquire(blocking=False):
+        flight.release()
+        return
+    app = current_app._get_current_object()
+    profile = g.get("profile")
+
+    def work() -> None:
+        try:
+            with app.app_context():
+                g.profile = profile
+                _keep_report(q, key)
+        except Exception:  # noqa: BLE001 - the next request computes it itself
+            app.logger.exception("stats report rebuild failed")
+        finally:
+            _rebuilders.release()
+            flight.release()
+
+    threading.Thread(target=work, daemon=True, name="stats-rebuild").start()
 
 
 def _build_report(q: StatsQuery) -> dict[str, Any]:
