@@ -682,7 +682,8 @@ class SessionStore:
           a crowd of requests must not each rescan every session row when it runs out;
         * during a prune (soft changes), a value whose key moved, up to STALE_MAX_S old.
         Otherwise the request computes it itself; requests that find the same slot already
-        being computed wait for that one answer instead of rescanning alongside it."""
+        being computed get the previous value if there is one (else wait for that one
+        answer), instead of rescanning alongside it."""
         now = time.monotonic()
         hit = self._cache.get(slot)
         if hit:
@@ -696,6 +697,10 @@ class SessionStore:
             if len(self._flights) > 512:
                 self._flights = {k: v for k, v in self._flights.items() if v.locked()}
             flight = self._flights.setdefault(slot, threading.Lock())
+        if hit and flight.locked() and now - hit[0] < AGED_MAX_S:
+            # Another request is already working out the new value: answer with the
+            # previous one rather than queue behind it (the one computing pays, not a crowd).
+            return hit[2]
         left = request_deadline.remaining()
         # Waiting is bounded by this request's own deadline; past it, compute regardless
         # (its queries then stop at once with "took too long").
