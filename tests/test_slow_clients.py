@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from support import make_app
+from support import copy_fixture, make_app
 from support.browser import LiveServer
 from webui.db import get_logbook
 
@@ -204,6 +204,29 @@ def test_is_heavy_names_exports_and_searches_that_may_scan_everything():
     assert not is_heavy("/search", "q=deploy*")
     for q in ("a*", "deploy+OR+docker", "NEAR(a+b)", "one+two+three+four+five", "记忆", "x" * 81):
         assert is_heavy("/search", f"q={q}"), q
+    # Three CJK characters or more: the trigram index answers (a substring scan only where a
+    # database has no trigram table, and then the view takes a search slot itself).
+    assert not is_heavy("/search", "q=大别山项目")
+    assert is_heavy("/search", "q=大别山项目+通信")
+
+
+def test_a_substring_scan_takes_a_search_slot_whatever_the_dispatcher_thought(tmp_path):
+    """On a database without a trigram table a long CJK word is a substring scan of every
+    message: while the one search slot is held, it is answered 503 "busy" (not run beside
+    it); on schema 22 the same word uses the trigram index and runs."""
+    for name, expected in (("hermes-v8.db", 503), ("hermes-v22.db", 200)):
+        app = make_app(copy_fixture(name, tmp_path / name), tmp_path / f"inst-{name}")
+        client = app.test_client()
+        slots = app.extensions["logbook_search_slots"]
+        held = 0
+        while slots.acquire(blocking=False):  # every slot busy with another search
+            held += 1
+        try:
+            assert client.get("/search?q=大别山项目").status_code == expected, name
+        finally:
+            for _ in range(held):
+                slots.release()
+        assert client.get("/search?q=大别山项目").status_code == 200, name
 
 
 def test_cheap_pages_keep_workers_while_heavy_requests_queue_and_are_shed(tmp_path):

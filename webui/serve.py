@@ -39,7 +39,10 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 def is_heavy(path: str, query: str) -> bool:
     """Exports, and searches that may read the whole index: more than four words, OR, NEAR,
-    a prefix shorter than three letters, or CJK text (a substring scan of every message)."""
+    a prefix shorter than three letters, or a CJK word of fewer than three CJK characters
+    (the trigram index cannot match it: a substring scan of every message). Longer CJK words
+    use the trigram index; where a database has none, the search view itself takes a search
+    slot for the substring scan its plan names."""
     if path.startswith("/export."):
         return True
     if path != "/search":
@@ -53,7 +56,7 @@ def is_heavy(path: str, query: str) -> bool:
         or len(words) > 4
         or bool(re.search(r"\b(OR|NEAR)\b", q))
         or any(w.endswith("*") and len(w.strip('"*()')) < 3 for w in words)
-        or bool(_CJK.search(q))
+        or any(0 < len(_CJK.findall(w)) < 3 for w in words)
     )
 
 

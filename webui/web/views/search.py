@@ -89,11 +89,12 @@ def search():
     group = request.args.get("group") == "session"
     # Only searches that may read the whole index take one of the few search slots; simple
     # ones run like any page (the server's dispatcher classifies them the same way).
-    with search_slot(heavy=is_heavy(request.path, request.query_string.decode("latin-1"))):
-        if g.get("all_profiles"):
+    heavy = is_heavy(request.path, request.query_string.decode("latin-1"))
+    p = None if g.get("all_profiles") else _plan(lb, query)
+    with search_slot(heavy=heavy or (p is not None and p.route == "like")):
+        if p is None:
             result, searched, p = _merged(query, f, page)
         else:
-            p = _plan(lb, query)
             result, searched = run(lb.search, p, f, page)
             complete_snippets(result.rows)
     args = {
