@@ -744,16 +744,10 @@ class SessionStore:
 
     def order_marks(self) -> tuple[Any, Any, Any]:
         """(newest message id, number of sessions, newest start): moves whenever a message is
-        added or a session appears or goes; cheap (rowid and index maxima, a covering-index
-        count)."""
-        row = (
-            self.r.one(
-                "SELECT (SELECT MAX(id) FROM messages) AS m, (SELECT COUNT(*) FROM "
-                "sessions) AS n, (SELECT MAX(started_at) FROM sessions) AS s"
-            )
-            or {}
-        )
-        return (row.get("m"), row.get("n"), row.get("s"))
+        added or a session appears or goes; cheap (a rowid maximum, and the sessions token
+        this request has already read)."""
+        token = self._sessions_token()
+        return (self.r.scalar("SELECT MAX(id) FROM messages"), token.get("n"), token.get("s"))
 
     def count(self, q: SessionQuery) -> tuple[int, bool]:
         """The number of matching rows, capped: (n, capped?)."""
