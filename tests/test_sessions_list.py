@@ -323,3 +323,46 @@ def test_each_source_lists_newest_first_whichever_index_serves_it(fx):
                 (source,),
             )
         ], source
+
+
+def test_figures_recounted_in_the_background_are_counted_by_the_apps_own_reader(tmp_path):
+    """During a prune (soft changes) a page gets the previous figures while a background
+    thread counts anew. That thread needs the app (its engine) like any request: without it
+    every background count failed, was dropped, and the next page counted in line."""
+    import sqlite3
+    import time
+
+    from webui.db import get_logbook
+    from webui.db.sessions import SessionQuery
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    q = SessionQuery.from_args({})
+
+    def counts(lb) -> set:
+        return {v[2] for k, v in lb.sessions._cache.items() if k.startswith("shared:SELECT COUNT")}
+
+    with app.test_request_context("/sessions"):
+        lb = get_logbook()
+        n0 = lb.sessions.count(q)[0]
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO sessions (id, source, started_at, message_count) "
+            "VALUES ('bg-1', 'cli', ?, 1)",
+            (time.time(),),
+        )
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp) "
+            "VALUES ('bg-1', 'user', 'hello', ?)",
+            (time.time(),),
+        )
+    lb.sessions.invalidate(soft=True)  # as each batch of a prune does
+    with app.test_request_context("/sessions"):
+        assert lb.sessions.count(q)[0] == n0  # the previous figure, at once
+    deadline = time.monotonic() + 10
+    while n0 + 1 not in counts(lb):  # no request asks again: only the background can land it
+        assert time.monotonic() < deadline, f"the background count never landed: {counts(lb)}"
+        time.sleep(0.05)
+    lb.sessions.invalidate()
+    with app.test_request_context("/sessions"):
+        assert lb.sessions.count(q)[0] == n0 + 1  # and it is what a fresh count says

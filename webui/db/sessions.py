@@ -11,8 +11,9 @@ from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as dtime
 from typing import Any
 
-from flask import g, has_request_context
+from flask import current_app, g, has_app_context, has_request_context
 
+from webui import threads
 from webui.db import deadline as request_deadline
 from webui.db import sql
 from webui.db.errors import BadRequest
@@ -731,16 +732,29 @@ class SessionStore:
                 return
             self._refreshing.add(slot)
 
+        # The queries need the app (its engine) and the request's profile: a thread has
+        # neither of its own. Without them every refresh failed, the slot was dropped and the
+        # next request recounted in line: what the pages under a prune waited for.
+        app = current_app._get_current_object() if has_app_context() else None
+        profile = g.get("profile") if has_app_context() else None
+
         def work() -> None:
             try:
-                self._store(slot, key, compute(), keep)
+                if app is None:
+                    self._store(slot, key, compute(), keep)
+                else:
+                    with app.app_context():
+                        g.profile = profile
+                        self._store(slot, key, compute(), keep)
             except Exception:  # noqa: BLE001 - the next request computes it itself
                 self._cache.pop(slot, None)
+                if app is not None:
+                    app.logger.exception("refreshing %s failed", slot)
             finally:
                 with self._refresh_lock:
                     self._refreshing.discard(slot)
 
-        threading.Thread(target=work, daemon=True, name=f"refresh-{slot[:20]}").start()
+        threads.start(work, f"refresh-{slot[:20]}")
 
     def order_marks(self) -> tuple[Any, Any, Any]:
         """(newest message id, number of sessions, newest start): moves whenever a message is
