@@ -278,3 +278,76 @@ def test_cheap_pages_keep_workers_while_heavy_requests_queue_and_are_shed(tmp_pa
     base = os.getpriority(os.PRIO_PROCESS, 0)
     assert {name for name, _ in ran_on} <= {"waitress-0", "waitress-1"}, ran_on
     assert all(nice == min(19, base + 10) for _, nice in ran_on), (base, ran_on)
+
+
+def test_threads_a_lowered_worker_starts_run_at_the_servers_priority():
+    """A prune started by a request on a lowered worker must not hold the write lock at that
+    worker's priority (Linux threads inherit their creator's nice value): threads that hold
+    the lock or keep time are started by the launcher, at the priority the server began with."""
+    import threading
+
+    from webui import threads
+    from webui.serve import _lower_priority
+
+    def nice() -> int:
+        with open("/proc/thread-self/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[16])
+
+    seen: dict[str, int] = {}
+
+    def worker():
+        _lower_priority(5)
+        seen["worker"] = nice()
+        t = threads.start(lambda: seen.setdefault("launched", nice()), "t-launched")
+        plain = threading.Thread(target=lambda: seen.setdefault("plain", nice()))
+        plain.start()
+        t.join(), plain.join()
+
+    w = threading.Thread(target=worker)
+    w.start()
+    w.join()
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    assert seen["worker"] == seen["plain"] == min(19, base + 5), seen
+    assert seen["launched"] == base, seen
+
+
+def test_cheap_requests_go_to_a_full_priority_worker_when_one_is_free(tmp_path):
+    """Eight workers, six of them lowered for heavy work: pages asked one after another (and
+    two at a time) all run at the server's priority; a lowered worker takes a page only when
+    both full-priority ones are busy."""
+    import threading
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    ran: list[int] = []
+
+    def probe():
+        with open("/proc/thread-self/stat") as f:
+            ran.append(int(f.read().rsplit(")", 1)[1].split()[16]))
+        time.sleep(0.2)
+        return "ok"
+
+    app.add_url_rule("/probe-priority", "probe_priority", probe)
+    srv = LiveServer(app, threads=8)
+    try:
+        for _ in range(6):
+            assert _get(srv.url + "/probe-priority")[0] == 200
+        pairs = [
+            threading.Thread(target=_get, args=(srv.url + "/probe-priority",)) for _ in range(2)
+        ]
+        for t in pairs:
+            t.start()
+        for t in pairs:
+            t.join()
+        three = [
+            threading.Thread(target=_get, args=(srv.url + "/probe-priority",)) for _ in range(3)
+        ]
+        for t in three:
+            t.start()
+        for t in three:
+            t.join()
+    finally:
+        srv.close()
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    assert ran[:8] == [base] * 8, ran
+    assert sorted(ran[8:]) == [base, base, min(19, base + 10)], ran

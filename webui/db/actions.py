@@ -14,6 +14,7 @@ from typing import Any
 
 from flask import current_app
 
+from webui import threads
 from webui.db import backup, sql
 from webui.db import deadline as request_deadline
 from webui.db import selection as selection_sql
@@ -674,7 +675,7 @@ class Actions:
                 else:
                     self._run_prune(job)
 
-        threading.Thread(target=work, daemon=True, name=f"prune-{job.id}").start()
+        threads.start(work, f"prune-{job.id}")
         return job
 
     def run_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:

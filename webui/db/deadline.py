@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from webui import threads
+
 _deadline: ContextVar[float | None] = ContextVar("logbook_request_deadline", default=None)
 
 
@@ -64,10 +66,7 @@ class Watchdog:
             self._live.add(key)
             heapq.heappush(self._heap, (deadline, key, conn))
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="logbook-watchdog", daemon=True
-                )
-                self._thread.start()
+                self._thread = threads.start(self._run, "logbook-watchdog")
             self._cond.notify()
         try:
             yield

@@ -26,6 +26,7 @@ from typing import Any
 
 from flask import Flask, current_app, request
 
+from webui import threads
 from webui.db import LogbookDBError
 
 log = logging.getLogger("webui")
@@ -83,10 +84,7 @@ class ExportSlots:
         with self._lock:
             self._streams.add(stream)
             if self._watchdog is None or not self._watchdog.is_alive():
-                self._watchdog = threading.Thread(
-                    target=self._watch, name="logbook-export-watchdog", daemon=True
-                )
-                self._watchdog.start()
+                self._watchdog = threads.start(self._watch, "logbook-export-watchdog")
 
     def unwatch(self, stream: GuardedStream) -> None:
         with self._lock:
@@ -172,8 +170,8 @@ class GuardedStream:
 
 
 def init_app(app: Flask) -> None:
-    threads = int(app.config.get("LOGBOOK_THREADS") or 8)
-    total = int(app.config.get("LOGBOOK_EXPORT_SLOTS") or max(1, threads // 4))
+    workers = int(app.config.get("LOGBOOK_THREADS") or 8)
+    total = int(app.config.get("LOGBOOK_EXPORT_SLOTS") or max(1, workers // 4))
     app.extensions["logbook_export_slots"] = ExportSlots(
         total=total,
         per_client=int(app.config.get("LOGBOOK_EXPORTS_PER_CLIENT") or 1),
