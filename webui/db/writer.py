@@ -94,8 +94,9 @@ class Writer:
         conn = self._connect()
         try:
             for attempt in range(ATTEMPTS):
-                started = time.perf_counter()
                 try:
+                    # Waiting for the lock (up to BUSY_TIMEOUT_S) holds nothing: the budget
+                    # counts from when BEGIN IMMEDIATE has the lock to when COMMIT frees it.
                     conn.execute("BEGIN IMMEDIATE")
                 except sqlite3.OperationalError as exc:
                     if _is_busy(exc) and attempt < ATTEMPTS - 1:
@@ -108,6 +109,7 @@ class Writer:
                             "nothing was changed. Try again."
                         ) from None
                     raise
+                started = time.perf_counter()
                 try:
                     result = fn(conn)
                     conn.execute("COMMIT")
