@@ -272,3 +272,37 @@ def _end_cursor() -> str:
     from webui.db.messages import END_CURSOR
 
     return END_CURSOR
+
+
+def test_rendered_text_is_kept_within_its_size_and_shared_entries_stay_unchanged():
+    """The rendering memo (Markdown, JSON results, tool calls) answers the same as rendering
+    afresh, holds no more characters than its bound, keeps no entry over an eighth of it, and
+    a viewer page adding links to a cached call does not change the cached one."""
+    from webui.present import memo
+    from webui.present.rows import message_view, tool_calls_view
+
+    calls = []
+
+    @memo.by_text(8_000)
+    def shout(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    assert shout("abc") == "ABC" and shout("abc") == "ABC" and calls == ["abc"]
+    for i in range(200):
+        shout(f"{i:04d}" * 50)  # 200 + 200 characters each
+    assert shout.cache.currsize <= 8_000
+    big = "x" * 600  # 1,200 with its result: over an eighth of 8,000
+    shout(big), shout(big)
+    assert calls.count(big) == 2 and big not in shout.cache
+
+    raw = (
+        '[{"id": "call_1", "function": {"name": "web_search", "arguments": "{\\"q\\": \\"a\\"}"}}]'
+    )
+    m = {"id": 7, "role": "assistant", "content": "", "tool_calls": raw}
+    first = message_view(m, {"call_1": {"result": 8}}, lambda i: f"#m-{i}")
+    again = message_view(m, {}, lambda i: f"#m-{i}")
+    assert first["tool_calls"][0]["result_href"] == "#m-8"
+    assert again["tool_calls"][0]["result_href"] is None
+    assert "result_href" not in tool_calls_view(raw)[0]
+    assert tool_calls_view(raw)[0]["name"] == 'web_search'

@@ -19,6 +19,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from webui.present import memo
+
 ALLOWED_TAGS = {
     "a",
     "abbr",
@@ -119,7 +121,7 @@ def sanitize(html: str) -> str:
     )
 
 
-@lru_cache(maxsize=4096)
+@memo.by_text(8_000_000)
 def markdown(text: str) -> Markup:
     """Safe HTML for one message's Markdown. Cached: live pages re-render the same text."""
     if not text:

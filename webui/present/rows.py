@@ -27,6 +27,7 @@ from webui.hermes.content import (
     pretty_json,
 )
 from webui.hermes.origin import origin_label
+from webui.present import memo
 from webui.present.markdown import highlight_code, markdown
 
 MARKDOWN_ROLES = {"user", "assistant"}
@@ -151,24 +152,39 @@ def message_view(
     elif role in MARKDOWN_ROLES:
         view["html"] = markdown(text)
     elif looks_like_json(text):
-        # File contents and command output inside a JSON result read as text, not as one
-        # line of "\n" escapes: long multi-line strings are lifted out of the JSON.
-        short, view["texts"] = lift_long_strings(text)
-        view["code"] = highlight_code(pretty_json(short), "json")
+        view["code"], view["texts"] = json_result(text)
     view["tool_calls"] = [
+        {**call, "result_href": _maybe(href, links.get(call["id"], {}).get("result"))}
+        for call in tool_calls_view(m.get("tool_calls"))
+    ]
+    view["call_href"] = _maybe(href, links.get(m.get("tool_call_id") or "", {}).get("call"))
+    view["reasoning"] = reasoning_blocks(m)
+    return view
+
+
+@memo.by_text(8_000_000, cost=lambda v: len(v[0]) + sum(len(t["text"]) for t in v[1]))
+def json_result(text: str) -> tuple[Markup, tuple[dict[str, str], ...]]:
+    """(highlighted JSON, lifted strings) for a JSON tool result. File contents and command
+    output inside it read as text, not as one line of "\\n" escapes: long multi-line strings
+    are lifted out of the JSON. Shared between requests: read it, never change it."""
+    short, texts = lift_long_strings(text)
+    return highlight_code(pretty_json(short), "json"), tuple(texts)
+
+
+@memo.by_text(4_000_000, cost=lambda calls: sum(len(c["pretty"]) * 2 for c in calls))
+def tool_calls_view(raw: Any) -> tuple[dict[str, Any], ...]:
+    """A message's tool calls, parsed, with highlighted arguments and the hint that tells
+    one call from the next. Shared between requests: copy a call before adding to it."""
+    return tuple(
         {
             **call,
             "pretty": highlight_code(pretty_json(call["arguments"]), "json")
             if not isinstance(call["arguments"], str)
             else call["arguments"],
             "hint": call_hint(call["arguments"]),
-            "result_href": _maybe(href, links.get(call["id"], {}).get("result")),
         }
-        for call in parse_tool_calls(m.get("tool_calls"))
-    ]
-    view["call_href"] = _maybe(href, links.get(m.get("tool_call_id") or "", {}).get("call"))
-    view["reasoning"] = reasoning_blocks(m)
-    return view
+        for call in parse_tool_calls(raw)
+    )
 
 
 # Over this many characters with a line break, a string in a JSON tool result is shown as text.
@@ -229,12 +245,21 @@ def reasoning_blocks(m: dict[str, Any]) -> list[dict[str, str]]:
     for f in REASONING_FIELDS:
         if not m.get(f):
             continue
-        if f != "reasoning" and plain:
-            texts = [t.strip() for t in _strings(m[f]) if len(t.strip()) > 20]
-            if texts and all(t in plain for t in texts):
-                continue
-        blocks.append({"field": f, "text": pretty_json(m[f]) if f != "reasoning" else m[f]})
+        if f == "reasoning":
+            blocks.append({"field": f, "text": m[f]})
+            continue
+        texts, pretty = _structured(m[f])
+        if plain and texts and all(t in plain for t in texts):
+            continue
+        blocks.append({"field": f, "text": pretty})
     return blocks
+
+
+@memo.by_text(4_000_000, cost=lambda v: len(v[1]) + sum(map(len, v[0])))
+def _structured(value: Any) -> tuple[tuple[str, ...], str]:
+    """(its texts longer than 20 characters, indented JSON) of a structured reasoning field."""
+    texts = tuple(t.strip() for t in _strings(value) if len(t.strip()) > 20)
+    return texts, pretty_json(value)
 
 
 def number_and_date(views: list[dict[str, Any]], first_n: int, day_of: Any) -> None:
