@@ -351,3 +351,28 @@ def test_cheap_requests_go_to_a_full_priority_worker_when_one_is_free(tmp_path):
     base = os.getpriority(os.PRIO_PROCESS, 0)
     assert ran[:8] == [base] * 8, ran
     assert sorted(ran[8:]) == [base, base, min(19, base + 10)], ran
+
+
+def test_background_work_steps_aside_while_pages_are_answered(tmp_path):
+    """The dispatcher counts the pages it is answering; an export's or the rollup's batch loop
+    calls make_way() between batches and sleeps (bounded) while any page is under way."""
+    from webui import threads
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    seen: list[int] = []
+    app.add_url_rule(
+        "/probe-pages", "probe_pages", lambda: seen.append(threads.pages_in_flight()) or "ok"
+    )
+    srv = LiveServer(app, threads=4)
+    try:
+        assert _get(srv.url + "/probe-pages")[0] == 200
+    finally:
+        srv.close()
+    assert seen == [1] and threads.pages_in_flight() == 0
+    assert threads.make_way(0.05) == 0.0  # nothing to make way for
+    threads.page_started()
+    try:
+        assert 0.04 <= threads.make_way(0.05) < 0.5
+    finally:
+        threads.page_ended()

@@ -29,6 +29,7 @@ from urllib.parse import parse_qs
 from waitress import create_server
 from waitress.task import ThreadedTaskDispatcher
 
+from webui import threads
 from webui.web.streams import SPOOL_BYTES
 
 SHED_AFTER_S = 1.0
@@ -134,11 +135,15 @@ class FairDispatcher(ThreadedTaskDispatcher):
                     self.queue_cv.wait(timeout=kind)
                     self.idle_full -= full
                     self.active_count += 1
+            if kind == "cheap":
+                threads.page_started()
             try:
                 task.service()
             except BaseException:
                 self.logger.exception("Exception when servicing %r", task)
             finally:
+                if kind == "cheap":
+                    threads.page_ended()
                 if kind == "heavy":
                     with self.lock:
                         self.heavy_running -= 1

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from webui import threads
 from webui.db import sql
 from webui.db.reader import Reader
 from webui.db.sessions import SessionQuery, SessionStore
@@ -163,6 +164,7 @@ class Exporter:
             if len(batch) >= batch_size:
                 yield from self._records_batch(batch, include_rewound, last_active, encode)
                 batch = []
+                threads.make_way()  # pages first: an export is never in a hurry
         if batch:
             yield from self._records_batch(batch, include_rewound, last_active, encode)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from webui import threads
 from webui.db.reader import Reader
 from webui.db.schema import readonly_uri
 
@@ -135,6 +136,7 @@ class Rollup:
             if cov.complete:
                 return cov
             time.sleep(pause_s)
+            threads.make_way(budget_s)  # pages first, while they are being answered
 
     def refresh(self, budget_s: float = 0.4, wait: bool = True) -> Coverage:
         """Bring the rollup up to date, or as far as the budget allows. ``wait=False``: when
