@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from markupsafe import Markup
@@ -123,9 +124,16 @@ def nbytes(value: Any) -> str:
 
 def _dt(ts: Any) -> datetime | None:
     try:
-        return datetime.fromtimestamp(float(ts)).astimezone()
+        return _local(float(ts))
     except (TypeError, ValueError, OverflowError, OSError):
         return None
+
+
+@lru_cache(maxsize=8192)
+def _local(ts: float) -> datetime:
+    """A timestamp in the server's time zone. Each row shows its times three ways (ISO for
+    the machine, exact on hover, relative), and astimezone() builds a zone each call: kept."""
+    return datetime.fromtimestamp(ts).astimezone()
 
 
 def iso(ts: Any) -> str:
