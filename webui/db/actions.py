@@ -22,13 +22,21 @@ from webui.db.backup import Backup, ChangedSinceBackup
 from webui.db.errors import LogbookDBError
 from webui.db.journal import Journal
 from webui.db.reader import Reader
-from webui.db.writer import MESSAGE_BATCH, TARGET_TXN_S, Writer
+from webui.db.writer import (
+    MESSAGE_BATCH,
+    MESSAGE_BATCH_MAX,
+    MESSAGE_BATCH_MIN,
+    TARGET_TXN_S,
+    Writer,
+)
 from webui.hermes.rules import Rules, rules_for
 from webui.hermes.selection import Selection, describe
 from webui.hermes.titles import sanitize_title
 
 # At most this many messages go in the same transaction as their sessions' rows (Hermes's
-# one-transaction delete); longer transcripts are trimmed to it first, in batches.
+# one-transaction delete); longer transcripts are trimmed to it first, in batches. A message
+# costs ~0.15 ms to delete on the 1M-message file (both FTS indexes' triggers): 150 take
+# ~25 ms alone. (60 was tried: the hostile benchmark's longest transactions did not shrink.)
 ONE_TXN_MESSAGES = 150
 
 # A prune or archive preview shows its sessions this many at a time (all reachable, in order).
@@ -391,18 +399,21 @@ class Actions:
             f"SELECT COUNT(*) FROM messages WHERE session_id = ?{bound}", [session_id, *params]
         )
         total = 0
+        size = MESSAGE_BATCH
         while n > ONE_TXN_MESSAGES:
+            used = size
             gone = self.w.run(
                 lambda c: (
                     c.execute(
                         "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE "
                         f"session_id = ?{bound} ORDER BY timestamp DESC, id DESC LIMIT ?)",
-                        (session_id, *params, MESSAGE_BATCH),
+                        (session_id, *params, used),
                     ).rowcount
                 )
             )
             if not gone:
                 break
+            size = _adapt(used, self.w.last_transaction_s, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX)
             n -= gone
             total += gone
             if counter is not None:
@@ -767,7 +778,7 @@ class Actions:
                     took = self.w.last_transaction_s
                     self._note(job, took)
                     job.messages_deleted += n
-                    msg_batch = _adapt(used, took, 50, 600)
+                    msg_batch = _adapt(used, took, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX)
                     pending -= n
                     if n == 0:
                         break

@@ -10,6 +10,7 @@ same as Hermes's own connection); nothing persistent is changed, no DDL, no VACU
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import sqlite3
@@ -23,11 +24,14 @@ from webui.db.errors import DatabaseBusy, LogbookDBError
 from webui.db.schema import OpenedDatabase, decode_text
 
 T = TypeVar("T")
+log = logging.getLogger("webui.writer")
 
 BUSY_TIMEOUT_S = 0.2
 ATTEMPTS = 15
-MESSAGE_BATCH = 400  # messages deleted per transaction
-TARGET_TXN_S = 0.025  # a prune batch aims at this duration
+# Messages deleted per transaction: a first size, then adapted to the time each one took.
+MESSAGE_BATCH, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX = 400, 50, 600
+TARGET_TXN_S = 0.025  # a batch aims at this long holding the lock; the budget is 100 ms
+BUDGET_TXN_S = 0.1  # a transaction held longer is logged, with where its time went
 PAUSE_MIN_S = 0.005  # and the lock stays free at least this long after each
 
 
@@ -112,12 +116,21 @@ class Writer:
                 started = time.perf_counter()
                 try:
                     result = fn(conn)
+                    committing = time.perf_counter()
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:  # SQLite may have rolled back already
                         conn.execute("ROLLBACK")
                     raise
-                took = time.perf_counter() - started
+                ended = time.perf_counter()
+                took = ended - started
+                if took > BUDGET_TXN_S:
+                    log.warning(
+                        "a write held the lock %.0f ms (statements %.0f ms, commit %.0f ms)",
+                        took * 1000,
+                        (committing - started) * 1000,
+                        (ended - committing) * 1000,
+                    )
                 self.stats["transactions"] += 1
                 self.stats["longest_s"] = max(self.stats["longest_s"], took)
                 self._local.took = took
