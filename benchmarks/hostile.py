@@ -291,8 +291,10 @@ def main() -> int:
             f"{sum(r.refused for r in readers)} refused at once (503/429, Retry-After).",
             f"- Prune: {prune.get('deleted', 0):,} sessions and "
             f"{prune.get('messages_deleted', 0):,} messages removed in the window, "
-            f"{prune.get('transactions', 0):,} transactions, longest "
-            f"{(prune.get('longest_transaction_s') or 0) * 1000:.0f} ms.",
+            f"{prune.get('transactions', 0):,} transactions holding the write lock, longest "
+            f"{(prune.get('longest_transaction_s') or 0) * 1000:.0f} ms, "
+            f"{prune.get('transactions_over_100ms', 0)} over the 100 ms budget: "
+            f"**{'met' if (prune.get('longest_transaction_s') or 0) <= 0.1 else 'missed'}**.",
             f"- Hermes's writer: {wstats['written']:,} messages, **{wstats['failures']} "
             f"failures**; longest wait for the write lock "
             f"{wstats['max_lock_wait_s'] * 1000:.0f} ms (p99 "
@@ -327,6 +329,12 @@ def main() -> int:
             if t > 0.3
         ]
         print(f"{p.name} over 300 ms at: {' '.join(slow) or 'none'}")
+    notes = [
+        line.rstrip()
+        for line in server.output
+        if any(w in line for w in ("WARNING", "ERROR", "held the lock", "waited"))
+    ]
+    print(f"server warnings and errors: {len(notes)}", *notes[-15:], sep="\n  ")
     if without:
         print(f"(left out: {', '.join(sorted(without))}; RESULTS.md not written)")
         return 0

@@ -705,7 +705,13 @@ class SessionStore:
         left = request_deadline.remaining()
         # Waiting is bounded by this request's own deadline; past it, compute regardless
         # (its queries then stop at once with "took too long").
+        waited = time.monotonic()
         got = flight.acquire(timeout=max(left, 0.0) if left is not None else -1)
+        waited = time.monotonic() - waited
+        if waited > 1.0 and has_app_context():
+            current_app.logger.warning(
+                "waited %.1f s for another request to work out %s", waited, slot[:60]
+            )
         try:
             hit = self._cache.get(slot)
             if got and hit and hit[1] == key and hit[0] >= now:
