@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from run import HOST, Server, pct  # noqa: E402
+from run import HOST, Server, pct, write_section  # noqa: E402
 
 DEADLINE_S = 5.0  # Logbook's default request deadline
 BOMBS = [
@@ -338,14 +338,7 @@ def main() -> int:
     if without:
         print(f"(left out: {', '.join(sorted(without))}; RESULTS.md not written)")
         return 0
-    out_path = Path(args.out)
-    old = out_path.read_text(encoding="utf-8") if out_path.exists() else ""
-    pattern = rf"<!-- {SECTION}:start -->.*?<!-- {SECTION}:end -->"
-    if re.search(pattern, old, re.S):
-        new = re.sub(pattern, lambda m: section, old, flags=re.S)
-    else:
-        new = old.rstrip("\n") + "\n\n" + section + "\n"
-    out_path.write_text(new, encoding="utf-8")
+    write_section(Path(args.out), SECTION, section)
     return 0 if (met and bombs_met and writer_met) else 1
 
 

@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import sqlite3
 import statistics
@@ -49,6 +48,7 @@ from run import (  # noqa: E402
     proc_status,
     ro_connect,
     wait_until_quiet,
+    write_section,
 )
 
 WRITER = ROOT / "tests" / "support" / "hermes_like_writer.py"
@@ -346,15 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", LOAD_END]
     section = "\n".join(lines)
     print(section)
-    out = args.out
-    old = out.read_text() if out.exists() else "# Benchmark results\n\n"
-    pattern = re.escape(LOAD_START) + r".*?" + re.escape(LOAD_END)
-    if re.search(pattern, old, re.S):
-        new = re.sub(pattern, lambda m: section, old, flags=re.S)
-    else:
-        new = old.rstrip("\n") + "\n\n" + section + "\n"
-    out.write_text(new)
-    print(f"updated {out}")
+    write_section(args.out, "load", section)
+    print(f"updated {args.out}")
     ok = not errors and writer_out.get("failures") == 0
     return 0 if ok else 1
 

@@ -17,7 +17,6 @@ import argparse
 import http.client
 import json
 import os
-import re
 import secrets
 import shutil
 import sqlite3
@@ -31,7 +30,7 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from run import HOST, Server, free_port, pct  # noqa: E402
+from run import HOST, Server, free_port, pct, write_section  # noqa: E402
 
 SECTION = "official"
 
@@ -189,14 +188,7 @@ def main() -> int:
         ]
     )
     print(section)
-    out_path = Path(args.out)
-    old = out_path.read_text(encoding="utf-8") if out_path.exists() else ""
-    pattern = rf"<!-- {SECTION}:start -->.*?<!-- {SECTION}:end -->"
-    if re.search(pattern, old, re.S):
-        new = re.sub(pattern, lambda m: section, old, flags=re.S)
-    else:
-        new = old.rstrip("\n") + "\n\n" + section + "\n"
-    out_path.write_text(new, encoding="utf-8")
+    write_section(Path(args.out), SECTION, section)
     return 0
 
 

@@ -60,6 +60,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def write_section(out: Path, name: str, section: str) -> None:
+    """Put ``section`` (which starts and ends with its ``<!-- name:start/end -->`` markers)
+    into RESULTS.md in place of the old one, or at its end."""
+    old = out.read_text(encoding="utf-8") if out.exists() else "# Benchmark results\n\n"
+    pattern = rf"<!-- {name}:start -->.*?<!-- {name}:end -->"
+    if re.search(pattern, old, re.S):
+        new = re.sub(pattern, lambda m: section, old, flags=re.S)
+    else:
+        new = old.rstrip("\n") + "\n\n" + section + "\n"
+    out.write_text(new, encoding="utf-8")
+
+
 def pct(values: list[float], p: float) -> float:
     """Nearest-rank percentile."""
     v = sorted(values)

@@ -332,20 +332,14 @@ def test_cheap_requests_go_to_a_full_priority_worker_when_one_is_free(tmp_path):
     try:
         for _ in range(6):
             assert _get(srv.url + "/probe-priority")[0] == 200
-        pairs = [
-            threading.Thread(target=_get, args=(srv.url + "/probe-priority",)) for _ in range(2)
-        ]
-        for t in pairs:
-            t.start()
-        for t in pairs:
-            t.join()
-        three = [
-            threading.Thread(target=_get, args=(srv.url + "/probe-priority",)) for _ in range(3)
-        ]
-        for t in three:
-            t.start()
-        for t in three:
-            t.join()
+        for n in (2, 3):  # two at a time, then three
+            at_once = [
+                threading.Thread(target=_get, args=(srv.url + "/probe-priority",)) for _ in range(n)
+            ]
+            for t in at_once:
+                t.start()
+            for t in at_once:
+                t.join()
     finally:
         srv.close()
     base = os.getpriority(os.PRIO_PROCESS, 0)
