@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from urllib.parse import quote
 
 import pytest
@@ -481,3 +482,44 @@ def test_a_hit_in_a_tool_call_reads_as_the_call_not_raw_json(tmp_path, fixture):
     # the JSON twin keeps Hermes's own snippet (scripts compare it with Hermes)
     body = client.get(f"/search?q=zebrafish&session={sid}&format=json").get_json()
     assert any(">>>" in r["snippet"] for r in body["results"])
+
+
+def test_hidden_ids_are_read_once_by_a_crowd_and_again_after_logbooks_own_change(tmp_path):
+    """Finding the rewound messages reads a whole index (~0.2 s on a million messages): eight
+    searches at once read it once; after one of Logbook's own writes it is read afresh."""
+    import threading
+
+    from support import copy_fixture, make_app
+    from webui.db import get_logbook
+    from webui.db.search import SearchStore
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    reads = []
+    original = SearchStore._read_hidden_ids
+
+    def counted(self):
+        reads.append(1)
+        time.sleep(0.2)
+        return original(self)
+
+    SearchStore._read_hidden_ids = counted
+    try:
+        got = []
+
+        def one():
+            with app.test_request_context("/search?q=check"):
+                got.append(get_logbook().search._hidden_ids())
+
+        crowd = [threading.Thread(target=one) for _ in range(8)]
+        for t in crowd:
+            t.start()
+        for t in crowd:
+            t.join()
+        assert len(got) == 8 and len(set(got)) == 1 and got[0] and len(reads) == 1
+        with app.test_request_context("/search?q=check"):
+            lb = get_logbook()
+            lb.sessions.invalidate()  # what a delete, a rename or the end of a prune does
+            assert lb.search._hidden_ids() == got[0] and len(reads) == 2
+    finally:
+        SearchStore._read_hidden_ids = original

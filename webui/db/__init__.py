@@ -150,7 +150,7 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
         reader,
         sessions,
         MessageStore(reader),
-        SearchStore(reader),
+        SearchStore(reader, shared=sessions.shared),
         LineageStore(reader),
         StatsStore(reader),
         Rollup(reader, rollup_path, recount_s=app.config.get("LOGBOOK_ROLLUP_RECOUNT_S", 5.0)),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +45,6 @@ RANGE_SNIPPETS = 2_000
 # HIDDEN_MAX and counts join per hit instead.
 HIDDEN_TTL_S = 10.0
 HIDDEN_MAX = 50_000
-_HIDDEN_CACHE: dict[tuple[str, str], tuple[float, frozenset[int]]] = {}
 
 
 @functools.lru_cache(maxsize=4)
@@ -75,9 +74,11 @@ class SearchResult:
 
 
 class SearchStore:
-    def __init__(self, reader: Reader):
+    def __init__(self, reader: Reader, shared: Callable[..., Any] | None = None):
         self.r = reader
         self.schema = reader.schema
+        # SessionStore.shared: one computation for a crowd, refreshed behind the requests.
+        self._shared = shared or (lambda name, compute, ttl: compute())
 
     # -- filters -------------------------------------------------------------------------
 
@@ -92,17 +93,17 @@ class SearchStore:
         return keep
 
     def _hidden_ids(self) -> frozenset[int]:
-        """Ids of the messages the active clause leaves out (rewound, not compacted): few,
-        found on the (session_id, active, timestamp) index alone, and shared for a few
-        seconds, so an unfiltered search is counted on the FTS index without a join per hit.
+        """Ids of the messages the active clause leaves out (rewound, not compacted): few, so
+        an unfiltered search is counted on the FTS index without a join per hit. Finding them
+        reads the whole (session_id, active, timestamp) index (~0.2 s on a million messages),
+        so they are shared: computed once for a crowd, refreshed in the background after
+        HIDDEN_TTL_S while the previous set is served, recomputed after Logbook's own changes.
         Only counts use it; the rows shown are always filtered in SQL."""
         if not self._active_clause():
             return frozenset()
-        key = ("hidden", str(self.r.opened.path))
-        now = time.monotonic()
-        hit = _HIDDEN_CACHE.get(key)
-        if hit and now - hit[0] < HIDDEN_TTL_S:
-            return hit[1]
+        return self._shared("hidden-ids", self._read_hidden_ids, HIDDEN_TTL_S)
+
+    def _read_hidden_ids(self) -> frozenset[int]:
         indexed = (
             " INDEXED BY idx_messages_session_active"
             if self.r.scalar(
@@ -114,15 +115,13 @@ class SearchStore:
         compacted = (
             "COALESCE(compacted, 0) = 1" if self.schema.has("messages", "compacted") else "0"
         )
-        ids = frozenset(
+        return frozenset(
             r["id"]
             for r in self.r.rows(
                 f"SELECT id, {compacted} AS kept FROM messages{indexed} WHERE active = 0"
             )
             if not r["kept"]
         )
-        _HIDDEN_CACHE[key] = (now, ids)
-        return ids
 
     def _filters(
         self, f: SearchFilters, *, include_inactive: bool = False
