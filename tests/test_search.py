@@ -523,3 +523,66 @@ def test_hidden_ids_are_read_once_by_a_crowd_and_again_after_logbooks_own_change
             assert lb.search._hidden_ids() == got[0] and len(reads) == 2
     finally:
         SearchStore._read_hidden_ids = original
+
+
+@pytest.mark.parametrize("fixture", ["hermes-v22.db", "hermes-v11.db"])
+def test_a_substring_search_answered_from_the_newest_messages_is_the_whole_first_page(
+    tmp_path, monkeypatch, fixture
+):
+    """A 2-character CJK word is a substring scan of every message. When the newest messages
+    hold a whole first page, and (Hermes 0.19's timestamp order) no older message is dated
+    after that page's last hit, the page comes from them alone, without a search slot, and
+    equals the full scan's page. An older message dated later makes it search everything."""
+    from webui.db import search as search_db
+
+    monkeypatch.setattr(search_db, "RECENT_WINDOW", 60)
+    monkeypatch.setattr(search_db, "RECENT_STEP", 20)
+    db = copy_fixture(fixture, tmp_path)
+    with sqlite3.connect(db) as conn:
+        sid = conn.execute("SELECT id FROM sessions LIMIT 1").fetchone()[0]
+        t0 = conn.execute("SELECT MAX(timestamp) FROM messages").fetchone()[0]  # appended now
+        conn.executemany(
+            "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
+            [(sid, f"第{i}次 通信 测试", t0 + 10 + i) for i in range(120)],
+        )
+
+    def page_ids(client) -> list[int]:
+        return [
+            r["message_id"] for r in client.get("/search?q=通信&format=json").get_json()["results"]
+        ]
+
+    def with_slots_held(app, fn):
+        slots = app.extensions["logbook_search_slots"]
+        held = 0
+        while slots.acquire(blocking=False):
+            held += 1
+        try:
+            return fn()
+        finally:
+            for _ in range(held):
+                slots.release()
+
+    app = make_app(db, tmp_path / "inst")
+    client = app.test_client()
+    full = page_ids(client)  # the full scan (and, on 22, the older messages' newest date)
+    assert len(full) == 50
+    quick = with_slots_held(app, lambda: client.get("/search?q=通信&format=json"))
+    assert quick.status_code == 200
+    assert [r["message_id"] for r in quick.get_json()["results"]] == full
+
+    # An old message dated after every new one: Hermes 0.19 lists it first.
+    with sqlite3.connect(db) as conn:
+        old = conn.execute("SELECT MIN(id) FROM messages").fetchone()[0]
+        conn.execute(
+            "UPDATE messages SET content = '旧的通信', timestamp = ? WHERE id = ?",
+            (t0 + 100_000, old),
+        )
+    app = make_app(db, tmp_path / "inst2")
+    client = app.test_client()
+    full = page_ids(client)
+    if fixture == "hermes-v22.db":
+        assert full[0] == old  # timestamp order
+        assert with_slots_held(app, lambda: client.get("/search?q=通信")).status_code == 503
+    else:
+        assert old not in full  # id order: the newest ids come first
+        assert with_slots_held(app, lambda: page_ids(client)) == full

@@ -7,7 +7,7 @@ import itertools
 from flask import Blueprint, current_app, g, jsonify, request, url_for
 
 from webui.db import BadRequest, SearchFilters, get_logbook
-from webui.db.search import SearchResult, run
+from webui.db.search import SearchResult, run, run_recent
 from webui.hermes.search import plan, query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
 from webui.serve import is_heavy
@@ -91,12 +91,19 @@ def search():
     # ones run like any page (the server's dispatcher classifies them the same way).
     heavy = is_heavy(request.path, request.query_string.decode("latin-1"))
     p = None if g.get("all_profiles") else _plan(lb, query)
-    with search_slot(heavy=heavy or (p is not None and p.route == "like")):
-        if p is None:
-            result, searched, p = _merged(query, f, page)
-        else:
-            result, searched = run(lb.search, p, f, page)
-            complete_snippets(result.rows)
+    # A substring search's first page often lies among the newest messages: answered from
+    # them without a slot when they prove it (webui.db.search.run_recent).
+    quick = run_recent(lb.search, p, f, page) if p is not None else None
+    if quick is not None:
+        result, searched = quick
+        complete_snippets(result.rows)
+    else:
+        with search_slot(heavy=heavy or (p is not None and p.route == "like")):
+            if p is None:
+                result, searched, p = _merged(query, f, page)
+            else:
+                result, searched = run(lb.search, p, f, page)
+                complete_snippets(result.rows)
     args = {
         k: request.args.getlist(k)
         for k in request.args
