@@ -586,3 +586,5 @@ def test_a_substring_search_answered_from_the_newest_messages_is_the_whole_first
     else:
         assert old not in full  # id order: the newest ids come first
         assert with_slots_held(app, lambda: page_ids(client)) == full
+    # More than two words: each is a LIKE per row, so the search waits for a slot as before.
+    assert with_slots_held(app, lambda: client.get("/search?q=通信 测试 次")).status_code == 503

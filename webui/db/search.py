@@ -48,6 +48,9 @@ RANGE_SNIPPETS = 2_000
 # (~0.7 s on a million). The older messages' newest timestamp is read once per floor.
 RECENT_WINDOW = 20_000
 RECENT_STEP = 20_000
+# Only for a word or two: each term is a LIKE per row, and these run beside the pages without
+# a search slot, so their cost must stay that of a page (a many-word bomb takes a slot).
+RECENT_TERMS = 2
 # The ids of hidden (rewound) messages, shared this long between searches; more of them than
 # HIDDEN_MAX and counts join per hit instead.
 HIDDEN_TTL_S = 10.0
@@ -511,7 +514,7 @@ def run_recent(
 ) -> tuple[SearchResult, str] | None:
     """A substring search's first page from the newest messages alone, when they prove it
     (see SearchStore.like_recent); None otherwise. Cheap: needs no search slot."""
-    if plan.route != "like" or page != 1:
+    if plan.route != "like" or page != 1 or len(plan.terms) > RECENT_TERMS:
         return None
     result = store.like_recent(
         plan.terms, f, any_term=plan.like_any, include_inactive=plan.like_inactive
