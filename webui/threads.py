@@ -41,6 +41,25 @@ def start(target: Callable[[], object], name: str) -> threading.Thread:
     return thread
 
 
+def start_in_app(target: Callable[[], object], name: str) -> threading.Thread:
+    """``start`` with the caller's Flask app context and profile: Logbook's queries need the
+    app (its engine) and the request's profile, which a new thread has neither of. Outside
+    an app (a script, a test) ``target`` runs as it is."""
+    from flask import current_app, g, has_app_context
+
+    if not has_app_context():
+        return start(target, name)
+    app = current_app._get_current_object()
+    profile = g.get("profile")
+
+    def run() -> None:
+        with app.app_context():
+            g.profile = profile
+            target()
+
+    return start(run, name)
+
+
 # Pages being answered right now (set by the server's dispatcher). Background Python work (an
 # export producing into its buffer, the rollup's warm-up) checks it between batches and steps
 # aside for a moment: a Python process runs one thread's Python at a time, so a batch loop that

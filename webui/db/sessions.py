@@ -738,29 +738,20 @@ class SessionStore:
                 return
             self._refreshing.add(slot)
 
-        # The queries need the app (its engine) and the request's profile: a thread has
-        # neither of its own. Without them every refresh failed, the slot was dropped and the
-        # next request recounted in line: what the pages under a prune waited for.
-        app = current_app._get_current_object() if has_app_context() else None
-        profile = g.get("profile") if has_app_context() else None
-
         def work() -> None:
             try:
-                if app is None:
-                    self._store(slot, key, compute(), keep)
-                else:
-                    with app.app_context():
-                        g.profile = profile
-                        self._store(slot, key, compute(), keep)
+                self._store(slot, key, compute(), keep)
             except Exception:  # noqa: BLE001 - the next request computes it itself
                 self._cache.pop(slot, None)
-                if app is not None:
-                    app.logger.exception("refreshing %s failed", slot)
+                if has_app_context():
+                    current_app.logger.exception("refreshing %s failed", slot)
             finally:
                 with self._refresh_lock:
                     self._refreshing.discard(slot)
 
-        threads.start(work, f"refresh-{slot[:20]}")
+        # In the app's context: without it every refresh failed, the slot was dropped and
+        # the next request recounted in line (what the pages under a prune waited for).
+        threads.start_in_app(work, f"refresh-{slot[:20]}")
 
     def order_marks(self) -> tuple[Any, Any, Any]:
         """(newest message id, number of sessions, newest start): moves whenever a message is

@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
+from webui import threads
 from webui.db import BadRequest, get_logbook, tz
 from webui.db.rollup import Coverage
 from webui.db.sessions import parse_day
@@ -209,21 +210,17 @@ def _rebuild_later(flight: threading.Lock, q: StatsQuery, key: str) -> None:
     if not _rebuilders.acquire(blocking=False):
         flight.release()
         return
-    app = current_app._get_current_object()
-    profile = g.get("profile")
 
     def work() -> None:
         try:
-            with app.app_context():
-                g.profile = profile
-                _keep_report(q, key)
+            _keep_report(q, key)
         except Exception:  # noqa: BLE001 - the next request computes it itself
-            app.logger.exception("stats report rebuild failed")
+            current_app.logger.exception("stats report rebuild failed")
         finally:
             _rebuilders.release()
             flight.release()
 
-    threading.Thread(target=work, daemon=True, name="stats-rebuild").start()
+    threads.start_in_app(work, "stats-rebuild")
 
 
 def _build_report(q: StatsQuery) -> dict[str, Any]:
