@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from webui import create_app  # noqa: E402
-from webui.db import check_database  # noqa: E402
+from webui.db import check_database, get_logbook  # noqa: E402
 from webui.db.reader import Reader  # noqa: E402
 
 DEFAULT_DB = ROOT / "benchmarks" / "data" / "bench-1m.db"
@@ -40,8 +40,15 @@ class SqlLog:
         self.on = False
 
     def install(self):
+        # A stats report's panels read through the snapshot's own connection (_Bound).
+        from webui.db.stats import _Bound
+
+        for cls in (Reader, _Bound):
+            self._wrap(cls)
+
+    def _wrap(self, cls):
         log = self
-        orig_rows, orig_scalar = Reader.rows, Reader.scalar
+        orig_rows, orig_scalar = cls.rows, cls.scalar
 
         def rows(self, sql, params=(), **kw):
             t = time.perf_counter()
@@ -57,7 +64,7 @@ class SqlLog:
                 log.entries.append(((time.perf_counter() - t) * 1000, 1, sql))
             return out
 
-        Reader.rows, Reader.scalar = rows, scalar
+        cls.rows, cls.scalar = rows, scalar
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--sort", default="cumulative", help="pstats sort key (cumulative, tottime)")
+    ap.add_argument(
+        "--invalidate",
+        action="store_true",
+        help="drop the shared figures before each request, as after a write (stats 'computed')",
+    )
     args = ap.parse_args(argv)
     log = SqlLog()
     log.install()
@@ -89,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         prof = cProfile.Profile()
         times = []
         for _i in range(args.repeat):
+            if args.invalidate:
+                with app.app_context():
+                    get_logbook().sessions.invalidate()
             log.entries.clear()
             log.on = True
             t = time.perf_counter()
