@@ -17,7 +17,9 @@ from webui.hermes.content import pretty_json
 from webui.hermes.origin import chat_type_words, end_reason_words
 from webui.paths import STATIC, TEMPLATES
 from webui.present import filters
+from webui.present.fragments import FragmentCache, list_row_key, message_key
 from webui.present.markdown import highlight_code
+from webui.web.jinja import LogbookEnvironment
 from webui.web.urls import row_url
 
 __version__ = "0.1.0"
@@ -93,6 +95,8 @@ def create_app(
         static_folder=str(STATIC),
         instance_path=instance_path,
     )
+    app.jinja_environment = LogbookEnvironment  # before anything touches app.jinja_env
+    app.jinja_options = {**app.jinja_options, "extensions": [FragmentCache]}
     app.config.from_mapping(DEFAULTS)
     app.config.from_pyfile("config.py", silent=True)
     if config:
@@ -113,6 +117,8 @@ def create_app(
     app.jinja_env.globals["app_version"] = __version__
     app.jinja_env.globals["session_state"] = session_state
     app.jinja_env.globals["row_url"] = row_url
+    app.jinja_env.globals["list_row_key"] = list_row_key
+    app.jinja_env.globals["message_key"] = message_key
     app.jinja_env.filters["end_reason_words"] = end_reason_words
     app.jinja_env.filters["chat_type_words"] = chat_type_words
 

@@ -27,7 +27,7 @@ from webui.hermes.content import (
     pretty_json,
 )
 from webui.hermes.origin import origin_label
-from webui.present import memo
+from webui.present import fragments, memo
 from webui.present.markdown import highlight_code, markdown
 
 MARKDOWN_ROLES = {"user", "assistant"}
@@ -159,6 +159,15 @@ def message_view(
     ]
     view["call_href"] = _maybe(href, links.get(m.get("tool_call_id") or "", {}).get("call"))
     view["reasoning"] = reasoning_blocks(m)
+    # What the rendered message is made of (see present/fragments.py): the row as stored
+    # and the choices made here; its number and date line are added by the key.
+    view["fragment"] = fragments.digest(
+        "message",
+        m,
+        view["call_href"],
+        [c["result_href"] for c in view["tool_calls"]],
+        view["plain_reason"],
+    )
     return view
 
 
