@@ -306,3 +306,42 @@ def test_rendered_text_is_kept_within_its_size_and_shared_entries_stay_unchanged
     assert again["tool_calls"][0]["result_href"] is None
     assert "result_href" not in tool_calls_view(raw)[0]
     assert tool_calls_view(raw)[0]["name"] == 'web_search'
+
+
+@pytest.mark.parametrize("look_ahead", [60, 1, 0])
+def test_every_call_links_its_result_on_every_page(client, generated_db, monkeypatch, look_ahead):
+    """A call's result is found by reading a few messages past the page (LOOK_AHEAD), else
+    by a look through the whole session: both give the right message, page after page."""
+    from webui.db import messages
+
+    monkeypatch.setattr(messages, "LOOK_AHEAD", look_ahead)
+    db, long_id = generated_db
+    truth = dict(
+        sql(
+            db,
+            "SELECT tool_call_id, MIN(id) FROM messages WHERE session_id = ? AND "
+            "tool_call_id IS NOT NULL GROUP BY tool_call_id",
+            (long_id,),
+        )
+    )
+    url, checked = f"/sessions/{long_id}", 0
+    crossed = 0  # calls whose result is on a later page
+    while url:
+        html = client.get(url).get_data(as_text=True)
+        on_page = set(re.findall(r'<article class="msg[^"]*" id="m-(\d+)"', html))
+        for call_id, rest in re.findall(
+            r'<details class="tool-call" id="call-([^"]+)">.*?</details>\s*(<a class="result-link"'
+            r' href="[^"]*#m-\d+")?',
+            html,
+            re.S,
+        ):
+            expected = truth.get(call_id)
+            if expected is None:
+                assert not rest, call_id
+                continue
+            assert rest.endswith(f'#m-{expected}"'), (call_id, rest)
+            crossed += str(expected) not in on_page
+            checked += 1
+        nxt = re.search(r'<div id="more-messages"[^>]*hx-get="([^"]+)"', html)
+        url = nxt.group(1).replace("&amp;", "&") if nxt else None
+    assert checked > 20 and crossed >= 1

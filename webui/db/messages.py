@@ -20,6 +20,10 @@ LEAD_IN = 3
 END_CURSOR = encode_cursor(2**53, 2**62)
 
 
+# Messages read after a page to find the results of its last tool calls.
+LOOK_AHEAD = 60
+
+
 @dataclass
 class MessagePage:
     messages: list[dict[str, Any]]
@@ -203,6 +207,19 @@ class MessageStore:
         if not rows:
             return links
         need_result = [cid for cid, v in links.items() if "result" not in v]
+        if need_result:
+            # A result follows its call: read the next few messages first, on the
+            # (session_id, timestamp) index (a whole long session's scan costs milliseconds),
+            # then look everywhere for whatever is still missing.
+            for r in self.r.rows(
+                "SELECT id, tool_call_id FROM (SELECT id, tool_call_id FROM messages "
+                "WHERE session_id = ? AND timestamp >= ? ORDER BY timestamp, id LIMIT ?) "
+                "WHERE tool_call_id IS NOT NULL",
+                [session_id, rows[-1].get("timestamp"), LOOK_AHEAD],
+            ):
+                if r["tool_call_id"] in links:
+                    links[r["tool_call_id"]].setdefault("result", r["id"])
+            need_result = [cid for cid in need_result if "result" not in links[cid]]
         if need_result:
             for r in self.r.rows(
                 "SELECT id, tool_call_id FROM messages WHERE session_id = ? AND tool_call_id "
