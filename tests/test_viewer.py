@@ -345,3 +345,59 @@ def test_every_call_links_its_result_on_every_page(client, generated_db, monkeyp
         nxt = re.search(r'<div id="more-messages"[^>]*hx-get="([^"]+)"', html)
         url = nxt.group(1).replace("&amp;", "&") if nxt else None
     assert checked > 20 and crossed >= 1
+
+
+def test_header_counts_follow_changes_made_by_hermes(tmp_path):
+    """The header's figures (webui.db.messages.counts) keep the tool-result count per
+    session under the index's fingerprint: after every kind of change Hermes makes (a tool
+    result appended, a rewind, a compaction, a message deleted) they equal a fresh count."""
+    import sqlite3
+
+    from webui.db import get_logbook
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    sid = sql(
+        db, "SELECT session_id FROM messages GROUP BY session_id ORDER BY COUNT(*) DESC LIMIT 1"
+    )[0][0]
+
+    def truth():
+        (row,) = sql(
+            db,
+            "SELECT COUNT(*), COALESCE(SUM(role = 'tool'), 0), MIN(timestamp), MAX(timestamp), "
+            "COALESCE(SUM(active = 0 AND NOT COALESCE(compacted, 0)), 0), "
+            "COALESCE(SUM(active = 0 AND COALESCE(compacted, 0)), 0) FROM messages "
+            "WHERE session_id = ?",
+            (sid,),
+        )
+        return dict(
+            zip(("total", "tool_results", "first_at", "last_at", "rewound", "compacted"), row)
+        )
+
+    def write(query, params=()):
+        conn = sqlite3.connect(db)
+        conn.execute(query, params)
+        conn.commit()
+        conn.close()
+
+    ids = [
+        r[0] for r in sql(db, "SELECT id FROM messages WHERE session_id = ? ORDER BY id", (sid,))
+    ]
+    changes = [
+        (
+            "INSERT INTO messages (session_id, role, content, tool_call_id, timestamp) "
+            "VALUES (?, 'tool', 'ok', 'call_x', 2e9)",
+            (sid,),
+        ),
+        ("UPDATE messages SET active = 0, compacted = 0 WHERE id = ?", (ids[-1],)),
+        ("UPDATE messages SET active = 0, compacted = 1 WHERE id = ?", (ids[0],)),
+        ("DELETE FROM messages WHERE id = ?", (ids[1],)),
+    ]
+    with app.app_context():
+        store = get_logbook().messages
+        assert store.counts(sid) == truth()
+        for query, params in changes:
+            write(query, params)
+            assert store.counts(sid) == truth(), query
+        assert truth()["tool_results"] > 0 and truth()["rewound"] == 1
+        assert truth()["compacted"] == 1

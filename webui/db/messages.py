@@ -4,8 +4,11 @@ id), and the links between tool calls and their results."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
+
+from cachetools import LRUCache
 
 from webui.db.errors import BadRequest
 from webui.db.reader import Reader
@@ -35,6 +38,8 @@ class MessageStore:
     def __init__(self, reader: Reader):
         self.r = reader
         self.schema = reader.schema
+        self._tool_results: LRUCache = LRUCache(maxsize=4096)  # see counts()
+        self._lock = threading.Lock()
 
     @property
     def by_id(self) -> bool:
@@ -95,28 +100,44 @@ class MessageStore:
         return ""
 
     def counts(self, session_id: str) -> dict[str, int]:
-        compacted = "compacted" if self.r.schema.has("messages", "compacted") else "0"
-        extra = (
-            f", COALESCE(SUM(CASE WHEN active = 0 AND NOT COALESCE({compacted}, 0) THEN 1 "
-            f"ELSE 0 END), 0) AS rewound, COALESCE(SUM(CASE WHEN active = 0 AND "
-            f"COALESCE({compacted}, 0) THEN 1 ELSE 0 END), 0) AS compacted"
-            if self.has_active
-            else ", 0 AS rewound, 0 AS compacted"
-        )
+        """A conversation's header figures. Every figure but one comes from the session's
+        entries in an index (no message row read): the count, first and last times, and the
+        inactive ones; the rewound/compacted split reads only the inactive rows. Tool results
+        need each row's role, which costs milliseconds on a long session: that count is kept
+        per session under the index's own fingerprint (how many messages and the sum of
+        their ids), which any message added or removed changes; a message's role is never
+        rewritten in place."""
+        active = "COALESCE(SUM(active = 0), 0)" if self.has_active else "0"
         row = self.r.one(
-            "SELECT COUNT(*) AS total, COALESCE(SUM(role = 'tool'), 0) AS tool_results, "
-            "MIN(timestamp) AS first_at, MAX(timestamp) AS last_at"
-            + extra
-            + " FROM messages WHERE session_id = ?",
+            f"SELECT COUNT(*) AS total, MIN(timestamp) AS first_at, MAX(timestamp) AS last_at, "
+            f"{active} AS inactive, TOTAL(id) AS id_sum FROM messages WHERE session_id = ?",
             [session_id],
-        )
-        return row or {
-            "total": 0,
-            "tool_results": 0,
-            "rewound": 0,
-            "compacted": 0,
-            "first_at": None,
-            "last_at": None,
+        ) or {"total": 0, "first_at": None, "last_at": None, "inactive": 0, "id_sum": 0}
+        compacted = 0
+        if row["inactive"]:
+            flag = "COALESCE(compacted, 0)" if self.r.schema.has("messages", "compacted") else "0"
+            compacted = self.r.scalar(
+                f"SELECT COALESCE(SUM({flag} != 0), 0) FROM messages WHERE session_id = ? "
+                "AND active = 0",
+                [session_id],
+            )
+        stamp = (session_id, row["total"], row["id_sum"])
+        with self._lock:
+            tool_results = self._tool_results.get(stamp)
+        if tool_results is None:
+            tool_results = self.r.scalar(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'tool'",
+                [session_id],
+            )
+            with self._lock:
+                self._tool_results[stamp] = tool_results
+        return {
+            "total": row["total"],
+            "tool_results": tool_results,
+            "first_at": row["first_at"],
+            "last_at": row["last_at"],
+            "rewound": row["inactive"] - compacted,
+            "compacted": compacted,
         }
 
     def position(
