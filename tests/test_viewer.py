@@ -371,7 +371,11 @@ def test_header_counts_follow_changes_made_by_hermes(tmp_path):
             (sid,),
         )
         return dict(
-            zip(("total", "tool_results", "first_at", "last_at", "rewound", "compacted"), row)
+            zip(
+                ("total", "tool_results", "first_at", "last_at", "rewound", "compacted"),
+                row,
+                strict=True,
+            )
         )
 
     def write(query, params=()):
