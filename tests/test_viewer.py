@@ -405,3 +405,44 @@ def test_header_counts_follow_changes_made_by_hermes(tmp_path):
             assert store.counts(sid) == truth(), query
         assert truth()["tool_results"] > 0 and truth()["rewound"] == 1
         assert truth()["compacted"] == 1
+
+
+def test_messages_are_numbered_by_their_place_on_every_kind_of_page(client, generated_db):
+    """Numbers come from a count of earlier messages, skipped only where the page is known
+    to start the conversation: forward, backward, from the end and around ?at=."""
+    db, long_id = generated_db
+    order = [
+        r[0]
+        for r in sql(
+            db, "SELECT id FROM messages WHERE session_id = ? ORDER BY timestamp, id", (long_id,)
+        )
+    ]
+    place = {mid: i + 1 for i, mid in enumerate(order)}
+
+    def check(html: str) -> list[int]:
+        found = re.findall(r'<article class="msg[^"]*" id="m-(\d+)" data-n="(\d+)"', html)
+        assert found
+        for mid, n in found:
+            assert place[int(mid)] == int(n), (mid, n)
+        return [int(m) for m, _ in found]
+
+    seen = check(client.get(f"/sessions/{long_id}").get_data(as_text=True))
+    assert seen[0] == order[0]
+    check(client.get(f"/sessions/{long_id}?at={order[400]}").get_data(as_text=True))
+    end = client.get(f"/sessions/{long_id}?end=1").get_data(as_text=True)
+    assert check(end)[-1] == order[-1]
+    html = end
+    while m := re.search(r'<div id="earlier-messages".*?href="([^"]+)"', html, re.S):
+        html = client.get(
+            m.group(1).replace("&amp;", "&"),
+            headers={"HX-Request": "true", "HX-Target": "earlier-messages"},
+        ).get_data(as_text=True)
+        last_back = check(html)
+    assert last_back[0] == order[0]
+    first = client.get(f"/sessions/{long_id}").get_data(as_text=True)
+    more = re.search(r'<div id="more-messages"[^>]*hx-get="([^"]+)"', first)
+    nxt = client.get(
+        more.group(1).replace("&amp;", "&"),
+        headers={"HX-Request": "true", "HX-Target": "more-messages"},
+    ).get_data(as_text=True)
+    assert check(nxt)[0] == order[len(seen)]

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from cachetools import LRUCache
 from markupsafe import Markup, escape
 
 from webui.db.search import MARK_END, MARK_START
@@ -124,9 +126,51 @@ def message_view(
 ) -> dict[str, Any]:
     """``href(message_id)`` links to another message (same page or the page holding it)."""
     budget = budget or RenderBudget()
+    made_of = fragments.digest("message", m)  # the row as stored
+    view = dict(_row_view(made_of, m))
+    text, formatted = view.pop("_text_len"), view.pop("_formatted")
+    del view["_size"]
+    view["html"] = view["code"] = None
+    view["texts"] = []
+    view["plain_reason"] = None
+    if formatted and not budget.allows(m["id"], text):
+        view["plain_reason"] = text  # shown as plain text, with "render anyway"
+    elif view["role"] in MARKDOWN_ROLES:
+        view["html"] = markdown(view["raw"])
+    elif formatted:
+        view["code"], view["texts"] = json_result(view["raw"])
+    view["tool_calls"] = [
+        {**call, "result_href": _maybe(href, links.get(call["id"], {}).get("result"))}
+        for call in view["tool_calls"]
+    ]
+    view["call_href"] = _maybe(href, links.get(m.get("tool_call_id") or "", {}).get("call"))
+    # What the rendered message is made of (see present/fragments.py): the row and the
+    # choices made here; its number and date line are added by the key.
+    view["fragment"] = fragments.digest(
+        made_of,
+        view["call_href"],
+        [c["result_href"] for c in view["tool_calls"]],
+        view["plain_reason"],
+    )
+    return view
+
+
+_ROW_VIEWS: LRUCache = LRUCache(maxsize=8_000_000, getsizeof=lambda v: v["_size"])
+_ROW_VIEWS_LOCK = threading.Lock()
+
+
+def _row_view(made_of: bytes, m: dict[str, Any]) -> dict[str, Any]:
+    """What a message shows that depends on its row alone (parsed content, tool calls,
+    reasoning), kept under the row's digest: the same messages are shown again and again.
+    Shared between requests: copy before changing."""
+    with _ROW_VIEWS_LOCK:
+        hit = _ROW_VIEWS.get(made_of)
+    if hit is not None:
+        return hit
     role = m.get("role") or "unknown"
     parts = content_parts(m.get("content"))
     text = "\n\n".join(p["text"] for p in parts if p["kind"] == "text")
+    reasoning = reasoning_blocks(m)
     view: dict[str, Any] = {
         "id": m["id"],
         "role": role,
@@ -141,33 +185,15 @@ def message_view(
         # summarised it away, otherwise /rewind undid it.
         "rewound": m.get("active") == 0 and not m.get("compacted"),
         "compacted": m.get("active") == 0 and bool(m.get("compacted")),
-        "html": None,
-        "code": None,
+        "tool_calls": tool_calls_view(m.get("tool_calls")),
+        "reasoning": reasoning,
+        "_text_len": len(text),
+        "_formatted": role in MARKDOWN_ROLES or looks_like_json(text),
     }
-    view["texts"] = []
-    view["plain_reason"] = None
-    formatted = role in MARKDOWN_ROLES or looks_like_json(text)
-    if formatted and not budget.allows(m["id"], len(text)):
-        view["plain_reason"] = len(text)  # shown as plain text, with "render anyway"
-    elif role in MARKDOWN_ROLES:
-        view["html"] = markdown(text)
-    elif looks_like_json(text):
-        view["code"], view["texts"] = json_result(text)
-    view["tool_calls"] = [
-        {**call, "result_href": _maybe(href, links.get(call["id"], {}).get("result"))}
-        for call in tool_calls_view(m.get("tool_calls"))
-    ]
-    view["call_href"] = _maybe(href, links.get(m.get("tool_call_id") or "", {}).get("call"))
-    view["reasoning"] = reasoning_blocks(m)
-    # What the rendered message is made of (see present/fragments.py): the row as stored
-    # and the choices made here; its number and date line are added by the key.
-    view["fragment"] = fragments.digest(
-        "message",
-        m,
-        view["call_href"],
-        [c["result_href"] for c in view["tool_calls"]],
-        view["plain_reason"],
-    )
+    view["_size"] = 2 * len(text) + sum(len(r["text"]) for r in reasoning) + 200
+    if view["_size"] <= _ROW_VIEWS.maxsize // 8:
+        with _ROW_VIEWS_LOCK:
+            _ROW_VIEWS[made_of] = view
     return view
 
 

@@ -170,11 +170,12 @@ def view_session(session_id: str):
             {"session": session, "messages": [message_json(m) for m in page.messages], "next": nxt}
         )
 
-    first_n = (
-        lb.messages.position(
+    first_n = 1 + (
+        0
+        if page.at_start
+        else lb.messages.position(
             session_id, page.messages[0] if page.messages else None, include_rewound
         )
-        + 1
     )
     messages = prepare_messages(
         session_id, page.messages, base_args, first_n=first_n, day_of=session.get("started_at")
