@@ -126,7 +126,7 @@ def message_view(
 ) -> dict[str, Any]:
     """``href(message_id)`` links to another message (same page or the page holding it)."""
     budget = budget or RenderBudget()
-    made_of = fragments.digest("message", m)  # the row as stored
+    made_of = _row_key(m)
     view = dict(_row_view(made_of, m))
     text, formatted = view.pop("_text_len"), view.pop("_formatted")
     del view["_size"]
@@ -155,11 +155,22 @@ def message_view(
     return view
 
 
+def _row_key(m: dict[str, Any]) -> tuple:
+    """The row as stored, as a key: its id and the hash of all its values. A digest of its
+    text (fragments.digest) costs ~10 µs a message; Python's own hash of the values costs a
+    tenth, and cannot be steered by the text stored (str hashing is SipHash with a key drawn
+    per process), so two versions of one message id do not meet under one key."""
+    try:
+        return (m["id"], hash(tuple(m.items())))
+    except TypeError:  # an unhashable value (none comes from SQLite): the full digest
+        return (m["id"], fragments.digest(m))
+
+
 _ROW_VIEWS: LRUCache = LRUCache(maxsize=8_000_000, getsizeof=lambda v: v["_size"])
 _ROW_VIEWS_LOCK = threading.Lock()
 
 
-def _row_view(made_of: bytes, m: dict[str, Any]) -> dict[str, Any]:
+def _row_view(made_of: tuple, m: dict[str, Any]) -> dict[str, Any]:
     """What a message shows that depends on its row alone (parsed content, tool calls,
     reasoning), kept under the row's digest: the same messages are shown again and again.
     Shared between requests: copy before changing."""
