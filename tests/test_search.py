@@ -588,3 +588,68 @@ def test_a_substring_search_answered_from_the_newest_messages_is_the_whole_first
         assert with_slots_held(app, lambda: page_ids(client)) == full
     # More than two words: each is a LIKE per row, so the search waits for a slot as before.
     assert with_slots_held(app, lambda: client.get("/search?q=通信 测试 次")).status_code == 503
+
+
+def test_ranked_pages_ranked_on_the_index_first_equal_the_full_query(tmp_path, monkeypatch):
+    """A ranked page is ranked on the FTS index, then its best hits are filtered (rewound,
+    the session's row, the user's filters); when too few survive, the full query answers.
+    Either way every page equals the full query's page, hit for hit and in order."""
+    from webui.db import search as search_db
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    with sqlite3.connect(db) as conn:
+        sids = [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY id")]
+        t0 = conn.execute("SELECT MAX(timestamp) FROM messages").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
+            [
+                (
+                    sids[i % len(sids)],
+                    ("user", "assistant", "tool")[i % 3],
+                    " ".join(["zebrafish"] * (1 + i % 4) + ["filler"] * (i % 37)),
+                    t0 + i,
+                )
+                for i in range(420)
+            ],
+        )
+        # Rewind a third of the best-ranked hits: the filter must drop them from the pages.
+        best = [
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'zebrafish' "
+                "ORDER BY rank, rowid LIMIT 180"
+            )
+        ]
+        conn.executemany("UPDATE messages SET active = 0 WHERE id = ?", [(i,) for i in best[::3]])
+    calls = {"index": 0, "full": 0}
+    real = search_db.SearchStore._ranked_on_index
+
+    def counting(self, *a, **kw):
+        out = real(self, *a, **kw)
+        calls["index" if out is not None else "full"] += 1
+        return out
+
+    monkeypatch.setattr(search_db.SearchStore, "_ranked_on_index", counting)
+
+    def pages(client, query: str) -> list[list[int]]:
+        return [
+            [
+                r["message_id"]
+                for r in client.get(f"/search?{query}&page={p}&format=json").get_json()["results"]
+            ]
+            for p in (1, 2, 3, 4)
+        ]
+
+    fast = make_app(db, tmp_path / "a").test_client()
+    queries = [
+        "q=zebrafish",
+        "q=zebrafish&role=tool",
+        f"q=zebrafish&source={sql(db, 'SELECT source FROM sessions LIMIT 1')[0][0]}",
+    ]
+    got = {q: pages(fast, q) for q in queries}
+    assert calls["index"] > 0 and calls["full"] > 0  # both routes were taken
+    monkeypatch.setattr(search_db, "OVERFETCH_MAX", 0)  # the full query only
+    full = make_app(db, tmp_path / "b").test_client()
+    for q in queries:
+        assert got[q] == pages(full, q), q
+    assert got["q=zebrafish"][0] and not set(best[::3]) & set(sum(got["q=zebrafish"], []))

@@ -34,6 +34,8 @@ PAGE_SIZE = 50
 # limit; past this, narrow the search).
 MAX_RESULTS = 20_000
 RANK_CAP = 20_000  # above this many matches, newest first instead of bm25
+# Ranked pages up to this deep are ranked on the FTS index first (see _ranked_on_index).
+OVERFETCH_MAX = 1_000
 # Private-use characters mark matches inside snippets; literal ">>>"/"<<<" in messages (Python
 # prompts, heredocs) are then never mistaken for markers.
 MARK_START, MARK_END = "\ue000", "\ue001"
@@ -198,6 +200,43 @@ class SearchStore:
             f"SELECT COUNT(*) FROM (SELECT 1 {counted} LIMIT {RANK_CAP + 1})", [expression, *params]
         )
 
+    def _ranked_on_index(
+        self, table: str, expression: str, where: str, params: list[Any], offset: int
+    ) -> list[int] | None:
+        """A ranked page's ids (PAGE_SIZE + 1 from ``offset``), ranked on the FTS index alone
+        and then filtered: joining every hit to its message and session row before ranking
+        costs twice the ranking itself (76 ms against 23 for a word with 13,700 hits on a
+        million messages). The best ``2 × needed + 50`` hits by (rank, rowid) are read from
+        the index, and only those are checked against the filters (rewound, the session's
+        row, the user's); in that order, the survivors' first ``needed`` are the full query's
+        first ``needed``. None when too few survive (then the full query answers)."""
+        needed = offset + PAGE_SIZE + 1
+        if needed > OVERFETCH_MAX:
+            return None
+        wanted = 2 * needed + 50
+        candidates = [
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT rowid AS id FROM {table} WHERE {table} MATCH ? "
+                "ORDER BY rank, rowid LIMIT ?",
+                [expression, wanted],
+            )
+        ]
+        if not candidates:
+            return []
+        kept = {
+            r["id"]
+            for r in self.r.rows(
+                "SELECT m.id AS id FROM messages m JOIN sessions s ON s.id = m.session_id "
+                f"WHERE m.id IN (SELECT value FROM json_each(?)){where}",
+                [json.dumps(candidates), *params],
+            )
+        }
+        survivors = [i for i in candidates if i in kept]
+        if len(survivors) < needed and len(candidates) == wanted:
+            return None  # more hits lie beyond the candidates: the full query decides
+        return survivors[offset:needed]
+
     # -- FTS routes ------------------------------------------------------------------------
 
     def valid_match(self, table: str, expression: str) -> str | None:
@@ -237,13 +276,19 @@ class SearchStore:
         ranked = n <= RANK_CAP
         order = f"{table}.rank, m.id" if ranked else f"{table}.rowid DESC"
         offset = (page - 1) * PAGE_SIZE
-        ids = [
-            r["id"]
-            for r in self.r.rows(
-                f"SELECT m.id AS id {base} ORDER BY {order} LIMIT ? OFFSET ?",
-                [expression, *params, PAGE_SIZE + 1, offset],
-            )
-        ]
+        ids = (
+            self._ranked_on_index(table, expression, where, params, offset)
+            if ranked and table not in where
+            else None
+        )
+        if ids is None:
+            ids = [
+                r["id"]
+                for r in self.r.rows(
+                    f"SELECT m.id AS id {base} ORDER BY {order} LIMIT ? OFFSET ?",
+                    [expression, *params, PAGE_SIZE + 1, offset],
+                )
+            ]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
         snippets = {}
