@@ -27,7 +27,7 @@ from markupsafe import Markup
 from webui.hermes.activity import session_state
 from webui.present.filters import relative
 
-MAX_CHARS = 8_000_000
+MAX_CHARS = 4_000_000
 
 
 def digest(*parts: Any) -> bytes:

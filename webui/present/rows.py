@@ -166,7 +166,7 @@ def _row_key(m: dict[str, Any]) -> tuple:
         return (m["id"], fragments.digest(m))
 
 
-_ROW_VIEWS: LRUCache = LRUCache(maxsize=8_000_000, getsizeof=lambda v: v["_size"])
+_ROW_VIEWS: LRUCache = LRUCache(maxsize=4_000_000, getsizeof=lambda v: v["_size"])
 _ROW_VIEWS_LOCK = threading.Lock()
 
 
