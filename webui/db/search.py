@@ -36,6 +36,8 @@ MAX_RESULTS = 20_000
 RANK_CAP = 20_000  # above this many matches, newest first instead of bm25
 # Ranked pages up to this deep are ranked on the FTS index first (see _ranked_on_index).
 OVERFETCH_MAX = 1_000
+OVERFETCH_HITS = 1_000_000  # the index's hits counted to size the candidates, at most
+OVERFETCH_CANDIDATES = 5_000  # candidates checked against the filters, at most
 # Private-use characters mark matches inside snippets; literal ">>>"/"<<<" in messages (Python
 # prompts, heredocs) are then never mistaken for markers.
 MARK_START, MARK_END = "\ue000", "\ue001"
@@ -201,19 +203,27 @@ class SearchStore:
         )
 
     def _ranked_on_index(
-        self, table: str, expression: str, where: str, params: list[Any], offset: int
+        self, table: str, expression: str, where: str, params: list[Any], offset: int, n: int
     ) -> list[int] | None:
         """A ranked page's ids (PAGE_SIZE + 1 from ``offset``), ranked on the FTS index alone
         and then filtered: joining every hit to its message and session row before ranking
         costs twice the ranking itself (76 ms against 23 for a word with 13,700 hits on a
-        million messages). The best ``2 × needed + 50`` hits by (rank, rowid) are read from
-        the index, and only those are checked against the filters (rewound, the session's
-        row, the user's); in that order, the survivors' first ``needed`` are the full query's
-        first ``needed``. None when too few survive (then the full query answers)."""
+        million messages). The best hits by (rank, rowid) are read from the index, as many
+        as should hold the page once filtered (``n`` of the index's hits pass the filters:
+        1.5 times the share that implies, plus 50), and only those are checked against the
+        filters (rewound, the session's row, the user's); in that order, the survivors'
+        first ones are the full query's. None when too few survive (then the full query
+        answers)."""
         needed = offset + PAGE_SIZE + 1
         if needed > OVERFETCH_MAX:
             return None
-        wanted = 2 * needed + 50
+        hits = self.r.scalar(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+            [expression, OVERFETCH_HITS],
+        )
+        wanted = min(int(needed * hits / max(n, 1) * 1.5) + 50, hits)
+        if wanted > OVERFETCH_CANDIDATES:
+            return None  # filters so narrow that checking candidates would not pay
         candidates = [
             r["id"]
             for r in self.r.rows(
@@ -227,13 +237,15 @@ class SearchStore:
         kept = {
             r["id"]
             for r in self.r.rows(
-                "SELECT m.id AS id FROM messages m JOIN sessions s ON s.id = m.session_id "
-                f"WHERE m.id IN (SELECT value FROM json_each(?)){where}",
+                # CROSS JOIN keeps this order: from the candidates to their rows, never from
+                # a filtered source's sessions to all their messages.
+                "SELECT m.id AS id FROM json_each(?) c CROSS JOIN messages m ON m.id = c.value "
+                f"CROSS JOIN sessions s ON s.id = m.session_id WHERE 1{where}",
                 [json.dumps(candidates), *params],
             )
         }
         survivors = [i for i in candidates if i in kept]
-        if len(survivors) < needed and len(candidates) == wanted:
+        if len(survivors) < needed and len(candidates) == wanted and wanted < hits:
             return None  # more hits lie beyond the candidates: the full query decides
         return survivors[offset:needed]
 
@@ -277,7 +289,7 @@ class SearchStore:
         order = f"{table}.rank, m.id" if ranked else f"{table}.rowid DESC"
         offset = (page - 1) * PAGE_SIZE
         ids = (
-            self._ranked_on_index(table, expression, where, params, offset)
+            self._ranked_on_index(table, expression, where, params, offset, n)
             if ranked and table not in where
             else None
         )
