@@ -71,6 +71,23 @@ def test_cached_pages_equal_pages_rendered_afresh(v22, tmp_path):
     assert len(kept) > 0  # the rows were kept, so the second requests were served from it
 
 
+def test_a_cached_chat_timeline_equals_one_rendered_afresh(tmp_path):
+    db = copy_fixture("hermes-v22-origins.db", tmp_path / "db")
+    key = sql(
+        db,
+        "SELECT session_key FROM sessions WHERE session_key IS NOT NULL GROUP BY session_key "
+        "ORDER BY COUNT(*) DESC LIMIT 1",
+    )[0][0]
+    cached = make_app(db, tmp_path / "a").test_client()
+    fresh_app = make_app(db, tmp_path / "b")
+    fresh_app.jinja_env.globals["message_key"] = lambda *a: None
+    url = f"/chats/{key}"
+    first = cached.get(url)
+    assert first.status_code == 200 and 'class="msg role-' in first.get_data(as_text=True)
+    again = cached.get(url)
+    assert _norm(first.data) == _norm(again.data) == _norm(fresh_app.test_client().get(url).data)
+
+
 def test_a_renamed_session_shows_its_new_title(v22):
     db, _, client = v22
     client.get("/sessions")
