@@ -185,3 +185,34 @@ def test_attribute_lookup_on_rows_keeps_jinja_semantics():
         "{% for k, v in r.items() %}{{ k }};{% endfor %}|{{ s.upper() }}"
     )
     assert t.render(r=row, s="ab") == "&lt;t&gt;|0|True|title;items;n;|AB"
+
+
+def test_the_stats_figures_are_kept_only_while_their_report_is_shared(tmp_path):
+    """The stats page's figures are kept rendered under their report (its time) and the
+    page's address: the kept page equals a fresh one, and a new report after a write shows
+    the new figures."""
+    db = copy_fixture("hermes-v22-extended.db", tmp_path / "db")
+    app = make_app(db, tmp_path / "a", LOGBOOK_STATS_REUSE_S=0, LOGBOOK_STATS_STALE_S=0)
+    fresh_app = make_app(db, tmp_path / "b", LOGBOOK_STATS_REUSE_S=0, LOGBOOK_STATS_STALE_S=0)
+    fresh_app.jinja_env.fragment_cache.kept = LRUCache(maxsize=0, getsizeof=len)  # keeps none
+    client, fresh = app.test_client(), fresh_app.test_client()
+    url = "/stats?period=all"
+
+    def sessions(body: bytes) -> int:
+        found = re.search(rb"actual cost known for [\d,]+ of ([\d,]+) session", body)
+        return int(found.group(1).replace(b",", b""))
+
+    first = client.get(url)
+    again = client.get(url)
+    assert first.status_code == 200
+    assert len(app.jinja_env.fragment_cache.kept) == 1
+    strip = re.compile(rb"figures of \d+ s ago")
+    assert strip.sub(b"", _norm(first.data)) == strip.sub(b"", _norm(again.data))
+    assert strip.sub(b"", _norm(again.data)) == strip.sub(b"", _norm(fresh.get(url).data))
+    before = sessions(again.data)
+    _write(
+        db,
+        "INSERT INTO sessions (id, source, started_at, input_tokens) VALUES (?, 'cli', ?, 5)",
+        ["kept-figures-test", time.time() - 60],
+    )
+    assert sessions(client.get(url).data) == before + 1

@@ -25,7 +25,7 @@ from webui.db.stats import (
     merge_aux_into_by_model,
 )
 from webui.hermes import listing
-from webui.present import charts
+from webui.present import charts, fragments
 from webui.present.filters import compact, group_cost, money, num
 from webui.present.headline import headline, leaders
 from webui.web.profiles import merged_logbooks
@@ -397,6 +397,29 @@ def build_merged_report(q: StatsQuery) -> dict[str, Any]:
     }
 
 
+class LazyCharts:
+    """build_charts(report), drawn on first use: a page whose figures are kept rendered
+    never needs them."""
+
+    def __init__(self, report: dict[str, Any]):
+        self._report = report
+        self._charts: dict[str, Any] | None = None
+
+    def _all(self) -> dict[str, Any]:
+        if self._charts is None:
+            self._charts = build_charts(self._report)
+        return self._charts
+
+    def __getitem__(self, key: str) -> Any:
+        return self._all()[key]
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self._all()[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+
 @bp.get("/stats")
 def stats():
     date_errors: dict[str, str] = {}
@@ -419,24 +442,38 @@ def stats():
     }
     # A bad date: the page still renders, with the message beside the field, as a 400.
     status = 400 if date_errors else 200
+    heading, before = period_heading(q), previous_words(q)
+    sources, models = lb.sessions.all_sources(), [m["model"] for m in lb.sessions.models()]
     response = render_page(
         "stats.html",
         {"stats-body": "body"},
         report=report,
-        charts=build_charts(report),
+        charts=LazyCharts(report),
+        # The figures below the heading, kept rendered while the report is shared (see
+        # present/fragments.py): this report (its time), the page's address and the words
+        # around it. Its charts are only drawn when it is rendered.
+        body_key=fragments.digest(
+            "stats-body",
+            report.get("as_of"),
+            request.full_path,
+            heading,
+            before,
+            sources,
+            models,
+        ),
         q=q,
         args=args,
         periods=list(PERIODS),
-        sources=lb.sessions.all_sources(),
+        sources=sources,
         date_errors=date_errors,
         presets=period_presets(zone_name=q.tz),
         has_archived=lb.schema.has("sessions", "archived"),
-        heading=period_heading(q),
+        heading=heading,
         headline=headline(report, q.lineage),
         leaders=leaders(report),
-        previous_words=previous_words(q),
+        previous_words=before,
         age_s=int(time.time() - report.get("as_of", time.time())),
-        models=[m["model"] for m in lb.sessions.models()],
+        models=models,
         token_labels=TOKEN_LABELS,
         json_url=url_for("stats.stats", **args, format="json"),
     )
