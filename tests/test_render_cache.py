@@ -53,9 +53,13 @@ def test_cached_pages_equal_pages_rendered_afresh(v22, tmp_path):
     # The same app with no keys: every row rendered as if the tag were not there.
     fresh_app.jinja_env.globals["list_row_key"] = lambda *a: None
     fresh_app.jinja_env.globals["message_key"] = lambda *a: None
+    fresh_app.jinja_env.globals["hit_key"] = lambda *a: None
     fresh = fresh_app.test_client()
     long_id = _longest(db)
+    word = "the"
     urls = [
+        f"/search?q={word}",
+        f"/search?q={word}&group=session",
         "/sessions",
         "/sessions?sort=-cost",
         "/sessions?rows=all",
@@ -66,6 +70,8 @@ def test_cached_pages_equal_pages_rendered_afresh(v22, tmp_path):
     for url in urls:
         first = cached.get(url)
         assert first.status_code == 200, url
+        if url.startswith("/search"):
+            assert b'class="hit"' in first.data, url
         again = cached.get(url)  # now from the cache
         assert _norm(first.data) == _norm(again.data) == _norm(fresh.get(url).data), url
     assert len(kept) > 0  # the rows were kept, so the second requests were served from it

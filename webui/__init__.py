@@ -17,7 +17,7 @@ from webui.hermes.content import pretty_json
 from webui.hermes.origin import chat_type_words, end_reason_words
 from webui.paths import STATIC, TEMPLATES
 from webui.present import filters
-from webui.present.fragments import FragmentCache, list_row_key, message_key
+from webui.present.fragments import FragmentCache, hit_key, list_row_key, message_key
 from webui.present.markdown import highlight_code
 from webui.web.jinja import LogbookEnvironment
 from webui.web.urls import row_url
@@ -119,6 +119,7 @@ def create_app(
     app.jinja_env.globals["row_url"] = row_url
     app.jinja_env.globals["list_row_key"] = list_row_key
     app.jinja_env.globals["message_key"] = message_key
+    app.jinja_env.globals["hit_key"] = hit_key
     app.jinja_env.filters["end_reason_words"] = end_reason_words
     app.jinja_env.filters["chat_type_words"] = chat_type_words
 

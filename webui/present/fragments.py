@@ -53,6 +53,14 @@ def list_row_key(row: dict[str, Any], can_change: bool, script_root: str = "") -
     )
 
 
+def hit_key(hit: dict[str, Any], show_session: bool, terms: Any, script_root: str = "") -> bytes:
+    """A search hit: its values (snippet and context included), whether it names its
+    session, the terms its link highlights, the URL prefix and its relative date."""
+    return digest(
+        "hit", hit, bool(show_session), terms, script_root, relative(hit.get("timestamp"))
+    )
+
+
 def message_key(view: dict[str, Any]) -> tuple | None:
     """A message of a conversation (see rows.message_view, which digests what it is made
     of), with its position and whether it shows its date."""
