@@ -124,13 +124,13 @@ def nbytes(value: Any) -> str:
 
 def _dt(ts: Any) -> datetime | None:
     try:
-        return _local(float(ts))
+        return local_datetime(float(ts))
     except (TypeError, ValueError, OverflowError, OSError):
         return None
 
 
 @lru_cache(maxsize=8192)
-def _local(ts: float) -> datetime:
+def local_datetime(ts: float) -> datetime:
     """A timestamp in the server's time zone. Each row shows its times three ways (ISO for
     the machine, exact on hover, relative), and astimezone() builds a zone each call: kept."""
     return datetime.fromtimestamp(ts).astimezone()

@@ -11,7 +11,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date
 from typing import Any
 
 from cachetools import LRUCache
@@ -30,6 +30,7 @@ from webui.hermes.content import (
 )
 from webui.hermes.origin import origin_label
 from webui.present import fragments, memo
+from webui.present.filters import local_datetime
 from webui.present.markdown import highlight_code, markdown
 
 MARKDOWN_ROLES = {"user", "assistant"}
@@ -320,9 +321,9 @@ def number_and_date(views: list[dict[str, Any]], first_n: int, day_of: Any) -> N
         previous = day if day is not None else previous
 
 
-def _day(ts: Any) -> str | None:
+def _day(ts: Any) -> date | None:
     try:
-        return datetime.fromtimestamp(float(ts)).strftime("%Y-%m-%d")
+        return local_datetime(float(ts)).date()  # kept per timestamp (filters)
     except (TypeError, ValueError, OverflowError, OSError):
         return None
 
