@@ -18,7 +18,7 @@ from webui.hermes.origin import chat_type_words, end_reason_words
 from webui.paths import STATIC, TEMPLATES
 from webui.present import filters
 from webui.present.fragments import FragmentCache, hit_key, list_row_key, message_key
-from webui.present.markdown import highlight_code
+from webui.present.markdown import highlight_json
 from webui.web.jinja import LogbookEnvironment
 from webui.web.urls import row_url
 
@@ -113,7 +113,7 @@ def create_app(
     Htmx(app)
     primary = init_db(app, opened)
     app.jinja_env.filters.update(filters.FILTERS)
-    app.jinja_env.filters["pretty_json_hl"] = lambda v: highlight_code(pretty_json(v), "json")
+    app.jinja_env.filters["pretty_json_hl"] = lambda v: highlight_json(pretty_json(v))
     app.jinja_env.globals["app_version"] = __version__
     app.jinja_env.globals["session_state"] = session_state
     app.jinja_env.globals["row_url"] = row_url

@@ -136,6 +136,12 @@ def highlight_code(code: str, lang: str) -> Markup:
     return Markup(html) if html else escape(code)
 
 
+@memo.by_text(1_000_000)
+def highlight_json(text: str) -> Markup:
+    """highlight_code(text, "json"), kept: a session's model config is shown on every visit."""
+    return highlight_code(text, "json")
+
+
 def pygments_css() -> str:
     """Token colours for light (default) and dark (monokai) themes; the container
     backgrounds come from app.css, so Pygments' own background rules are dropped."""
