@@ -166,7 +166,20 @@ def _lower_priority(by: int) -> None:
         pass
 
 
+def _fixed_mmap_threshold(size: int = 1 << 20) -> None:
+    """glibc raises its mmap threshold each time a large block is freed, so the export's
+    multi-megabyte buffers then come from the heap and their pages stay resident after use;
+    a fixed threshold keeps them mmapped and gives them back when freed. No-op off glibc."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-3, size)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
 def make_server(app, host: str, port: int, threads: int = 8, **overrides):
+    _fixed_mmap_threshold()
     dispatcher = FairDispatcher(threads)
     dispatcher.set_thread_count(threads)
     settings = {
