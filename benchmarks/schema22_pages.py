@@ -52,6 +52,11 @@ PAGES = [
     ("stats 365 d, shared", "/stats?period=365&format=json"),
     ("stats all, shared", "/stats?period=all&format=json"),
 ]
+# The same HTML pages with nothing kept rendered (rows, messages, Markdown): a first visit.
+AFRESH = [
+    ("list HTML, rows rendered afresh", "/sessions"),
+    ("viewer HTML, rendered afresh", "/sessions/{long}"),
+]
 COMPUTED = [
     ("stats 7 d, computed", "/stats?period=7&format=json"),
     ("stats 30 d, computed", "/stats?period=30&format=json"),
@@ -77,6 +82,23 @@ def warm_times(client, url: str, n: int) -> tuple[float, float]:
     return _quantiles(times)
 
 
+def forget_rendered(app) -> None:
+    """Drop every kept rendering: rows and messages (present/fragments.py), message views
+    and the memoised Markdown, JSON and tool calls (present/memo.py)."""
+    from webui.present import markdown, rows
+
+    app.jinja_env.fragment_cache.kept.clear()
+    rows._ROW_VIEWS.clear()
+    for fn in (
+        markdown.markdown,
+        markdown.highlight_json,
+        rows.json_result,
+        rows.tool_calls_view,
+        rows._structured,
+    ):
+        fn.cache.clear()
+
+
 def measure(db: Path, n: int = 15) -> dict[str, tuple[float, float]]:
     from webui.db import get_logbook, start_rollup_warmer
 
@@ -98,6 +120,14 @@ def measure(db: Path, n: int = 15) -> dict[str, tuple[float, float]]:
         )
     for name, url in PAGES:
         out[name] = warm_times(client, url.format(long=long_id), n)
+    for name, url in AFRESH:
+        times = []
+        for _ in range(7):
+            forget_rendered(app)
+            t = time.perf_counter()
+            client.get(url.format(long=long_id)).get_data()
+            times.append((time.perf_counter() - t) * 1000)
+        out[name] = _quantiles(times)
     for name, url in COMPUTED:
         times = []
         for _ in range(5):
