@@ -32,7 +32,6 @@ class MessagePage:
     messages: list[dict[str, Any]]
     next_cursor: str | None  # the page after this one
     prev_cursor: str | None  # the page before this one (when opened in the middle)
-    at_start: bool = False  # its first message is the conversation's first shown one
 
 
 class MessageStore:
@@ -178,7 +177,6 @@ class MessageStore:
             cond, params = self._before(key)
             return self._rows(f"{vis} AND {cond}", [session_id, *params], True, n)
 
-        start_key: Any = None
         if before:
             rows = backward(decode_cursor(before), limit + 1)
             has_prev = len(rows) > limit
@@ -187,6 +185,7 @@ class MessageStore:
             # (unless we came from past the end).
             has_next = bool(rows) and before != END_CURSOR
         else:
+            start_key: Any = None
             if at is not None:
                 anchor = self.r.one(
                     "SELECT timestamp, id FROM messages WHERE id = ? AND session_id = ?",
@@ -214,9 +213,7 @@ class MessageStore:
         prev_cursor = (
             encode_cursor(rows[0]["timestamp"], rows[0]["id"]) if has_prev and rows else None
         )
-        # Known without a count: a page read from the start, or backwards past it.
-        at_start = (not before and start_key is None) if not before else not has_prev
-        return MessagePage(rows, next_cursor, prev_cursor, at_start)
+        return MessagePage(rows, next_cursor, prev_cursor)
 
     def tool_links(self, session_id: str, rows: list[dict[str, Any]]) -> dict[str, dict]:
         """Map tool_call_id → {"call": message id, "result": message id} for the calls and

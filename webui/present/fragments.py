@@ -8,24 +8,23 @@ that differs. The key functions below name those inputs, including the ones that
 the clock (a relative date, live or idle), so a cached row is always the row the template
 would render now.
 
-Bounded by the characters held (an LRU, like present/memo.py); a fragment over an eighth of
-the cache is rendered and not kept.
+Bounded by the characters held (memo.SizedCache); a fragment over an eighth of the cache is
+rendered and not kept.
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from typing import Any
 
-from cachetools import LRUCache
 from jinja2 import nodes
 from jinja2.ext import Extension
 from markupsafe import Markup
 
 from webui.hermes.activity import session_state
 from webui.present.filters import relative
+from webui.present.memo import SizedCache
 
 MAX_CHARS = 4_000_000
 
@@ -75,8 +74,7 @@ class FragmentCache(Extension):
 
     def __init__(self, environment):
         super().__init__(environment)
-        self.kept: LRUCache = LRUCache(maxsize=MAX_CHARS, getsizeof=len)
-        self.lock = threading.Lock()
+        self.kept = SizedCache(MAX_CHARS)
         environment.extend(fragment_cache=self)
 
     def parse(self, parser):
@@ -88,12 +86,9 @@ class FragmentCache(Extension):
     def _render(self, key: Any, caller) -> Markup:
         if key is None:  # nothing to key on: render as if untagged
             return caller()
-        with self.lock:
-            hit = self.kept.get(key)
+        hit = self.kept.find(key)
         if hit is not None:
             return hit
         html = Markup(caller())
-        if len(html) <= self.kept.maxsize // 8:
-            with self.lock:
-                self.kept[key] = html
+        self.kept.keep(key, html)
         return html

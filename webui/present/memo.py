@@ -20,28 +20,42 @@ from cachetools import LRUCache
 T = TypeVar("T")
 
 
+class SizedCache(LRUCache):
+    """A least-recently-used cache bounded by the size of what it holds (``getsizeof``),
+    for use from any thread; an entry larger than an eighth of it is not kept, so one huge
+    value cannot push everything else out."""
+
+    def __init__(self, maxsize: int, getsizeof: Callable[[Any], int] = len):
+        super().__init__(maxsize=maxsize, getsizeof=getsizeof)
+        self._lock = threading.Lock()
+
+    def find(self, key: Any) -> Any:
+        with self._lock:
+            return self.get(key)
+
+    def keep(self, key: Any, value: Any) -> None:
+        if self.getsizeof(value) <= self.maxsize // 8:
+            with self._lock:
+                self[key] = value
+
+
 def by_text(max_chars: int, cost: Callable[[Any], int] = len):
     """Memoise ``fn(text)`` by ``text`` in a least-recently-used cache holding at most
     ``max_chars`` characters (``len(text) + cost(result)`` each)."""
 
     def decorate(fn: Callable[[str], T]) -> Callable[[str], T]:
-        cache: LRUCache = LRUCache(maxsize=max_chars, getsizeof=lambda entry: entry[0])
-        lock = threading.Lock()
+        cache = SizedCache(max_chars, getsizeof=lambda entry: entry[0])
         largest = max_chars // 8
 
         @wraps(fn)
         def run(text: str) -> T:
             if not isinstance(text, str) or len(text) > largest:
                 return fn(text)
-            with lock:
-                hit = cache.get(text)
+            hit = cache.find(text)
             if hit is not None:
                 return hit[1]
             value = fn(text)
-            size = len(text) + cost(value)
-            if size <= largest:
-                with lock:
-                    cache[text] = (size, value)
+            cache.keep(text, (len(text) + cost(value), value))
             return value
 
         run.cache = cache  # type: ignore[attr-defined]

@@ -8,13 +8,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from cachetools import LRUCache
 from markupsafe import Markup, escape
 
 from webui.db.search import MARK_END, MARK_START
@@ -167,16 +165,14 @@ def _row_key(m: dict[str, Any]) -> tuple:
         return (m["id"], fragments.digest(m))
 
 
-_ROW_VIEWS: LRUCache = LRUCache(maxsize=4_000_000, getsizeof=lambda v: v["_size"])
-_ROW_VIEWS_LOCK = threading.Lock()
+_ROW_VIEWS = memo.SizedCache(4_000_000, getsizeof=lambda v: v["_size"])
 
 
 def _row_view(made_of: tuple, m: dict[str, Any]) -> dict[str, Any]:
     """What a message shows that depends on its row alone (parsed content, tool calls,
-    reasoning), kept under the row's digest: the same messages are shown again and again.
-    Shared between requests: copy before changing."""
-    with _ROW_VIEWS_LOCK:
-        hit = _ROW_VIEWS.get(made_of)
+    reasoning), kept under the row's key (_row_key): the same messages are shown again and
+    again. Shared between requests: copy before changing."""
+    hit = _ROW_VIEWS.find(made_of)
     if hit is not None:
         return hit
     role = m.get("role") or "unknown"
@@ -203,9 +199,7 @@ def _row_view(made_of: tuple, m: dict[str, Any]) -> dict[str, Any]:
         "_formatted": role in MARKDOWN_ROLES or looks_like_json(text),
     }
     view["_size"] = 2 * len(text) + sum(len(r["text"]) for r in reasoning) + 200
-    if view["_size"] <= _ROW_VIEWS.maxsize // 8:
-        with _ROW_VIEWS_LOCK:
-            _ROW_VIEWS[made_of] = view
+    _ROW_VIEWS.keep(made_of, view)
     return view
 
 

@@ -170,9 +170,10 @@ def view_session(session_id: str):
             {"session": session, "messages": [message_json(m) for m in page.messages], "next": nxt}
         )
 
+    # No page before this one: it starts the conversation, numbered without a count.
     first_n = 1 + (
         0
-        if page.at_start
+        if page.prev_cursor is None
         else lb.messages.position(
             session_id, page.messages[0] if page.messages else None, include_rewound
         )
