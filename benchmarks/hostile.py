@@ -293,7 +293,9 @@ def main() -> int:
             f"{prune.get('messages_deleted', 0):,} messages removed in the window, "
             f"{prune.get('transactions', 0):,} transactions holding the write lock, longest "
             f"{(prune.get('longest_transaction_s') or 0) * 1000:.0f} ms, "
-            f"{prune.get('transactions_over_100ms', 0)} over the 100 ms budget: "
+            f"{prune.get('transactions_over_100ms', 0)} over the 100 ms budget "
+            f"({prune.get('transactions_abandoned', 0)} rolled back as too slow and retried "
+            "smaller): "
             f"**{'met' if (prune.get('longest_transaction_s') or 0) <= 0.1 else 'missed'}**.",
             f"- Hermes's writer: {wstats['written']:,} messages, **{wstats['failures']} "
             f"failures**; longest wait for the write lock "

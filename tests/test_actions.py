@@ -420,11 +420,11 @@ def test_prune_interrupted_midway_leaves_a_consistent_database(tmp_path, monkeyp
     calls = {"n": 0}
     real_run = Writer.run
 
-    def flaky(self, fn):
+    def flaky(self, fn, **kw):
         calls["n"] += 1
         if calls["n"] == 12:
             raise sqlite3.OperationalError("disk I/O error (simulated crash mid-prune)")
-        return real_run(self, fn)
+        return real_run(self, fn, **kw)
 
     monkeypatch.setattr(Writer, "run", flaky)
     client = app.test_client()

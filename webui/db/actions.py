@@ -26,7 +26,9 @@ from webui.db.writer import (
     MESSAGE_BATCH,
     MESSAGE_BATCH_MAX,
     MESSAGE_BATCH_MIN,
+    STATEMENTS_BUDGET_S,
     TARGET_TXN_S,
+    TooSlow,
     Writer,
 )
 from webui.hermes.rules import Rules, rules_for
@@ -99,6 +101,7 @@ class PruneJob:
     longest_txn_s: float = 0.0
     transactions: int = 0
     txn_times: list[float] = field(default_factory=list, repr=False)
+    abandoned: int = 0  # transactions rolled back as too slow and retried smaller
     # "Export, then delete what was verifiably exported": the backup folder, and the sessions
     # kept because a message arrived after their backup.
     backup_folder: Path | None = None
@@ -402,15 +405,20 @@ class Actions:
         size = MESSAGE_BATCH
         while n > ONE_TXN_MESSAGES:
             used = size
-            gone = self.w.run(
-                lambda c: (
-                    c.execute(
-                        "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE "
-                        f"session_id = ?{bound} ORDER BY timestamp DESC, id DESC LIMIT ?)",
-                        (session_id, *params, used),
-                    ).rowcount
+            try:
+                gone = self.w.run(
+                    lambda c: (
+                        c.execute(
+                            "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE "
+                            f"session_id = ?{bound} ORDER BY timestamp DESC, id DESC LIMIT ?)",
+                            (session_id, *params, used),
+                        ).rowcount
+                    ),
+                    give_up_after=_limit(used > MESSAGE_BATCH_MIN),
                 )
-            )
+            except TooSlow:
+                size = max(MESSAGE_BATCH_MIN, used // 2)
+                continue
             if not gone:
                 break
             size = _adapt(used, self.w.last_transaction_s, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX)
@@ -756,57 +764,56 @@ class Actions:
                 pending = self.r.scalar(
                     f"SELECT COUNT(*) FROM messages WHERE session_id IN ({marks})", ids
                 )
-                # 1. Only when the batch's transcripts are too long for one short transaction:
-                #    their messages first, a bounded number per transaction, only of sessions
-                #    that still match the rule (one may have been resumed meanwhile). Usually
-                #    the batch goes whole in step 2, as Hermes does it: one transaction.
-                #    Journaled first, so that a kill between the steps is finished later.
-                if pending > ONE_TXN_MESSAGES:
-                    entry = self._journal_if_long("prune", dict.fromkeys(ids))
-                while pending > ONE_TXN_MESSAGES:
-                    used = msg_batch
-                    n = self.w.run(
-                        lambda c: (
-                            c.execute(
-                                f"DELETE FROM messages WHERE id IN (SELECT m.id FROM messages m JOIN "
-                                f"sessions s ON s.id = m.session_id WHERE m.session_id IN ({marks}) AND "
-                                f"{sw} LIMIT ?)",
-                                [*ids, *sp, min(used, pending - ONE_TXN_MESSAGES)],
-                            ).rowcount
+                whole_at = ONE_TXN_MESSAGES
+                while True:
+                    # 1. Only when the batch's transcripts are too long for one short
+                    #    transaction: their messages first, a bounded number per transaction,
+                    #    only of sessions that still match the rule (one may have been resumed
+                    #    meanwhile). Usually the batch goes whole in step 2, as Hermes does it:
+                    #    one transaction. Journaled first, so that a kill between the steps is
+                    #    finished later.
+                    if pending > whole_at and entry is None:
+                        entry = self._journal_if_long("prune", dict.fromkeys(ids))
+                    while pending > whole_at:
+                        size = min(msg_batch, pending - whole_at)
+                        try:
+                            n = self.w.run(
+                                lambda c, size=size: (
+                                    c.execute(
+                                        f"DELETE FROM messages WHERE id IN (SELECT m.id FROM "
+                                        f"messages m JOIN sessions s ON s.id = m.session_id "
+                                        f"WHERE m.session_id IN ({marks}) AND {sw} LIMIT ?)",
+                                        [*ids, *sp, size],
+                                    ).rowcount
+                                ),
+                                give_up_after=_limit(size > MESSAGE_BATCH_MIN),
+                            )
+                        except TooSlow:
+                            self._note(job, self.w.last_transaction_s, abandoned=True)
+                            msg_batch = max(MESSAGE_BATCH_MIN, size // 2)
+                            continue
+                        self._note(job, self.w.last_transaction_s)
+                        job.messages_deleted += n
+                        msg_batch = _adapt(
+                            size, self.w.last_transaction_s, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX
                         )
-                    )
-                    took = self.w.last_transaction_s
-                    self._note(job, took)
-                    job.messages_deleted += n
-                    msg_batch = _adapt(used, took, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX)
-                    pending -= n
-                    if n == 0:
+                        pending -= n
+                        if n == 0:
+                            break
+
+                    # 2. the rows themselves, Hermes's order: orphan children, messages,
+                    #    sessions. Too slow (a merge, a busy core): rolled back whole, and the
+                    #    same sessions are tried again with fewer messages left to go with them.
+                    try:
+                        sessions_gone, messages_gone = self.w.run(
+                            lambda c: self._remove_rows(c, ids, marks, sw, sp),
+                            give_up_after=_limit(whole_at > 0 and pending > 0),
+                        )
                         break
-
-                # 2. the rows themselves, Hermes's order: orphan children, messages, sessions
-                def fn(conn: sqlite3.Connection) -> tuple[int, int]:
-                    live = [
-                        r[0]
-                        for r in conn.execute(
-                            f"SELECT id FROM sessions s WHERE id IN ({marks}) AND {sw}", [*ids, *sp]
-                        )
-                    ]
-                    if not live:
-                        return 0, 0
-                    lm = ",".join("?" * len(live))
-                    conn.execute(
-                        f"UPDATE sessions SET parent_session_id = NULL WHERE "
-                        f"parent_session_id IN ({lm})",
-                        live,
-                    )
-                    msgs = conn.execute(
-                        f"DELETE FROM messages WHERE session_id IN ({lm})", live
-                    ).rowcount
-                    return conn.execute(
-                        f"DELETE FROM sessions WHERE id IN ({lm})", live
-                    ).rowcount, msgs
-
-                sessions_gone, messages_gone = self.w.run(fn)
+                    except TooSlow:
+                        self._note(job, self.w.last_transaction_s, abandoned=True)
+                        whole_at //= 2
+                        batch = max(1, batch // 2)
                 if entry is not None:
                     # A session that stopped matching between the steps (a new message resumed
                     # it) keeps its row and what is left of its transcript: named in the result.
@@ -844,7 +851,29 @@ class Actions:
             job.done = True
             job.finished = time.time()
 
-    def _note(self, job: PruneJob, took: float) -> None:
+    @staticmethod
+    def _remove_rows(
+        conn: sqlite3.Connection, ids: list[str], marks: str, rule: str, params: list
+    ) -> tuple[int, int]:
+        """A prune batch's own transaction: of ``ids``, the sessions that still match the
+        rule go, with what is left of their messages; their children are orphaned."""
+        live = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT id FROM sessions s WHERE id IN ({marks}) AND {rule}", [*ids, *params]
+            )
+        ]
+        if not live:
+            return 0, 0
+        lm = ",".join("?" * len(live))
+        conn.execute(
+            f"UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN ({lm})", live
+        )
+        msgs = conn.execute(f"DELETE FROM messages WHERE session_id IN ({lm})", live).rowcount
+        return conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})", live).rowcount, msgs
+
+    def _note(self, job: PruneJob, took: float, abandoned: bool = False) -> None:
+        job.abandoned += abandoned
         job.transactions += 1
         job.longest_txn_s = max(job.longest_txn_s, took)
         job.txn_times.append(took)
@@ -854,6 +883,12 @@ class Actions:
         if job is None:
             raise NotFound("No such prune job (the server may have restarted).")
         return job
+
+
+def _limit(cut: bool) -> float | None:
+    """The statements' time limit for a batch that can still be cut smaller; a batch at its
+    smallest runs to the end (it must make progress)."""
+    return STATEMENTS_BUDGET_S if cut else None
 
 
 def _adapt(size: int, took: float, lo: int, hi: int) -> int:

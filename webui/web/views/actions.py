@@ -482,6 +482,7 @@ def prune_job(job_id: str):
                 "longest_transaction_s": job.longest_txn_s,
                 "transactions": job.transactions,
                 "transactions_over_100ms": sum(1 for t in job.txn_times if t > 0.1),
+                "transactions_abandoned": job.abandoned,
                 "size_bytes": lb.size_bytes(),
                 "kept": job.kept,
                 "partial": job.partial,
