@@ -312,27 +312,31 @@ def test_threads_a_lowered_worker_starts_run_at_the_servers_priority():
 
 
 def test_cheap_requests_go_to_a_full_priority_worker_when_one_is_free(tmp_path):
-    """Eight workers, six of them lowered for heavy work: pages asked one after another (and
-    two at a time) all run at the server's priority; a lowered worker takes a page only when
-    both full-priority ones are busy."""
+    """Eight page workers at the server's priority, four lowered ones for heavy work: pages
+    asked one after another, then eight at a time, all run at the server's priority; a
+    lowered worker takes a page only when all eight page workers are busy."""
     import threading
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
     ran: list[int] = []
+    lock = threading.Lock()
 
     def probe():
         with open("/proc/thread-self/stat") as f:
-            ran.append(int(f.read().rsplit(")", 1)[1].split()[16]))
-        time.sleep(0.2)
+            nice = int(f.read().rsplit(")", 1)[1].split()[16])
+        with lock:
+            ran.append(nice)
+        time.sleep(0.3)
         return "ok"
 
     app.add_url_rule("/probe-priority", "probe_priority", probe)
     srv = LiveServer(app, threads=8)
     try:
-        for _ in range(6):
+        assert srv.server.task_dispatcher.total == 12
+        for _ in range(4):
             assert _get(srv.url + "/probe-priority")[0] == 200
-        for n in (2, 3):  # two at a time, then three
+        for n in (8, 9):  # eight at a time, then nine
             at_once = [
                 threading.Thread(target=_get, args=(srv.url + "/probe-priority",)) for _ in range(n)
             ]
@@ -343,8 +347,8 @@ def test_cheap_requests_go_to_a_full_priority_worker_when_one_is_free(tmp_path):
     finally:
         srv.close()
     base = os.getpriority(os.PRIO_PROCESS, 0)
-    assert ran[:8] == [base] * 8, ran
-    assert sorted(ran[8:]) == [base, base, min(19, base + 10)], ran
+    assert ran[:12] == [base] * 12, ran
+    assert sorted(ran[12:]) == [base] * 8 + [min(19, base + 10)], ran
 
 
 def test_background_work_steps_aside_while_pages_are_answered(tmp_path):

@@ -3,19 +3,22 @@
 
 Waitress hands requests to its workers first come, first served: twenty clients sending search
 bombs would take every worker and the list page would wait behind them. ``FairDispatcher``
-keeps two queues instead. Cheap requests (pages, fragments, JSON twins, simple searches) go
-first, always. Heavy ones (exports, searches that may scan the whole index) run on at most
-``threads - 2`` workers, so two are always left for the cheap; a heavy request that waited
-longer than ``SHED_AFTER_S`` for a worker is answered "busy" at once by the next free one. The
-time a request waited counts against its deadline (webui.web.limits), so a search bomb ends
-within its deadline from when it arrived, not from when a worker took it.
+keeps two queues instead, and two sets of workers. Cheap requests (pages, fragments, JSON
+twins, simple searches) have ``threads`` workers of their own and go first, always. Heavy ones
+(exports, searches that may scan the whole index) run on ``threads // 2`` more workers kept for
+them; a heavy request that waited longer than ``SHED_AFTER_S`` for a worker is answered "busy"
+at once by the next free one. The time a request waited counts against its deadline
+(webui.web.limits), so a search bomb ends within its deadline from when it arrived, not from
+when a worker took it. (How many heavy requests really work at once is capped further: one
+search slot, a quarter of ``threads`` for exports.)
 
-Heavy requests run only on the first ``threads - 2`` workers, and those run at a lower CPU
-priority (nice +10, where the system allows it): on a machine whose cores a search bomb keeps
-busy, the pages, Logbook's own prune and Hermes's gateway get the CPU first. A cheap request
-goes to a full-priority worker when one is free, and to a lowered one only when none is (a
-thread cannot raise its priority again without privileges, so the page must be given to the
-right thread: measured beside search bombs, pages on the lowered workers took 5-10x longer)."""
+The heavy workers run at a lower CPU priority (nice +10, where the system allows it): on a
+machine whose cores a search bomb keeps busy, the pages, Logbook's own prune and Hermes's
+gateway get the CPU first. A cheap request goes to a lowered worker only when every page worker
+is busy (a thread cannot raise its priority again without privileges, so a page must be given
+to the right thread: measured beside search bombs, pages on the lowered workers took 5-10x
+longer; and under eight users with two page workers, the pages that landed on the six lowered
+ones waited behind the others, which made the load benchmark's p95)."""
 
 from __future__ import annotations
 
@@ -66,7 +69,9 @@ def is_heavy(path: str, query: str) -> bool:
 class FairDispatcher(ThreadedTaskDispatcher):
     def __init__(self, threads: int, shed_after_s: float = SHED_AFTER_S):
         super().__init__()
-        self.heavy_max = max(1, threads - 2)
+        # Workers 0 .. heavy_max-1 are the lowered heavy ones, the next ``threads`` the pages'.
+        self.heavy_max = max(1, threads // 2)
+        self.total = threads + self.heavy_max
         self.shed_after_s = shed_after_s
         self.heavy: deque[tuple[float, object]] = deque()
         self.heavy_running = 0
@@ -181,9 +186,9 @@ def _fixed_mmap_threshold(size: int = 1 << 20) -> None:
 def make_server(app, host: str, port: int, threads: int = 8, **overrides):
     _fixed_mmap_threshold()
     dispatcher = FairDispatcher(threads)
-    dispatcher.set_thread_count(threads)
+    dispatcher.set_thread_count(dispatcher.total)
     settings = {
-        "threads": threads,
+        "threads": dispatcher.total,
         "ident": "",  # no Server header (no version disclosure)
         # Idle keep-alive connections must not lock others out: they are closed after 15 s of
         # silence (checked every 5 s), and up to 500 may be open at once.

@@ -19,8 +19,8 @@ def init_app(app: Flask) -> None:
         app.config.get("LOGBOOK_REQUEST_DEADLINE") or app.config["LOGBOOK_QUERY_TIME_LIMIT"]
     )
     threads = int(app.config.get("LOGBOOK_THREADS") or 8)
-    # An eighth of the workers run heavy searches at once (with the exports' quarter, most
-    # stay free for pages even before the server's dispatcher keeps two for cheap requests).
+    # An eighth of the workers run heavy searches at once, a quarter exports (webui.web.streams);
+    # the server's dispatcher runs both on workers of their own, never on the pages'.
     app.extensions["logbook_search_slots"] = threading.BoundedSemaphore(max(1, threads // 8))
 
     @app.before_request
