@@ -25,6 +25,8 @@ from webui.db import sql
 from webui.db.errors import BadRequest, LogbookDBError
 from webui.db.reader import Reader
 from webui.db.sessions import date_range, like_escape
+from webui.db.snippets import mirror_declaration
+from webui.db.snippets import snippets as mirror_snippets
 from webui.hermes.content import plain_text
 from webui.hermes.origin import ORIGIN_COLUMNS
 from webui.hermes.search import Plan, explain_fts_problem
@@ -316,36 +318,7 @@ class SearchStore:
             ]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
-        snippets = {}
-        if ids:
-            select = (
-                f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) "
-                f"AS snippet FROM {table} WHERE {table} MATCH ? AND "
-            )
-            # snippet() for "rowid IN (…)" evaluates the query once per id, which for a
-            # prefix (deploy*) means expanding it each time. When the page's ids lie in a
-            # range holding few other matches (newest-first pages are consecutive matches,
-            # less the filtered-out ones), one scan of that range does it in a single pass.
-            in_range = self.r.scalar(
-                f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ?",
-                [expression, min(ids), max(ids)],
-            )
-            if in_range > max(4 * len(ids), RANGE_SNIPPETS if "*" in expression else 0):
-                rows = self.r.rows(
-                    select + f"rowid IN ({','.join('?' * len(ids))})",
-                    [MARK_START, MARK_END, expression, *ids],
-                )
-            else:
-                wanted = set(ids)
-                rows = [
-                    r
-                    for r in self.r.rows(
-                        select + "rowid BETWEEN ? AND ?",
-                        [MARK_START, MARK_END, expression, min(ids), max(ids)],
-                    )
-                    if r["id"] in wanted
-                ]
-            snippets = {r["id"]: r["snippet"] for r in rows}
+        snippets = self._snippets(table, expression, ids) if ids else {}
         rows = self._hydrate(ids)
         for row in rows:
             row["snippet"] = snippets.get(row["message_id"], "")
@@ -463,6 +436,52 @@ class SearchStore:
     @property
     def _content(self) -> str:
         return "m.content" if self.schema.has("messages", "content") else "NULL"
+
+    def _snippets(self, table: str, expression: str, ids: list[int]) -> dict[int, str]:
+        """rowid -> snippet for a page's hits: from a mirror of the page's rows
+        (webui.db.snippets) when the table's declaration can be copied, else from the table."""
+        declaration = mirror_declaration(
+            self.r.scalar("SELECT sql FROM sqlite_master WHERE name = ?", [table]) or ""
+        )
+        if declaration is not None:
+            docs = self.r.rows(
+                f"SELECT rowid AS id, * FROM {table} WHERE rowid IN ({sql.in_list(len(ids))})",
+                ids,
+            )
+            try:
+                return mirror_snippets(
+                    declaration, docs, expression, (MARK_START, MARK_END), SNIPPET_TOKENS
+                )
+            except sqlite3.Error:
+                pass  # the table itself answers (and a passed deadline is reported there)
+        select = (
+            f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) "
+            f"AS snippet FROM {table} WHERE {table} MATCH ? AND "
+        )
+        # snippet() for "rowid IN (…)" evaluates the query once per id, which for a prefix
+        # (deploy*) means expanding it each time. When the page's ids lie in a range holding
+        # few other matches (newest-first pages are consecutive matches, less the
+        # filtered-out ones), one scan of that range does it in a single pass.
+        in_range = self.r.scalar(
+            f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ?",
+            [expression, min(ids), max(ids)],
+        )
+        if in_range > max(4 * len(ids), RANGE_SNIPPETS if "*" in expression else 0):
+            rows = self.r.rows(
+                select + f"rowid IN ({','.join('?' * len(ids))})",
+                [MARK_START, MARK_END, expression, *ids],
+            )
+        else:
+            wanted = set(ids)
+            rows = [
+                r
+                for r in self.r.rows(
+                    select + "rowid BETWEEN ? AND ?",
+                    [MARK_START, MARK_END, expression, min(ids), max(ids)],
+                )
+                if r["id"] in wanted
+            ]
+        return {r["id"]: r["snippet"] for r in rows}
 
     def _hydrate(self, ids: list[int]) -> list[dict[str, Any]]:
         if not ids:
