@@ -104,7 +104,7 @@ def test_mirror_snippets_equal_fts5_snippets_on_every_fixture(name, tmp_path):
                 list(real),
             )
             names = [d[0] for d in cur.description]
-            docs = [dict(zip(names, r)) for r in cur.fetchall()]
+            docs = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
             mirrored = snippet_mirror.snippets(
                 declaration, docs, q, (MARK_START, MARK_END), SNIPPET_TOKENS
             )
