@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -374,3 +376,81 @@ def test_background_work_steps_aside_while_pages_are_answered(tmp_path):
         assert 0.04 <= threads.make_way(0.05) < 0.5
     finally:
         threads.page_ended()
+
+
+def _concurrency_probe(app, hold_s: float):
+    """A route that holds its worker ``hold_s`` and records how many ran at once."""
+    import threading
+
+    state = {"now": 0, "most": 0}
+    lock = threading.Lock()
+
+    def probe():
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(hold_s)
+        with lock:
+            state["now"] -= 1
+        return "ok"
+
+    app.add_url_rule("/probe-turns", "probe_turns", probe)
+    return state
+
+
+def _at_once(url: str, n: int) -> list[tuple[int, float]]:
+    import threading
+
+    out: list[tuple[int, float]] = []
+    ts = [threading.Thread(target=lambda: out.append(_get(url, timeout=10)[:2])) for _ in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return out
+
+
+def test_pages_take_turns_a_few_at_a_time():
+    """Eight pages asked at once on eight page workers run at most cores + 1 at a time (each
+    then runs at full speed instead of sharing the cores eight ways); all are answered."""
+    from webui.serve import ADMIT_EXTRA, _cores
+
+    db = copy_fixture("hermes-v22.db", Path(tempfile.mkdtemp()))
+    app = make_app(db, db.parent / "inst")
+    state = _concurrency_probe(app, 0.15)
+    srv = LiveServer(app, threads=8)
+    try:
+        results = _at_once(srv.url + "/probe-turns", 8)
+    finally:
+        srv.close()
+    assert [s for s, _ in results] == [200] * 8
+    assert state["most"] == min(8, _cores() + ADMIT_EXTRA), state
+
+
+def test_a_page_slow_for_its_own_reasons_does_not_hold_the_others_beyond_their_wait():
+    """When every turn is held by a page that takes long, the next page waits ADMIT_WAIT_S at
+    most, then runs anyway."""
+    from webui.serve import ADMIT_EXTRA, ADMIT_WAIT_S, _cores
+
+    db = copy_fixture("hermes-v22.db", Path(tempfile.mkdtemp()))
+    app = make_app(db, db.parent / "inst")
+    turns = _cores() + ADMIT_EXTRA
+    state = _concurrency_probe(app, 2.0)
+    srv = LiveServer(app, threads=8)
+    try:
+        import threading
+
+        holders = [
+            threading.Thread(target=_get, args=(srv.url + "/probe-turns",)) for _ in range(turns)
+        ]
+        for t in holders:
+            t.start()
+        time.sleep(0.3)
+        status, took, _h = _get(srv.url + "/sessions")
+        for t in holders:
+            t.join()
+    finally:
+        srv.close()
+    assert status == 200
+    assert ADMIT_WAIT_S - 0.05 < took < ADMIT_WAIT_S + 1.0, took
+    assert state["most"] == turns
