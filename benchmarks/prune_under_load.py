@@ -79,7 +79,8 @@ def main() -> int:
                 "seconds": round(took, 1),
                 "error": job.error,
                 "writer": {
-                    k: stats.get(k) for k in ("written", "failures", "retries", "max_wait_s")
+                    k: stats.get(k)
+                    for k in ("written", "failures", "retries", "max_wait_s", "errors")
                 },
             }
         )

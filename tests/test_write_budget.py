@@ -103,3 +103,13 @@ def test_a_prune_whose_batches_all_run_too_long_still_removes_exactly_its_sessio
     after = _per_session(db)
     assert after == {s: n for s, n in before.items() if s not in doomed}
     assert fts_consistent(db) == 0
+
+
+def test_a_batch_that_cannot_be_cut_is_tried_under_the_limit_a_few_times_then_runs_to_the_end():
+    from webui.db.actions import SMALLEST_TRIES, STATEMENTS_BUDGET_S, _limit
+
+    assert _limit(True, 0) == _limit(True, 99) == STATEMENTS_BUDGET_S
+    assert [_limit(False, n) for n in range(SMALLEST_TRIES + 1)] == [
+        *[STATEMENTS_BUDGET_S] * SMALLEST_TRIES,
+        None,
+    ]

@@ -21,7 +21,8 @@ def execute_write(conn: sqlite3.Connection, fn, stats: dict) -> None:
                 fn(conn)
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite may have rolled back already
+                    conn.execute("ROLLBACK")
                 raise
             stats["max_wait_s"] = max(stats["max_wait_s"], time.perf_counter() - started)
             return

@@ -403,6 +403,7 @@ class Actions:
         )
         total = 0
         size = MESSAGE_BATCH
+        slow = 0  # batches at the smallest size rolled back in a row
         while n > ONE_TXN_MESSAGES:
             used = size
             try:
@@ -414,11 +415,13 @@ class Actions:
                             (session_id, *params, used),
                         ).rowcount
                     ),
-                    give_up_after=_limit(used > MESSAGE_BATCH_MIN),
+                    give_up_after=_limit(used > MESSAGE_BATCH_MIN, slow),
                 )
             except TooSlow:
+                slow += used <= MESSAGE_BATCH_MIN
                 size = max(MESSAGE_BATCH_MIN, used // 2)
                 continue
+            slow = 0
             if not gone:
                 break
             size = _adapt(used, self.w.last_transaction_s, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX)
@@ -765,6 +768,7 @@ class Actions:
                     f"SELECT COUNT(*) FROM messages WHERE session_id IN ({marks})", ids
                 )
                 whole_at = ONE_TXN_MESSAGES
+                slow = 0  # transactions that could not be cut smaller, rolled back in a row
                 while True:
                     # 1. Only when the batch's transcripts are too long for one short
                     #    transaction: their messages first, a bounded number per transaction,
@@ -786,12 +790,14 @@ class Actions:
                                         [*ids, *sp, size],
                                     ).rowcount
                                 ),
-                                give_up_after=_limit(size > MESSAGE_BATCH_MIN),
+                                give_up_after=_limit(size > MESSAGE_BATCH_MIN, slow),
                             )
                         except TooSlow:
                             self._note(job, self.w.last_transaction_s, abandoned=True)
+                            slow += size <= MESSAGE_BATCH_MIN
                             msg_batch = max(MESSAGE_BATCH_MIN, size // 2)
                             continue
+                        slow = 0
                         self._note(job, self.w.last_transaction_s)
                         job.messages_deleted += n
                         msg_batch = _adapt(
@@ -807,12 +813,15 @@ class Actions:
                     try:
                         sessions_gone, messages_gone = self.w.run(
                             lambda c: self._remove_rows(c, ids, marks, sw, sp),
-                            give_up_after=_limit(whole_at > 0 and pending > 0),
+                            give_up_after=_limit(whole_at > 0 and pending > 0, slow),
                         )
                         break
                     except TooSlow:
                         self._note(job, self.w.last_transaction_s, abandoned=True)
-                        whole_at //= 2
+                        if whole_at > 0 and pending > 0:
+                            whole_at = min(whole_at, pending) // 2
+                        else:
+                            slow += 1
                         batch = max(1, batch // 2)
                 if entry is not None:
                     # A session that stopped matching between the steps (a new message resumed
@@ -885,10 +894,15 @@ class Actions:
         return job
 
 
-def _limit(cut: bool) -> float | None:
-    """The statements' time limit for a batch that can still be cut smaller; a batch at its
-    smallest runs to the end (it must make progress)."""
-    return STATEMENTS_BUDGET_S if cut else None
+# A batch that cannot be cut smaller is still tried this many times under the time limit (a
+# busy core or a merge passes) before it runs to the end: the work must make progress.
+SMALLEST_TRIES = 3
+
+
+def _limit(cut: bool, slow: int) -> float | None:
+    """The statements' time limit for a batch that can still be cut smaller, or whose
+    smallest size has not yet been rolled back SMALLEST_TRIES times in a row."""
+    return STATEMENTS_BUDGET_S if cut or slow < SMALLEST_TRIES else None
 
 
 def _adapt(size: int, took: float, lo: int, hi: int) -> int:
