@@ -366,3 +366,43 @@ def test_figures_recounted_in_the_background_are_counted_by_the_apps_own_reader(
     lb.sessions.invalidate()
     with app.test_request_context("/sessions"):
         assert lb.sessions.count(q)[0] == n0 + 1  # and it is what a fresh count says
+
+
+def test_a_kept_order_checks_its_page_with_only_that_pages_tips(tmp_path, monkeypatch):
+    """The kept last-activity order checks the page's rows against the filters with the tips
+    of just those rows (not every chain's): pages equal those checked with every tip, also
+    under filters on values a compression root takes from its tip (model, end reason)."""
+    from webui.db.sessions import SessionStore
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    models = [r[0] for r in sql(db, "SELECT DISTINCT model FROM sessions WHERE model IS NOT NULL")]
+    urls = ["/sessions?sort=-last_active&format=json&limit=7"]
+    urls += [f"/sessions?sort=-last_active&format=json&model={m}" for m in models]
+    urls += ["/sessions?sort=-last_active&format=json&end_reason=compression"]
+
+    def pages(client):
+        out = []
+        for url in urls:
+            body = client.get(url).get_json()
+            out.append([r["id"] for r in body["sessions"]])
+            if body.get("next"):
+                out.append(
+                    [
+                        r["id"]
+                        for r in client.get(body["next"] + "&format=json").get_json()["sessions"]
+                    ]
+                )
+        return out
+
+    restricted = pages(make_app(db, tmp_path / "a").test_client())
+    real = SessionStore.source_sql
+    seen = []
+
+    def every_tip(self, q, uses="t.", only=None):
+        seen.append(only)
+        return real(self, q, uses)
+
+    monkeypatch.setattr(SessionStore, "source_sql", every_tip)
+    assert pages(make_app(db, tmp_path / "b").test_client()) == restricted
+    assert any(o for o in seen), "the page check passed only its own sessions"
+    assert sum(len(p) for p in restricted) > 20

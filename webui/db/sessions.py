@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as dtime
@@ -310,14 +310,22 @@ class SessionStore:
         )
         return f"(s.parent_session_id IS NULL OR {branch}) AND {self._marker('s', '_delegate_from')} IS NULL"
 
-    def source_sql(self, q: SessionQuery, uses: str = "t.") -> tuple[str, str, list[Any]]:
+    def source_sql(
+        self, q: SessionQuery, uses: str = "t.", only: Sequence[str] | None = None
+    ) -> tuple[str, str, list[Any]]:
         """(WITH prefix, FROM clause, their parameters). Hermes's rows join each listed
         compression root to its tip (``t``); every other row has no ``t``. ``uses`` is the
         SQL that will read from it: without a ``t.`` in it no join is needed (a count or the
-        facets with no filter on a tip's values)."""
+        facets with no filter on a tip's values). ``only``: the query reads just these
+        sessions, so only their tips are passed (not every chain's, on every request)."""
         if not q.conversations or "t." not in uses:
             return "", "sessions s", []
-        tips = {root: chain[-1] for root, chain in self.chains().items() if len(chain) > 1}
+        chains = self.chains()
+        tips = (
+            {root: chain[-1] for root, chain in chains.items() if len(chain) > 1}
+            if only is None
+            else {r: chains[r][-1] for r in only if len(chains.get(r, ())) > 1}
+        )
         if not tips:
             return "", "sessions s LEFT JOIN sessions t ON 0", []
         # MATERIALIZED: an ephemeral table SQLite can index, probed once per listed row.
@@ -517,12 +525,13 @@ class SessionStore:
         if q.sort_key in KEPT_ORDERS:
             # An order kept from an earlier request must not show a session that no longer
             # matches (renamed, ended, archived since).
+            w_sql, f_sql, f_params = self.source_sql(q, where_only, only=wanted)
             still = {
                 r["id"]
                 for r in self.r.rows(
-                    f"{with_sql}SELECT s.id AS id FROM {from_sql} WHERE s.id IN "
+                    f"{w_sql}SELECT s.id AS id FROM {f_sql} WHERE s.id IN "
                     f"({sql.in_list(len(wanted))}) AND {where_only}",
-                    [*from_params, *wanted, *where_params],
+                    [*f_params, *wanted, *where_params],
                 )
             }
             wanted = [i for i in wanted if i in still]
