@@ -37,7 +37,7 @@ BUDGET_TXN_S = 0.1  # a transaction held longer is logged, with where its time w
 # A batch whose statements run longer than this (an FTS5 segment merge inside the write, a
 # core taken by other work) is rolled back and retried smaller, so the lock is never held
 # past the budget for a batch that could have been cut. The commit that follows is short. The
-# margin to 100 ms is for the interrupt's own delay on a busy machine (up to ~40 ms measured
+# margin to 100 ms is for the interrupt's own delay on a busy machine (40-66 ms measured
 # beside the hostile benchmark's search bombs) and the rollback.
 STATEMENTS_BUDGET_S = 0.045
 PAUSE_MIN_S = 0.005  # and the lock stays free at least this long after each
