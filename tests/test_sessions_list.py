@@ -406,3 +406,42 @@ def test_a_kept_order_checks_its_page_with_only_that_pages_tips(tmp_path, monkey
     assert pages(make_app(db, tmp_path / "b").test_client()) == restricted
     assert any(o for o in seen), "the page check passed only its own sessions"
     assert sum(len(p) for p in restricted) > 20
+
+
+def test_the_sessions_token_is_read_again_only_after_a_commit(tmp_path, monkeypatch):
+    """The token that says whether shared figures still hold (how many sessions, the newest
+    start) counts every session's index entry; while nobody commits (SQLite's data_version
+    stands still) it is not read again, and the first request after a commit reads it."""
+    import sqlite3
+    import time
+
+    from webui.db.reader import Reader
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    reads = []
+    real_one = Reader.one
+
+    def counting(self, statement, params=(), **kw):
+        if "COUNT(*) AS n, MAX(started_at) AS s FROM sessions" in statement:
+            reads.append(statement)
+        return real_one(self, statement, params, **kw)
+
+    monkeypatch.setattr(Reader, "one", counting)
+
+    def telegram() -> int:
+        return client.get("/sessions?format=json").get_json()["facets"]["source"]["telegram"]
+
+    before = telegram()
+    first = len(reads)
+    assert first >= 1
+    for _ in range(3):
+        assert telegram() == before
+    assert len(reads) == first
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO sessions (id, source, started_at) VALUES ('fresh-2', 'telegram', ?)",
+            (time.time(),),
+        )
+    assert telegram() == before + 1
+    assert len(reads) == first + 1

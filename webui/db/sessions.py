@@ -219,6 +219,8 @@ class SessionStore:
         self._refreshing: set[str] = set()
         self._flights: dict[str, threading.Lock] = {}
         self._order_cache: dict[tuple, tuple[tuple, list, float]] = {}
+        # The sessions token as last read, under the file's data_version at that moment.
+        self._token_kept: tuple[str, dict[str, Any]] | None = None
 
     def col(self, name: str, alias: str = "s") -> str:
         return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
@@ -804,7 +806,15 @@ class SessionStore:
         key = f"_sessions_token_{id(self)}"
         if holder is not None and key in holder:
             return holder.get(key)
-        token = self.r.one("SELECT COUNT(*) AS n, MAX(started_at) AS s FROM sessions") or {}
+        # Nobody has committed since it was last read (data_version reads no page): the
+        # same token, without counting every session's index entry again.
+        version = self.r.data_version()
+        kept = self._token_kept
+        if kept is not None and kept[0] == version:
+            token = kept[1]
+        else:
+            token = self.r.one("SELECT COUNT(*) AS n, MAX(started_at) AS s FROM sessions") or {}
+            self._token_kept = (version, token)
         if holder is not None:
             setattr(holder, key, token)
         return token
