@@ -679,6 +679,7 @@ class SessionStore:
         SOFT_S after the last batch, requests get the previous figures while one background
         thread works out the new ones."""
         self._order_cache.clear()
+        self._token_kept = None
         if soft:
             self._soft_until = time.monotonic() + SOFT_S
             return
