@@ -63,9 +63,10 @@ def test_locked_database_gives_503_with_retry_after(tmp_path):
     # Another process takes the database for itself (exclusive locking mode, as some tools do):
     # readers get "database is locked" until it lets go.
     with app.app_context():
-        from webui.db import db as sa_db
+        from webui.db import get_logbook
 
-        sa_db.engine.dispose()  # the pool lets go, so the other process can take the lock
+        # The pool and the data_version watcher let go, so the other process can take the lock.
+        get_logbook().reader.let_go()
     holder = sqlite3.connect(db, timeout=0)
     holder.execute("PRAGMA locking_mode = EXCLUSIVE")
     holder.execute("BEGIN EXCLUSIVE")

@@ -118,6 +118,16 @@ class Reader:
                 self._watch = None
                 return f"unknown:{time.monotonic()}"
 
+    def let_go(self) -> None:
+        """Close every connection this reader holds (the pool's and the data_version
+        watcher's): another process may then lock the file for itself. The next query opens
+        them again."""
+        self._engine().dispose()
+        with self._watch_lock:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
+
     # -- plumbing -------------------------------------------------------------------------
 
     def _check_identity(self) -> None:
