@@ -9,7 +9,8 @@ differ on purpose:
   newest first (FTS5 walks its doclists in rowid order and stops after a page) and a notice
   says so. Below it they are ranked by bm25 exactly as Hermes ranks them.
 * Two phases. Page ids are chosen first (no snippets); ``snippet()`` then runs for the 50 rows
-  on the page only, instead of for every row the sorter sees.
+  on the page only, instead of for every row the sorter sees, in an in-memory mirror of those
+  rows (webui.db.snippets) so that a prefix is not expanded over the whole index again.
 """
 
 from __future__ import annotations
