@@ -40,11 +40,7 @@ class SqlLog:
         self.on = False
 
     def install(self):
-        # A stats report's panels read through the snapshot's own connection (_Bound).
-        from webui.db.stats import _Bound
-
-        for cls in (Reader, _Bound):
-            self._wrap(cls)
+        self._wrap(Reader)
 
     def _wrap(self, cls):
         log = self

@@ -572,55 +572,109 @@ def test_daily_sums_follow_new_sessions_and_new_messages(tmp_path):
     assert {t["tool"]: t["calls"] for t in body["tools"]}["daily_tool"] == 7
 
 
-def test_a_report_snapshot_never_leaves_a_writable_or_dirty_connection(tmp_path):
-    """A report copies its period's rows into a TEMP table, which needs ``query_only`` lifted
-    on that connection for a moment: the file itself stays read-only all the while, and
-    afterwards (success, failure or timeout) the connection is read-only and clean again."""
-    from webui.db import QueryTimeout, deadline, get_logbook
-    from webui.db.stats import StatsQuery
+def test_half_a_report_beside_it_shares_the_app_the_deadline_and_its_errors(tmp_path):
+    """A report's second half runs on a side thread in a copy of the request's context: it
+    reads the same profile's database, its queries stop at the request's deadline, and its
+    error reaches the request. With every side thread busy, a half runs in the caller."""
+    import threading
 
-    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    from webui import threads
+    from webui.db import QueryTimeout, deadline, get_logbook
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
-    before = sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
+    here = threading.current_thread().name
     with app.app_context():
         lb = get_logbook()
-        q = StatsQuery(period="all")
+        half = threads.Beside(
+            lambda: (threading.current_thread().name, get_logbook() is lb, lb.stats.counts())
+        )
+        where, same_book, counts = half.result()
+        assert half.beside and where != here and same_book
+        assert counts["sessions"] == sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
 
-        def try_to_write(st):
-            assert st.r.scalar("SELECT COUNT(*) FROM temp.period_sessions") == before
-            with pytest.raises(sqlite3.OperationalError, match="readonly"):
-                st.r.raw.execute("DELETE FROM main.sessions")
-            raise RuntimeError("the report failed half-way")
-
-        with pytest.raises(RuntimeError):
-            lb.stats.snapshot(q, try_to_write)
         endless = (
             "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT MAX(x) FROM c"
         )
-        deadline.begin(0.2)  # a request's deadline, passed in the middle of the report
+        deadline.begin(0.2)
         try:
+            half = threads.Beside(lambda: lb.reader.scalar(endless))
             with pytest.raises(QueryTimeout):
-                lb.stats.snapshot(q, lambda st: st.r.scalar(endless))
+                half.result()
         finally:
             deadline.end()
-        assert lb.stats.snapshot(q, lambda st: st.totals(q))["sessions"] == before
-        # Every pooled connection: read-only again, no copy left behind.
-        states = set()
-        held = []
-        for _ in range(4):
-            cm = lb.reader.connection()
-            raw = cm.__enter__()
-            held.append(cm)
-            states.add(
-                (
-                    raw.execute("PRAGMA query_only").fetchone()[0],
-                    raw.execute("SELECT COUNT(*) FROM temp.sqlite_master").fetchone()[0],
-                )
+        assert half.beside
+
+        release = threading.Event()
+        busy = [threads.Beside(release.wait) for _ in range(threads.BESIDE_THREADS)]
+        try:
+            inline = threads.Beside(lambda: threading.current_thread().name)
+            assert not inline.beside and inline.result() == here
+        finally:
+            release.set()
+            for b in busy:
+                b.result()
+
+
+def test_the_rollup_panels_share_one_connection(tmp_path):
+    """Opening a rollup connection attaches the state database: the panels of one report
+    open one between them, and give the same figures as with one each."""
+    from webui.db import get_logbook
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    with app.app_context():
+        rollup = get_logbook().rollup
+        rollup.refresh(5.0)
+        opened = []
+        connect = rollup._connect
+        rollup._connect = lambda: opened.append(1) or connect()
+
+        def panels():
+            return (
+                rollup.tools("1", [], (None, None)),
+                rollup.heatmap("1", [], 0, (None, None)),
+                rollup.messages_by_source(),
             )
-        for cm in held:
-            cm.__exit__(None, None, None)
-        assert states == {(1, 0)}
-    assert sql(db, "SELECT COUNT(*) FROM sessions")[0][0] == before
+
+        apart = panels()
+        assert len(opened) == 6
+        opened.clear()
+        with rollup.reading():
+            together = panels()
+        assert len(opened) == 1 and together == apart
+        assert apart[0] and apart[1] and apart[2]
+
+
+@pytest.mark.parametrize(
+    ("day", "week"),
+    [
+        ("2026-11-23", "2026-11-23"),  # a Monday starts its own week
+        ("2026-11-24", "2026-11-23"),
+        ("2026-11-29", "2026-11-23"),  # Sunday ends it
+        ("2026-11-30", "2026-11-30"),
+    ],
+)
+def test_a_week_is_labelled_by_the_monday_that_starts_it(tmp_path, day, week):
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    noon = datetime.strptime(f"{day} 12:00 +0000", "%Y-%m-%d %H:%M %z").timestamp()
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(
+            "INSERT INTO sessions (id, source, model, started_at, input_tokens) "
+            "VALUES ('on-the-day', 'cli', 'week-probe', ?, 7)",
+            (noon,),
+        )
+    conn.close()
+    client = make_app(db, tmp_path / "inst").test_client()
+    # 70 days: weekly buckets; in UTC, the day's noon is that day everywhere the test runs.
+    since = datetime.fromtimestamp(noon - 35 * 86400).strftime("%Y-%m-%d")
+    until = datetime.fromtimestamp(noon + 35 * 86400).strftime("%Y-%m-%d")
+    body = client.get(
+        f"/stats?since={since}&until={until}&model=week-probe&tz=UTC&format=json"
+    ).get_json()
+    assert body["query"]["bucket"] == "week"
+    assert [(r["bucket"], r["sessions"]) for r in body["series"]] == [(week, 1)]
 
 
 def test_a_removed_session_is_seen_at_once_though_recounts_are_spaced(tmp_path):

@@ -11,6 +11,8 @@ or keep time are created by one launcher thread, started when this module is fir
 
 from __future__ import annotations
 
+import contextvars
+import os
 import queue
 import threading
 import time
@@ -96,3 +98,82 @@ def make_way(max_s: float = MAKE_WAY_MAX_S) -> float:
     while _pages and time.monotonic() - started < max_s:
         time.sleep(0.002)
     return time.monotonic() - started
+
+
+# -- work beside a request --------------------------------------------------------------------
+# A page whose statements split into independent halves (a stats report: the session panels
+# on one connection, the usage and series panels on another) may run one half on a second
+# core. A few threads, started by the launcher (full priority, like the pages' own workers);
+# when they are all busy, or the machine has one core, the half runs in the caller's thread
+# when its result is asked for, so nothing ever queues behind another request's half.
+BESIDE_THREADS = 2
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class _BesidePool:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.free = threading.BoundedSemaphore(size) if size else None
+        self.work: queue.SimpleQueue[Beside] = queue.SimpleQueue()
+        self.started = False
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        if self.free is None or not self.free.acquire(blocking=False):
+            return False
+        with self.lock:
+            if not self.started:
+                for i in range(self.size):
+                    start(self._serve, f"logbook-beside-{i}")
+                self.started = True
+        return True
+
+    def _serve(self) -> None:
+        while True:
+            job = self.work.get()
+            try:
+                job._run()
+            finally:
+                self.free.release()  # type: ignore[union-attr]
+
+
+class Beside:
+    """``fn()`` started now on a free side thread, in a copy of the caller's context (its
+    Flask app and request, its request deadline: every query of both halves shares it);
+    ``result()`` waits for it and returns its value or raises its error. Without a free
+    thread, ``result()`` runs ``fn`` itself."""
+
+    def __init__(self, fn: Callable[[], object]) -> None:
+        self._fn = fn
+        self._ctx = contextvars.copy_context()
+        self._done = threading.Event()
+        self._value: object = None
+        self._error: BaseException | None = None
+        self.beside = _pool.take()
+        if self.beside:
+            _pool.work.put(self)
+
+    def _run(self) -> None:
+        try:
+            self._value = self._ctx.run(self._fn)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> object:
+        if not self.beside:
+            return self._fn()
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+_pool = _BesidePool(BESIDE_THREADS if _cores() > 1 else 0)

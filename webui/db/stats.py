@@ -8,12 +8,9 @@ source) read a rollup kept in the instance folder (see rollup.py), never a scan 
 
 from __future__ import annotations
 
-import copy
-import sqlite3
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from webui.db import sql, tz
 from webui.db.reader import Reader
@@ -26,22 +23,6 @@ TOKEN_KINDS = (
     "reasoning_tokens",
 )
 PERIODS = {"7": 7, "30": 30, "90": 90, "365": 365, "all": None}
-# The columns a report reads, copied once per report into a narrow temporary table (see
-# StatsStore.snapshot); whichever of them the database has.
-SNAPSHOT_COLUMNS = (
-    "model",
-    "billing_provider",
-    "cost_status",
-    "message_count",
-    "api_call_count",
-    "tool_call_count",
-    *TOKEN_KINDS,
-    "estimated_cost_usd",
-    "actual_cost_usd",
-    "archived",
-    "title",
-)
-T = TypeVar("T")
 
 
 @dataclass
@@ -88,58 +69,17 @@ def bucket_for(span_seconds: float | None) -> str:
 
 BUCKET_SQL = {
     "day": "strftime('%Y-%m-%d', {t}, 'unixepoch')",
-    # ISO-ish week label: the Monday that starts it
-    "week": "date({t}, 'unixepoch', 'weekday 1', '-7 days')",
+    # ISO-ish week label: the Monday that starts it (on or before the day: six days back,
+    # then forward to a Monday; "weekday 1, -7 days" put a Monday in the week before it)
+    "week": "date({t}, 'unixepoch', '-6 days', 'weekday 1')",
     "month": "strftime('%Y-%m', {t}, 'unixepoch')",
 }
 
 
 class StatsStore:
     def __init__(self, reader: Reader):
-        self.r: Reader | _Bound = reader
+        self.r = reader
         self.schema = reader.schema
-        self.table = "sessions"  # or the snapshot's temporary copy
-
-    def snapshot(self, q: StatsQuery, fn: Callable[[StatsStore], T]) -> T:
-        """Run ``fn`` with a store whose panels read a narrow copy of the rows ``q`` can
-        touch (this period and the one before it, with q's filters), made by one scan of
-        the wide session rows (schema 22 keeps system prompts in them): a report asks a
-        dozen aggregates, each of which would otherwise scan those rows again.
-
-        The copy is a TEMP table on the page's read-only connection: the file is opened
-        ``mode=ro``, so only the connection's own temporary database can be written;
-        ``query_only`` is lifted for that and restored before the panels run. One
-        connection, so the request's deadline covers all of it; a retry (busy file) starts
-        the copy afresh."""
-        prev = q.previous()
-        wide = q if prev is None else replace(q, period="custom", since=prev.since)
-        where, params = self.where(wide)
-        cols = ", ".join(c for c in SNAPSHOT_COLUMNS if self.schema.has("sessions", c))
-        select = f"SELECT id, started_at, source{', ' + cols if cols else ''} FROM main.sessions"
-
-        def run(raw: sqlite3.Connection) -> T:
-            try:
-                raw.execute("PRAGMA query_only = 0")
-                raw.execute("DROP TABLE IF EXISTS temp.period_sessions")
-                raw.execute(f"CREATE TEMP TABLE period_sessions AS {select} WHERE {where}", params)
-                raw.execute("PRAGMA query_only = 1")
-                bound = copy.copy(self)
-                bound.r = _Bound(raw)
-                bound.table = "temp.period_sessions"
-                return fn(bound)
-            finally:
-                # Never leave the copy (or a writable switch) on a pooled connection; the
-                # clean-up runs whatever the deadline says.
-                raw.set_progress_handler(None, 0)
-                raw.execute("PRAGMA query_only = 0")
-                try:
-                    raw.execute("DROP TABLE IF EXISTS temp.period_sessions")
-                finally:
-                    raw.execute("PRAGMA query_only = 1")
-
-        if isinstance(self.r, _Bound):  # already inside a snapshot
-            return fn(self)
-        return self.r.run(run)
 
     def col(self, name: str) -> str:
         return name if self.schema.has("sessions", name) else "NULL"
@@ -185,33 +125,39 @@ class StatsStore:
                 clauses.append(f"COALESCE(archived, 0) {test}")
         return (" AND ".join(clauses) or "1"), params
 
-    def _sums(self) -> str:
+    def _sums(self, *, status_counts: bool = True) -> str:
+        """Every summed figure. ``status_counts=False`` leaves out the sessions counted by
+        their cost status, for a query grouped by that status (the caller counts them from
+        the groups: two aggregates fewer per row)."""
         parts = [
             "COUNT(*) AS sessions",
-            f"{_total(self.num('message_count'))} AS messages",
-            f"{_total(self.num('api_call_count'))} AS api_calls",
-            f"{_total(self.num('tool_call_count'))} AS tool_calls",
+            f"{_total(self.col('message_count'))} AS messages",
+            f"{_total(self.col('api_call_count'))} AS api_calls",
+            f"{_total(self.col('tool_call_count'))} AS tool_calls",
         ]
-        parts += [f"{_total(self.num(k))} AS {k}" for k in TOKEN_KINDS]
+        parts += [f"{_total(self.col(k))} AS {k}" for k in TOKEN_KINDS]
         parts += [
             f"SUM({self.num('estimated_cost_usd')}) AS estimated_cost_usd",
             f"SUM({self.num('actual_cost_usd')}) AS actual_cost_usd",
             f"SUM({self.cost}) AS cost_usd",
             f"SUM({self.col('actual_cost_usd')} IS NOT NULL) AS actual_known",
-            f"SUM(COALESCE({self.col('cost_status')}, '') = 'included') AS included_sessions",
-            f"SUM(COALESCE({self.col('cost_status')}, '') = 'unknown') AS unpriced_sessions",
         ]
+        if status_counts:
+            parts += [
+                f"SUM(COALESCE({self.col('cost_status')}, '') = 'included') AS included_sessions",
+                f"SUM(COALESCE({self.col('cost_status')}, '') = 'unknown') AS unpriced_sessions",
+            ]
         return ", ".join(parts)
 
     def totals(self, q: StatsQuery) -> dict[str, Any]:
         where, params = self.where(q)
-        row = self.r.one(f"SELECT {self._sums()} FROM {self.table} WHERE {where}", params) or {}
+        row = self.r.one(f"SELECT {self._sums()} FROM sessions WHERE {where}", params) or {}
         row = {k: (v or 0) for k, v in row.items()}
         row["total_tokens"] = sum(row.get(k, 0) for k in TOKEN_KINDS[:4])
         row["cost_by_status"] = self.r.rows(
             f"SELECT COALESCE({self.col('cost_status')}, 'none') AS status, COUNT(*) AS sessions, "
             f"SUM({self.cost}) AS cost_usd, SUM({self.num('actual_cost_usd')}) AS actual_cost_usd, "
-            f"SUM({self.num('estimated_cost_usd')}) AS estimated_cost_usd FROM {self.table} "
+            f"SUM({self.num('estimated_cost_usd')}) AS estimated_cost_usd FROM sessions "
             f"WHERE {where} GROUP BY 1 ORDER BY cost_usd DESC",
             params,
         )
@@ -223,7 +169,7 @@ class StatsStore:
         """Sessions counted once per compressed conversation (lineage root)."""
         where, params = self.where(q)
         return self.r.scalar(
-            f"{FAMILY} SELECT COUNT(DISTINCT COALESCE(fam.root, x.id)) FROM {self.table} x "
+            f"{FAMILY} SELECT COUNT(DISTINCT COALESCE(fam.root, x.id)) FROM sessions x "
             f"LEFT JOIN fam ON fam.id = x.id WHERE {where}",
             params,
         )
@@ -241,10 +187,15 @@ class StatsStore:
             "cost_status": self.col("cost_status"),
         }
         groups = self.r.rows(
-            f"SELECT {', '.join(f'{e} AS g_{k}' for k, e in dims.items())}, {self._sums()} "
-            f"FROM {self.table} WHERE {where} GROUP BY 1, 2, 3, 4",
+            f"SELECT {', '.join(f'{e} AS g_{k}' for k, e in dims.items())}, "
+            f"{self._sums(status_counts=False)} FROM sessions WHERE {where} "
+            "GROUP BY 1, 2, 3, 4",
             params,
         )
+        for g in groups:
+            status = "" if g["g_cost_status"] is None else g["g_cost_status"]
+            g["included_sessions"] = g["sessions"] if status == "included" else 0
+            g["unpriced_sessions"] = g["sessions"] if status == "unknown" else 0
         keys = _SUM_KEYS
 
         def add(into: dict[str, Any], g: dict[str, Any]) -> None:
@@ -299,7 +250,7 @@ class StatsStore:
             return []
         where, params = self.where(q)
         return self.r.rows(
-            f"SELECT COALESCE({column}, '(none)') AS key, {self._sums()} FROM {self.table} "
+            f"SELECT COALESCE({column}, '(none)') AS key, {self._sums()} FROM sessions "
             f"WHERE {where} GROUP BY 1 ORDER BY cost_usd DESC, sessions DESC LIMIT {limit}",
             params,
         )
@@ -312,10 +263,10 @@ class StatsStore:
         start = q.start if q.start is not None else (first if first is not None else q.now)
         local = tz.local_seconds("started_at", tz.zone(q.tz), start, q.end or q.now)
         stack = stack_by if self.schema.has("sessions", stack_by) else "NULL"
-        token_sums = ", ".join(f"{_total(self.num(k))} AS {k}" for k in TOKEN_KINDS)
+        token_sums = ", ".join(f"{_total(self.col(k))} AS {k}" for k in TOKEN_KINDS)
         return self.r.rows(
             f"SELECT {BUCKET_SQL[bucket].format(t=local)} AS bucket, COALESCE({stack}, '(none)') AS stack, "
-            f"COUNT(*) AS sessions, {token_sums}, SUM({self.cost}) AS cost_usd FROM {self.table} "
+            f"COUNT(*) AS sessions, {token_sums}, SUM({self.cost}) AS cost_usd FROM sessions "
             f"WHERE {where} GROUP BY 1, 2 ORDER BY 1",
             params,
         )
@@ -330,7 +281,7 @@ class StatsStore:
                 f"{FAMILY}, agg AS (SELECT COALESCE(fam.root, x.id) AS root, COUNT(*) AS segments, "
                 f"{f'SUM({key})' if by == 'cost' else _total(key)} AS value, "
                 f"{_total(self.num('message_count'))} AS messages "
-                f"FROM {self.table} x LEFT JOIN fam ON fam.id = x.id WHERE {where} GROUP BY 1) "
+                f"FROM sessions x LEFT JOIN fam ON fam.id = x.id WHERE {where} GROUP BY 1) "
                 f"SELECT agg.root AS id, {'s.title' if title != 'NULL' else 'NULL'} AS title, "
                 f"s.source AS source, s.started_at AS started_at, agg.value AS value, "
                 f"agg.segments AS segments, agg.messages AS messages FROM agg JOIN sessions s "
@@ -339,7 +290,7 @@ class StatsStore:
             )
         return self.r.rows(
             f"SELECT id, {title} AS title, source, started_at, {key} AS value, 1 AS segments, "
-            f"{self.num('message_count')} AS messages FROM {self.table} WHERE {where} "
+            f"{self.num('message_count')} AS messages FROM sessions WHERE {where} "
             f"ORDER BY value DESC LIMIT {limit}",
             params,
         )
@@ -370,7 +321,12 @@ class StatsStore:
         sessions, from one read of Hermes's usage rows grouped by (task, model), regrouped two
         ways: by model for the auxiliary tasks only (what Hermes 0.19's analytics add into
         by-model: input and output tokens, estimated cost, API calls), and by task and model
-        with ``main`` for the sessions' own use (the usage panel)."""
+        with ``main`` for the sessions' own use (the usage panel).
+
+        The period's sessions lead and each finds its usage rows through Hermes's
+        ``session_id`` index (CROSS JOIN keeps that order): testing every usage row against
+        an ``IN`` list of the period's ids built first cost half as much again (50 against
+        36 ms for 20,000 sessions)."""
         if not self.schema.has("session_model_usage"):
             return [], []
         cols = self.schema.columns.get("session_model_usage", ())
@@ -389,8 +345,8 @@ class StatsStore:
             f"TOTAL({c('estimated_cost_usd')}) AS estimated_cost_usd, "
             f"{_total(c('api_call_count'))} AS api_calls, {_total(tokens)} AS tokens, "
             f"SUM(CASE WHEN {cost} > 0 THEN {cost} ELSE {est} END) AS cost_usd "
-            f"FROM session_model_usage u WHERE u.session_id IN (SELECT id FROM {self.table} "
-            f"WHERE {where}) GROUP BY 1, 2",
+            f"FROM (SELECT id FROM sessions WHERE {where}) p "
+            f"CROSS JOIN session_model_usage u ON u.session_id = p.id GROUP BY 1, 2",
             params,
         )
         by_model = []
@@ -416,26 +372,6 @@ class StatsStore:
 
 
 FAMILY = sql.FAMILY_CTE
-
-
-class _Bound:
-    """The Reader's rows/one/scalar on one connection already checked out (a snapshot's)."""
-
-    def __init__(self, raw: sqlite3.Connection):
-        self.raw = raw
-
-    def rows(self, sql: str, params: Sequence[Any] = (), **_kw: Any) -> list[dict[str, Any]]:
-        cur = self.raw.execute(sql, tuple(params))
-        names = [d[0] for d in cur.description or ()]
-        return [dict(zip(names, r, strict=False)) for r in cur.fetchall()]
-
-    def one(self, sql: str, params: Sequence[Any] = (), **kw: Any) -> dict[str, Any] | None:
-        found = self.rows(sql, params, **kw)
-        return found[0] if found else None
-
-    def scalar(self, sql: str, params: Sequence[Any] = (), **_kw: Any) -> Any:
-        row = self.raw.execute(sql, tuple(params)).fetchone()
-        return row[0] if row else None
 
 
 def merge_aux_into_by_model(
@@ -487,5 +423,6 @@ ADDED_BY_AUX = ("input_tokens", "output_tokens", "estimated_cost_usd", "api_call
 
 def _total(expr: str) -> str:
     """SUM that cannot overflow on a damaged row (a token count near 2**63): TOTAL() adds in
-    floating point, the CAST gives back an integer (saturating at the 64-bit limit)."""
+    floating point, the CAST gives back an integer (saturating at the 64-bit limit). TOTAL
+    skips NULLs (and is 0 with none), so a column needs no COALESCE inside it."""
     return f"CAST(TOTAL({expr}) AS INTEGER)"
