@@ -456,10 +456,13 @@ def stats():
         return render_template(
             "stats_all.html", report=report, q=q, periods=list(PERIODS), token_labels=TOKEN_LABELS
         )
-    report = build_report(q)
-    if wants_json():
-        return jsonify(report)
     lb = get_logbook()
+    # The page's model menu scans every session row when it is not shared (its cache
+    # lapsed, or after one of Logbook's own changes): beside the report, not after it.
+    menu = None if wants_json() else threads.Beside(lb.sessions.models)
+    report = build_report(q)
+    if menu is None:
+        return jsonify(report)
     args = {
         k: request.args.getlist(k)
         for k in request.args
@@ -468,7 +471,7 @@ def stats():
     # A bad date: the page still renders, with the message beside the field, as a 400.
     status = 400 if date_errors else 200
     heading, before = period_heading(q), previous_words(q)
-    sources, models = lb.sessions.all_sources(), [m["model"] for m in lb.sessions.models()]
+    sources, models = lb.sessions.all_sources(), [m["model"] for m in menu.result()]
     response = render_page(
         "stats.html",
         {"stats-body": "body"},
