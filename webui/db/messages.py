@@ -39,6 +39,8 @@ class MessageStore:
         self.r = reader
         self.schema = reader.schema
         self._tool_results: LRUCache = LRUCache(maxsize=4096)  # see counts()
+        # A session's header figures, under the file's data_version when they were read.
+        self._counts_kept: LRUCache = LRUCache(maxsize=256)
         self._lock = threading.Lock()
 
     @property
@@ -106,7 +108,22 @@ class MessageStore:
         need each row's role, which costs milliseconds on a long session: that count is kept
         per session under the index's own fingerprint (how many messages and the sum of
         their ids), which any message added or removed changes; a message's role is never
-        rewritten in place."""
+        rewritten in place.
+
+        While nobody commits to the file (SQLite's data_version, which reads no page, and
+        which Logbook's own writes move too), the figures last read are still true: a page
+        reloaded, or paged through, does not walk the session's index entries again."""
+        version = self.r.data_version()
+        with self._lock:
+            kept = self._counts_kept.get(session_id)
+        if kept is not None and kept[0] == version:
+            return dict(kept[1])
+        figures = self._count(session_id)
+        with self._lock:
+            self._counts_kept[session_id] = (version, figures)
+        return dict(figures)
+
+    def _count(self, session_id: str) -> dict[str, int]:
         active = "COALESCE(SUM(active = 0), 0)" if self.has_active else "0"
         row = self.r.one(
             f"SELECT COUNT(*) AS total, MIN(timestamp) AS first_at, MAX(timestamp) AS last_at, "
