@@ -413,7 +413,8 @@ def _at_once(url: str, n: int) -> list[tuple[int, float]]:
 def test_pages_take_turns_a_few_at_a_time():
     """Eight pages asked at once on eight page workers run at most cores + 1 at a time (each
     then runs at full speed instead of sharing the cores eight ways); all are answered."""
-    from webui.serve import ADMIT_EXTRA, _cores
+    from webui.serve import ADMIT_EXTRA
+    from webui.threads import cores as _cores
 
     db = copy_fixture("hermes-v22.db", Path(tempfile.mkdtemp()))
     app = make_app(db, db.parent / "inst")
@@ -430,7 +431,8 @@ def test_pages_take_turns_a_few_at_a_time():
 def test_a_page_slow_for_its_own_reasons_does_not_hold_the_others_beyond_their_wait():
     """When every turn is held by a page that takes long, the next page waits ADMIT_WAIT_S at
     most, then runs anyway."""
-    from webui.serve import ADMIT_EXTRA, ADMIT_WAIT_S, _cores
+    from webui.serve import ADMIT_EXTRA, ADMIT_WAIT_S
+    from webui.threads import cores as _cores
 
     db = copy_fixture("hermes-v22.db", Path(tempfile.mkdtemp()))
     app = make_app(db, db.parent / "inst")

@@ -515,6 +515,33 @@ def test_daily_sums_give_the_panels_of_any_span(fx):
         assert _rollup_panels(body) == _rollup_truth(db, where, params), qs
 
 
+def test_the_daily_sums_are_added_up_in_index_order(tmp_path):
+    """A period's tool and heatmap panels group the daily rows by tool and by (weekday,
+    hour): the rollup keeps covering indexes in those orders, so no row is sorted first; an
+    older rollup file gains them when it is next opened."""
+    from webui.db import get_logbook
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    with app.app_context():
+        rollup = get_logbook().rollup
+        rollup.refresh(5.0)
+        conn = sqlite3.connect(rollup.path)
+        conn.execute("DROP INDEX tools_day_by_tool")
+        conn.execute("DROP INDEX hours_day_by_cell")
+        conn.commit()
+        conn.close()
+        rollup.refresh(5.0)  # reopened: the indexes are back
+        conn = sqlite3.connect(rollup.path)
+        for query in (
+            "SELECT tool_name, SUM(results), SUM(entries) FROM tools_day WHERE day > 0 GROUP BY 1",
+            "SELECT dow, hour, SUM(n) FROM hours_day WHERE day > 0 GROUP BY 1, 2",
+        ):
+            plan = " ".join(r[-1] for r in conn.execute(f"EXPLAIN QUERY PLAN {query}"))
+            assert "COVERING INDEX" in plan and "TEMP B-TREE" not in plan, plan
+        conn.close()
+
+
 def test_daily_sums_follow_new_sessions_and_new_messages(tmp_path):
     """The daily sums grow with every batch the rollup reads: messages added to a session it
     knows go to that session's day at once, a session it has not seen yet is added when the

@@ -38,6 +38,7 @@ from waitress import create_server
 from waitress.task import ThreadedTaskDispatcher
 
 from webui import threads
+from webui.threads import cores
 from webui.web.streams import SPOOL_BYTES
 
 SHED_AFTER_S = 1.0
@@ -89,7 +90,7 @@ class FairDispatcher(ThreadedTaskDispatcher):
         self.heavy: deque[tuple[float, object]] = deque()
         self.heavy_running = 0
         self.idle_full = 0  # full-priority workers waiting for a task (under self.lock)
-        self.admit = threading.BoundedSemaphore(_cores() + ADMIT_EXTRA)
+        self.admit = threading.BoundedSemaphore(cores() + ADMIT_EXTRA)
         self.shed = 0  # heavy requests answered "busy" without waiting longer (tests, logs)
 
     def add_task(self, task) -> None:
@@ -177,13 +178,6 @@ class FairDispatcher(ThreadedTaskDispatcher):
             while self.heavy:
                 self.queue.append(self.heavy.popleft()[1])
         return super().shutdown(cancel_pending=cancel_pending, timeout=timeout)
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 2
 
 
 def _lower_priority(by: int) -> None:

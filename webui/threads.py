@@ -109,7 +109,8 @@ def make_way(max_s: float = MAKE_WAY_MAX_S) -> float:
 BESIDE_THREADS = 2
 
 
-def _cores() -> int:
+def cores() -> int:
+    """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -176,4 +177,4 @@ class Beside:
         return self._value
 
 
-_pool = _BesidePool(BESIDE_THREADS if _cores() > 1 else 0)
+_pool = _BesidePool(BESIDE_THREADS if cores() > 1 else 0)

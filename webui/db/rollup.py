@@ -61,6 +61,10 @@ CREATE TABLE IF NOT EXISTS tools_day (day INTEGER, tool_name TEXT, results INTEG
 CREATE TABLE IF NOT EXISTS hours_day (day INTEGER, dow INTEGER, hour INTEGER, n INTEGER,
                                       PRIMARY KEY (day, dow, hour)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS source_messages (source TEXT PRIMARY KEY, n INTEGER);
+-- A period's panels group the daily rows by tool and by (weekday, hour): in these orders,
+-- covering, they are added up as they are read instead of sorted first (4 ms → 1 ms a year).
+CREATE INDEX IF NOT EXISTS tools_day_by_tool ON tools_day(tool_name, day, results, entries);
+CREATE INDEX IF NOT EXISTS hours_day_by_cell ON hours_day(dow, hour, day, n);
 """
 DAILY_TABLES = ("tools_day", "hours_day", "source_messages")
 
