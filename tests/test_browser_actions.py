@@ -8,6 +8,7 @@ import re
 import pytest
 
 from support import sql
+from support.browser import settled
 
 pytestmark = pytest.mark.browser
 
@@ -28,8 +29,11 @@ def test_rename_inline_enter_saves_escape_cancels(fresh, page):
     box.press("Escape")
     page.locator("h1 .title-text").wait_for()
     assert page.locator("h1 .title-text").inner_text() == old
+    settled(page)
     page.locator("h1 .title-edit").click()
     box = page.locator("h1 input.title-input")
+    box.wait_for()
+    settled(page)
     box.fill("Renamed in the browser")
     box.press("Enter")
     page.locator("h1 .title-text", has_text="Renamed in the browser").wait_for()
@@ -41,7 +45,10 @@ def test_rename_inline_enter_saves_escape_cancels(fresh, page):
     other = sql(
         db, "SELECT title FROM sessions WHERE title IS NOT NULL AND id != ? LIMIT 1", (sid,)
     )[0][0]
+    settled(page)
     page.locator("h1 .title-edit").click()
+    page.locator("h1 input.title-input").wait_for()
+    settled(page)
     page.locator("h1 input.title-input").fill(other)
     page.locator("h1 input.title-input").press("Enter")
     page.locator(".field-error", has_text="already in use by").wait_for()

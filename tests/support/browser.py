@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,21 @@ def page(chromium):
     context.close()
     assert not dialogs, f"a dialog opened: {dialogs}"
     assert not errors, f"JavaScript errors: {errors}"
+
+
+def settled(pg, timeout_s: float = 15.0) -> None:
+    """Wait until htmx has finished every swap: content it has just swapped in gets its
+    handlers during the settle step, and a click or an Enter before then is the browser's own
+    (a link followed, a form posted: the page reloads). A person is never that fast. Polled
+    with evaluate(): the pages' Content-Security-Policy forbids wait_for_function's eval."""
+    busy = (
+        "!window.htmx || !!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+    )
+    deadline = time.monotonic() + timeout_s
+    while pg.evaluate(busy):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"htmx still busy after {timeout_s} s")
+        pg.wait_for_timeout(10)
 
 
 def screenshot_path(name: str) -> Path | None:
