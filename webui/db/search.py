@@ -28,6 +28,7 @@ from webui.db.reader import Reader
 from webui.db.sessions import date_range, like_escape
 from webui.db.snippets import mirror_declaration
 from webui.db.snippets import snippets as mirror_snippets
+from webui.db.source_map import SourceMap
 from webui.hermes.content import plain_text
 from webui.hermes.origin import ORIGIN_COLUMNS
 from webui.hermes.search import Plan, explain_fts_problem
@@ -91,9 +92,16 @@ class SearchResult:
 
 
 class SearchStore:
-    def __init__(self, reader: Reader, shared: Callable[..., Any] | None = None):
+    def __init__(
+        self,
+        reader: Reader,
+        shared: Callable[..., Any] | None = None,
+        sources: SourceMap | None = None,
+    ):
         self.r = reader
         self.schema = reader.schema
+        # Each message's source, for searches filtered by source (_by_source).
+        self.sources = sources
         # SessionStore.shared: one computation for a crowd, refreshed behind the requests.
         self._shared = shared or (lambda name, compute, ttl: compute())
         # floor id -> the newest timestamp of the messages up to it. Messages are appended
@@ -250,20 +258,105 @@ class SearchStore:
         candidates = candidates[:wanted]
         if not candidates:
             return []
-        kept = {
-            r["id"]
-            for r in self.r.rows(
-                # CROSS JOIN keeps this order: from the candidates to their rows, never from
-                # a filtered source's sessions to all their messages.
-                "SELECT m.id AS id FROM json_each(?) c CROSS JOIN messages m ON m.id = c.value "
-                f"CROSS JOIN sessions s ON s.id = m.session_id WHERE 1{where}",
-                [json.dumps(candidates), *params],
-            )
-        }
+        kept = self._passing(candidates, where, params)
         survivors = [i for i in candidates if i in kept]
         if len(survivors) < needed and beyond:
             return None  # the page may hold hits past the candidates: the full query decides
         return survivors[offset:needed]
+
+    def _by_source(
+        self,
+        table: str,
+        expression: str,
+        f: SearchFilters,
+        where: str,
+        params: list[Any],
+        offset: int,
+    ) -> tuple[int, list[int]] | None:
+        """(matches, the page's ids and one more) for a search filtered by source alone,
+        with every hit's source read from the in-memory map (webui.db.source_map) inside
+        the FTS statement: the hits that pass are counted and only they are ranked, instead
+        of joining every hit to its message and session row to count it and then ranking
+        every hit of the index. Same order as the full query: (rank, id), or newest first
+        past RANK_CAP. None when this route cannot answer (other filters, no map yet, too
+        many hidden messages, or a page the map got wrong): the full query does."""
+        if self.sources is None or not (f.sources or f.exclude_sources):
+            return None
+        if f.roles or f.session or f.session_key or f.since or f.until:
+            return None
+        hidden = self._hidden_ids()
+        if len(hidden) > HIDDEN_MAX or not self.sources.current():
+            return None
+        keep = self.sources.keep(f.sources, f.exclude_sources)
+        cap = RANK_CAP + 1 + len(hidden)
+
+        def matches(raw: sqlite3.Connection, statement: str, *args: Any) -> list[tuple]:
+            raw.create_function("logbook_keep", 1, keep)
+            return raw.execute(statement, [expression, *args]).fetchall()
+
+        passing = f"FROM {table} WHERE {table} MATCH ? AND logbook_keep(rowid)"
+        # Ranked in one pass when the hits that pass should be well under the cap: the
+        # index's hits are counted (on the index alone) up to the number at which, by the
+        # share of messages that pass, they would reach half of it. Otherwise they are
+        # counted first, and ranked only if they are under the cap.
+        expect_under = min(OVERFETCH_HITS, int(RANK_CAP / 2 / max(keep.share, 1e-9)))
+        every = self.r.scalar(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+            [expression, max(expect_under, RANK_CAP) + 1],
+        )
+        if every <= max(expect_under, RANK_CAP):
+            ranked = self.r.run(
+                lambda raw: matches(raw, f"SELECT rank, rowid {passing} LIMIT ?", cap)
+            )
+            hits = [i for _, i in ranked]
+            if len(hits) >= cap:  # more than expected: counted below, newest first
+                ranked = None
+        else:
+            ranked = None
+            hits = [
+                r[0]
+                for r in self.r.run(
+                    lambda raw: matches(raw, f"SELECT rowid {passing} LIMIT ?", cap)
+                )
+            ]
+        # Hits newer than the map (written since it caught up) are checked in SQL.
+        unknown = [i for i in hits if i > keep.top]
+        wrong = set(unknown) - self._passing(unknown, where, params) if unknown else set()
+        left_out = hidden | wrong
+        n = sum(1 for i in hits if i not in left_out)
+        if n <= RANK_CAP:
+            if ranked is None:
+                ranked = self.r.run(lambda raw: matches(raw, f"SELECT rank, rowid {passing}"))
+            ranked.sort()
+            ordered = [i for _, i in ranked if i not in left_out]
+        else:  # newest first, as the full query orders a match set this large
+            newest = self.r.run(
+                lambda raw: matches(
+                    raw,
+                    f"SELECT rowid {passing} ORDER BY rowid DESC LIMIT ?",
+                    offset + PAGE_SIZE + 1 + len(left_out),
+                )
+            )
+            ordered = [r[0] for r in newest if r[0] not in left_out]
+        page = ordered[offset : offset + PAGE_SIZE + 1]
+        # The rows shown are checked against every filter in SQL (the hidden ids are shared
+        # for a few seconds; a message rewound since then must not be shown).
+        if page and len(self._passing(page, where, params)) != len(page):
+            return None
+        return n, page
+
+    def _passing(self, ids: list[int], where: str, params: list[Any]) -> set[int]:
+        """Those of ``ids`` whose message and session pass ``where`` (the filters in SQL)."""
+        return {
+            r["id"]
+            for r in self.r.rows(
+                # CROSS JOIN keeps this order: from the ids to their rows, never from a
+                # filtered source's sessions to all their messages.
+                "SELECT m.id AS id FROM json_each(?) c CROSS JOIN messages m ON m.id = c.value "
+                f"CROSS JOIN sessions s ON s.id = m.session_id WHERE 1{where}",
+                [json.dumps(ids), *params],
+            )
+        }
 
     # -- FTS routes ------------------------------------------------------------------------
 
@@ -300,15 +393,22 @@ class SearchStore:
             f"FROM {table} JOIN messages m ON m.id = {table}.rowid "
             f"JOIN sessions s ON s.id = m.session_id WHERE {table} MATCH ?{where}"
         )
-        n = self._count(table, expression, user_where, params)
+        offset = (page - 1) * PAGE_SIZE
+        by_source = (
+            None if literal_terms else self._by_source(table, expression, f, where, params, offset)
+        )
+        if by_source is not None:
+            n, ids = by_source
+        else:
+            n = self._count(table, expression, user_where, params)
         ranked = n <= RANK_CAP
         order = f"{table}.rank, m.id" if ranked else f"{table}.rowid DESC"
-        offset = (page - 1) * PAGE_SIZE
-        ids = (
-            self._ranked_on_index(table, expression, where, params, offset, n, bool(user_where))
-            if ranked and table not in where
-            else None
-        )
+        if by_source is None:
+            ids = (
+                self._ranked_on_index(table, expression, where, params, offset, n, bool(user_where))
+                if ranked and table not in where
+                else None
+            )
         if ids is None:
             ids = [
                 r["id"]
