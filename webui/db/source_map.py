@@ -36,9 +36,8 @@ from webui.db.reader import Reader
 
 NONE = 0  # no session row (an orphan): such a message passes no source filter, as in SQL
 BUILD_TIME_S = 120.0
-# Sessions whose message ids are read per statement while building (bounded statements: the
-# build never holds one read snapshot for long beside the live writer).
-BUILD_SESSIONS = 2_000
+# Ids taken from SQLite at a time while building.
+BUILD_BATCH = 10_000
 # At most this many new messages are mapped by a search before it runs; more (a large import
 # since the last search) and that search takes the ordinary route while the background
 # catches up.
@@ -164,25 +163,25 @@ class SourceMap:
         top = self.r.scalar("SELECT COALESCE(MAX(id), 0) FROM messages", time_limit_s=30) or 0
         codes = array.array("H", bytes(2 * (top + 1)))
         code_of: dict[str, int] = {}
-        # Read after the highest id: every session holding a message up to it is there.
-        sessions = [
-            (r["id"], r["source"])
-            for r in self.r.rows("SELECT id, source FROM sessions", time_limit_s=30)
+        # Read after the highest id: every session holding a message up to it is there. One
+        # statement per source, through the sources' index and Hermes's (session_id,
+        # timestamp) index, giving ids alone (no session ids held in Python: ~2 MB less).
+        sources = [
+            r["source"]
+            for r in self.r.rows("SELECT DISTINCT source FROM sessions", time_limit_s=30)
         ]
-        for i in range(0, len(sessions), BUILD_SESSIONS):
-            chunk = sessions[i : i + BUILD_SESSIONS]
-            code_by_session = {sid: self._code(code_of, src) for sid, src in chunk}
+        for source in sources:
+            code = self._code(code_of, source)
 
-            def read(raw, chunk=chunk, code_by_session=code_by_session) -> None:
-                ids = [sid for sid, _ in chunk]
+            def read(raw, source=source, code=code) -> None:
                 cur = raw.execute(
-                    "SELECT session_id, id FROM messages WHERE session_id IN "
-                    f"({','.join('?' * len(ids))})",
-                    ids,
+                    "SELECT m.id FROM sessions s CROSS JOIN messages m ON m.session_id = s.id "
+                    "WHERE s.source IS ? AND m.id <= ?",
+                    (source, top),
                 )
-                for sid, mid in cur:
-                    if mid <= top:
-                        codes[mid] = code_by_session[sid]
+                while batch := cur.fetchmany(BUILD_BATCH):
+                    for (mid,) in batch:
+                        codes[mid] = code
 
             self.r.run(read, time_limit_s=BUILD_TIME_S)
             threads.make_way()  # pages first
