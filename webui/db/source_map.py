@@ -36,8 +36,9 @@ from webui.db.reader import Reader
 
 NONE = 0  # no session row (an orphan): such a message passes no source filter, as in SQL
 BUILD_TIME_S = 120.0
-# Ids taken from SQLite at a time while building.
-BUILD_BATCH = 10_000
+# Ids taken from SQLite at a time while building: small batches leave no freed megabytes
+# behind in the heap (10,000 at a time left ~8 MB more resident after the build).
+BUILD_BATCH = 1_000
 # At most this many new messages are mapped by a search before it runs; more (a large import
 # since the last search) and that search takes the ordinary route while the background
 # catches up.
