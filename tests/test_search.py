@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from support import DATA, copy_fixture, make_app, plant_tool_call_hit, sql
+from support import DATA, copy_fixture, make_app, minimal_db, plant_tool_call_hit, sql
 from support.htmlcheck import assert_inert
 from support.http import follow
 from support.reference import sanitizer_cases
@@ -302,18 +302,15 @@ def test_text_with_literal_markers_is_not_mistaken(tmp_path):
 
 
 def test_no_fts_table_still_searches(tmp_path):
-    db = tmp_path / "state.db"
-    conn = sqlite3.connect(db)
-    conn.executescript("""
-        CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, started_at REAL NOT NULL);
-        CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL,
-                               content TEXT, timestamp REAL NOT NULL);
+    db = minimal_db(
+        tmp_path / "state.db",
+        """
         INSERT INTO sessions VALUES ('s1', 'cli', 1);
         INSERT INTO messages VALUES (1, 's1', 'user', 'Docker compose is down', 2),
                                     (2, 's1', 'assistant', 'restart docker', 3),
                                     (3, 's1', 'user', 'thanks', 4);
-    """)
-    conn.close()
+        """,
+    )
     client = make_app(db, tmp_path / "inst").test_client()
     body = client.get("/search?q=docker&format=json").get_json()
     assert [r["message_id"] for r in body["results"]] == [2, 1]

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from support import FIXTURE_NAMES, copy_fixture, make_app, sql
+from support import FIXTURE_NAMES, copy_fixture, make_app, minimal_db, sql
 from webui.db import get_logbook
 from webui.db import search as search_db
 
@@ -187,19 +187,16 @@ def test_a_wrong_map_never_shows_a_row_of_another_source(tmp_path):
 def test_no_map_for_ids_that_may_be_reused(tmp_path):
     """Without AUTOINCREMENT a deleted newest id can come back in another session: no map,
     the full query answers."""
-    db = tmp_path / "state.db"
-    conn = sqlite3.connect(db)
-    conn.executescript("""
-        CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, started_at REAL NOT NULL);
-        CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL,
-                               content TEXT, timestamp REAL NOT NULL);
+    db = minimal_db(
+        tmp_path / "state.db",
+        """
         CREATE VIRTUAL TABLE messages_fts USING fts5(content, content=messages, content_rowid=id);
         INSERT INTO sessions VALUES ('s1', 'cli', 1), ('s2', 'telegram', 1);
         INSERT INTO messages VALUES (1, 's1', 'user', 'docker is down', 2),
                                     (2, 's2', 'user', 'docker again', 3);
         INSERT INTO messages_fts (rowid, content) SELECT id, content FROM messages;
-    """)
-    conn.close()
+        """,
+    )
     app = make_app(db, tmp_path / "inst")
     body = app.test_client().get("/search?q=docker&source=telegram&format=json").get_json()
     assert [r["message_id"] for r in body["results"]] == [2]

@@ -42,6 +42,25 @@ def make_app(db_path: Path, instance: Path, **config):
     )
 
 
+def minimal_db(path: Path, script: str) -> Path:
+    """A database with only the columns every Hermes schema has (no FTS, no triggers, ids
+    without AUTOINCREMENT), then ``script``: for what Logbook must survive beyond real files."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.executescript(
+            """
+            CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL,
+                                   started_at REAL NOT NULL);
+            CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL,
+                                   role TEXT NOT NULL, content TEXT, timestamp REAL NOT NULL);
+            """
+            + script
+        )
+    finally:
+        conn.close()
+    return path
+
+
 def sql(db: Path, query: str, params=()) -> list[tuple]:
     """Ground truth: a separate read-only connection straight to the file."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
