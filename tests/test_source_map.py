@@ -202,3 +202,35 @@ def test_no_map_for_ids_that_may_be_reused(tmp_path):
     assert [r["message_id"] for r in body["results"]] == [2]
     with app.app_context():
         assert not get_logbook().search.sources.ready()
+
+
+def test_a_large_database_is_mapped_in_the_background(tmp_path, monkeypatch):
+    """Above BUILD_HERE_MAX messages the first filtered search does not wait for the map: it
+    takes the full route and starts the build behind it; the start-up warmer builds it too."""
+    import time
+
+    from webui.db import source_map, start_rollup_warmer
+
+    monkeypatch.setattr(source_map, "BUILD_HERE_MAX", 0)
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    taken = _routes(monkeypatch)
+    app = make_app(db, tmp_path / "a")
+    client = app.test_client()
+    url = "/search?format=json&q=the&source=telegram"
+    first = _answer(client, url)
+    assert taken == {"map": 0, "full": 1}
+    with app.app_context():
+        m = get_logbook().search.sources
+        deadline = time.monotonic() + 30
+        while not m.ready() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert m.ready()
+    assert _answer(client, url) == first
+    assert taken == {"map": 1, "full": 1}
+
+    warmed = make_app(db, tmp_path / "b")
+    with warmed.app_context():
+        lb = get_logbook()
+        assert not lb.search.sources.ready()
+        start_rollup_warmer(warmed, lb).join(60)
+        assert lb.search.sources.ready()
