@@ -181,6 +181,13 @@ class SearchStore:
             clauses.append(self._active_clause())
         return "".join(f" AND {c}" for c in clauses), params
 
+    def _index_hits(self, table: str, expression: str, most: int) -> int:
+        """The expression's hits on the FTS index alone (no row read), up to ``most``."""
+        return self.r.scalar(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+            [expression, most],
+        )
+
     def _count(self, table: str, expression: str, where: str, params: list[Any]) -> int:
         """Matches, up to RANK_CAP + 1. ``where``: the user's filters, without the active
         clause. Without them the FTS index answers alone: every hit's rowid, less the hidden
@@ -188,11 +195,7 @@ class SearchStore:
         if not where:
             hidden = self._hidden_ids()
             if not hidden:
-                return self.r.scalar(
-                    f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? "
-                    f"LIMIT {RANK_CAP + 1})",
-                    [expression],
-                )
+                return self._index_hits(table, expression, RANK_CAP + 1)
             if len(hidden) <= HIDDEN_MAX:
                 # The hidden ids go in as one JSON array: SQLite makes a transient index of
                 # them once for the NOT IN.
@@ -235,14 +238,7 @@ class SearchStore:
         needed = offset + PAGE_SIZE + 1
         if needed > OVERFETCH_MAX:
             return None
-        hits = (
-            self.r.scalar(
-                f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
-                [expression, OVERFETCH_HITS],
-            )
-            if filtered
-            else n
-        )
+        hits = self._index_hits(table, expression, OVERFETCH_HITS) if filtered else n
         wanted = int(needed * max(hits, 1) / max(n, 1) * 1.5) + 50
         if wanted > OVERFETCH_CANDIDATES:
             return None  # filters so narrow that checking candidates would not pay
@@ -291,7 +287,7 @@ class SearchStore:
         cap = RANK_CAP + 1 + len(hidden)
 
         def matches(raw: sqlite3.Connection, statement: str, *args: Any) -> list[tuple]:
-            raw.create_function("logbook_keep", 1, keep)
+            raw.create_function("logbook_keep", 1, keep.test)
             return raw.execute(statement, [expression, *args]).fetchall()
 
         passing = f"FROM {table} WHERE {table} MATCH ? AND logbook_keep(rowid)"
@@ -300,10 +296,7 @@ class SearchStore:
         # share of messages that pass, they would reach half of it. Otherwise they are
         # counted first, and ranked only if they are under the cap.
         expect_under = min(OVERFETCH_HITS, int(RANK_CAP / 2 / max(keep.share, 1e-9)))
-        every = self.r.scalar(
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
-            [expression, max(expect_under, RANK_CAP) + 1],
-        )
+        every = self._index_hits(table, expression, max(expect_under, RANK_CAP) + 1)
         if every <= max(expect_under, RANK_CAP):
             ranked = self.r.run(
                 lambda raw: matches(raw, f"SELECT rank, rowid {passing} LIMIT ?", cap)
@@ -401,14 +394,13 @@ class SearchStore:
             n, ids = by_source
         else:
             n = self._count(table, expression, user_where, params)
-        ranked = n <= RANK_CAP
-        order = f"{table}.rank, m.id" if ranked else f"{table}.rowid DESC"
-        if by_source is None:
             ids = (
                 self._ranked_on_index(table, expression, where, params, offset, n, bool(user_where))
-                if ranked and table not in where
+                if n <= RANK_CAP and table not in where
                 else None
             )
+        ranked = n <= RANK_CAP
+        order = f"{table}.rank, m.id" if ranked else f"{table}.rowid DESC"
         if ids is None:
             ids = [
                 r["id"]

@@ -31,6 +31,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from webui import threads
 from webui.db.errors import LogbookDBError
@@ -49,6 +50,17 @@ CATCH_UP_MAX = 20_000
 # A database with messages up to this id is mapped by the first search that needs it (~30 ms),
 # a larger one in the background while the searches take the ordinary route.
 BUILD_HERE_MAX = 50_000
+
+
+@dataclass(frozen=True)
+class Passing:
+    """A source filter on the map. ``test(id)``: does the message pass? (Ids above ``top``,
+    newer than the map, pass: the caller checks those in SQL.) ``share``: the share of the
+    messages that pass, so how many of a query's hits should."""
+
+    test: Callable[[int], bool]
+    top: int
+    share: float
 
 
 class SourceMap:
@@ -82,10 +94,9 @@ class SourceMap:
     def ready(self) -> bool:
         return self._top >= 0
 
-    def keep(self, sources: Iterable[str], exclude: Iterable[str]) -> Callable[[int], bool]:
-        """A test for a message id: does its session's source pass ``source IN (sources)``
-        (when given) and ``source NOT IN (exclude)``? Ids above the mapped ones pass (the
-        caller checks those in SQL)."""
+    def keep(self, sources: Iterable[str], exclude: Iterable[str]) -> Passing:
+        """The test for ``source IN (sources)`` (when given) and ``source NOT IN (exclude)``,
+        by message id, on the map as it is now."""
         sources, exclude = list(sources), list(exclude)
         codes, top = self._codes, self._top
         wanted = set(range(1, len(self._code_of) + 1))
@@ -95,15 +106,12 @@ class SourceMap:
         frozen = frozenset(wanted)
         counts = self._counts
 
-        def keep(message_id: int) -> bool:
+        def test(message_id: int) -> bool:
             if message_id > top:
                 return True
             return codes[message_id] in frozen
 
-        keep.top = top  # type: ignore[attr-defined]
-        # The share of the messages that pass: how many of a query's hits should.
-        keep.share = sum(counts[c] for c in frozen) / max(1, counts.total())  # type: ignore[attr-defined]
-        return keep
+        return Passing(test, top, sum(counts[c] for c in frozen) / max(1, counts.total()))
 
     # -- keeping it up to date --------------------------------------------------------------
 
