@@ -259,17 +259,38 @@ def _state(db) -> tuple:
     ids=["source", "title", "window", "archived"],
 )
 def test_prune_leaves_the_database_as_hermes_leaves_it(venv, tmp_path, cli, params):
-    """Same filters, each on its own copy: the same sessions, parents, messages and FTS rows
-    remain."""
+    """Same filters, each on its own copy of the home: the same sessions, parents, messages
+    and FTS rows remain, and the same transcript files in its sessions/ folder (the pruned
+    sessions' files gone, every other one kept)."""
     from support.http import post
 
     hermes, db, client = _fresh_pair("hermes-v22-extended.db", venv, tmp_path)
+    _transcripts_for_every_session(db, [hermes.home, db.parent])
     hermes.cli("sessions", "prune", *cli, "--yes")
     preview = client.get("/prune", query_string={**params, "format": "json"}).get_json()
     r = post(client, "/prune", {**preview["selection"], "confirm": "yes"})
     assert r.status_code == 200, r.get_data(as_text=True)[:300]
-    assert r.get_json()["deleted"] == preview["count"]
+    body = r.get_json()
+    assert body["deleted"] == preview["count"]
+    assert body["transcript_files_removed"] == 3 * preview["count"]
     assert _state(db) == _state(hermes.db)
+    ours = sorted(p.name for p in (db.parent / "sessions").iterdir())
+    assert ours == sorted(p.name for p in (hermes.home / "sessions").iterdir())
+    kept = {r[0] for r in sql(db, "SELECT id FROM sessions")}
+    assert {f"{sid}.jsonl" for sid in kept} <= set(ours)
+    assert not {f"{sid}.json" for sid in preview["sessions"]} & set(ours)
+
+
+def _transcripts_for_every_session(db, homes) -> None:
+    """Hermes's transcript files (and one file of another kind) for every session."""
+    ids = [r[0] for r in sql(db, "SELECT id FROM sessions")]
+    for home in homes:
+        folder = home / "sessions"
+        folder.mkdir(exist_ok=True)
+        for sid in ids:
+            for name in (f"{sid}.json", f"{sid}.jsonl", f"request_dump_{sid}_7.json"):
+                (folder / name).write_text("{}")
+        (folder / "notes.txt").write_text("not a transcript")
 
 
 @pytest.mark.parametrize("cli,params", ARCHIVE_CASES[:2], ids=["source", "title"])

@@ -650,3 +650,39 @@ def test_ranked_pages_ranked_on_the_index_first_equal_the_full_query(tmp_path, m
     for q in queries:
         assert got[q] == pages(full, q), q
     assert got["q=zebrafish"][0] and not set(best[:150]) & set(sum(got["q=zebrafish"], []))
+
+
+@pytest.mark.parametrize("q", ["th*", "a*", "deploy OR docker", "the"])
+def test_a_search_in_one_session_finds_exactly_its_hits_reading_only_its_ids(
+    client, generated_db, q
+):
+    """Scoped to one session, a search reads the index only between that session's first
+    and last message id (issue 37, point 3), and still finds every hit of the session."""
+    import sqlite3
+
+    from support.http import follow
+
+    db, long_id = generated_db
+    got = [
+        h["message_id"]
+        for h in follow(client, f"/search?format=json&session={long_id}&q={q}", "results")
+    ]
+    conn = sqlite3.connect(db)
+    want = {
+        r[0]
+        for r in conn.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid IN "
+            "(SELECT id FROM messages WHERE session_id = ?)",
+            (q, long_id),
+        )
+    }
+    lo, hi = conn.execute(
+        "SELECT MIN(id), MAX(id) FROM messages WHERE session_id = ?", (long_id,)
+    ).fetchone()
+    everywhere = conn.execute(
+        "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?", (q,)
+    ).fetchone()[0]
+    conn.close()
+    assert sorted(got) == sorted(want) and want
+    assert all(lo <= i <= hi for i in got)
+    assert everywhere > len(want)  # the bound has something to leave out

@@ -196,6 +196,7 @@ def test_an_export_that_fails_midway_ends_cut(tmp_path):
 
 
 def test_is_heavy_names_exports_and_searches_that_may_scan_everything():
+    """Classed by the plan the search will run, not by its text (issue 37, point 3)."""
     from webui.serve import is_heavy
 
     assert is_heavy("/export.jsonl", "")
@@ -204,8 +205,20 @@ def test_is_heavy_names_exports_and_searches_that_may_scan_everything():
     assert not is_heavy("/search", "q=deploy")
     assert not is_heavy("/search", 'q="docker+compose"')
     assert not is_heavy("/search", "q=deploy*")
-    for q in ("a*", "deploy+OR+docker", "NEAR(a+b)", "one+two+three+four+five", "记忆", "x" * 81):
+    for q in ("a*", "deploy+OR+docker", "NEAR(a+b)", "one+two+three+four+five", "记忆"):
         assert is_heavy("/search", f"q={q}"), q
+    # One long word is one index lookup; "the*" is a prefix of three letters.
+    assert not is_heavy("/search", "q=" + "x" * 81)
+    # Within one session, any plan reads only that session's index entries: cheap.
+    for q in ("the*", "a*", "deploy+OR+docker", "记忆"):
+        assert not is_heavy("/search", f"q={q}&session=20260101_000000_abc"), q
+    # "Render it anyway" is heavy work on purpose: never on the pages' workers.
+    assert is_heavy("/sessions/abc", "render=12&at=12")
+    assert not is_heavy("/sessions/abc", "at=12")
+    # The database's own rules: "a_b" is a phrase on schema 11+, two words on schema 8.
+    assert not is_heavy(
+        "/search", "q=a_b_c", {"has_fts": True, "has_trigram": False, "dialect": "v8"}
+    )
     # Three CJK characters or more: the trigram index answers (a substring scan only where a
     # database has no trigram table, and then the view takes a search slot itself).
     assert not is_heavy("/search", "q=大别山项目")

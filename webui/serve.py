@@ -28,7 +28,6 @@ ones waited behind the others, which made the load benchmark's p95)."""
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections import deque
@@ -37,7 +36,8 @@ from urllib.parse import parse_qs
 from waitress import create_server
 from waitress.task import ThreadedTaskDispatcher
 
-from webui import threads
+from webui import gate, threads
+from webui.hermes.search import is_costly, plan, query_problem
 from webui.threads import cores
 from webui.web.streams import SPOOL_BYTES
 
@@ -54,35 +54,39 @@ ADMIT_WAIT_S = 0.5
 # The header waitress passes on as environ HTTP_X_LOGBOOK_QUEUE: "<arrival time>[ shed]".
 # Set for every request (a client's own value is overwritten), read by webui.web.limits.
 QUEUE_HEADER = "X_LOGBOOK_QUEUE"
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
-def is_heavy(path: str, query: str) -> bool:
-    """Exports, and searches that may read the whole index: more than four words, OR, NEAR,
-    a prefix shorter than three letters, or a CJK word of fewer than three CJK characters
-    (the trigram index cannot match it: a substring scan of every message). Longer CJK words
-    use the trigram index; where a database has none, the search view itself takes a search
-    slot for the substring scan its plan names."""
+# What the dispatcher knows of the database when it classes a search: its indexes and the
+# search rules of its Hermes (the app's own, set by make_server; Hermes 0.19's until then).
+DEFAULT_SEARCH_FACTS = {"has_fts": True, "has_trigram": True, "dialect": "v22"}
+
+
+def is_heavy(path: str, query: str, facts: dict | None = None) -> bool:
+    """Exports; a message rendered on request ("render it anyway"); and searches whose plan
+    may read much of the whole index (webui.hermes.search.is_costly: a substring scan of
+    every message, a short prefix, OR, NEAR, many words). The class follows the plan the
+    search will run, not the words typed: a search scoped to one session reads only that
+    session's index entries, so it is cheap whatever it asks."""
     if path.startswith("/export."):
+        return True
+    args = parse_qs(query)
+    if path.startswith("/sessions/") and args.get("render"):
         return True
     if path != "/search":
         return False
-    q = " ".join(parse_qs(query).get("q", []))
+    q = " ".join(args.get("q", []))
     if not q.strip():
         return False
-    words = q.split()
-    return (
-        len(q) > 80
-        or len(words) > 4
-        or bool(re.search(r"\b(OR|NEAR)\b", q))
-        or any(w.endswith("*") and len(w.strip('"*()')) < 3 for w in words)
-        or any(0 < len(_CJK.findall(w)) < 3 for w in words)
-    )
+    facts = facts or DEFAULT_SEARCH_FACTS
+    if query_problem(q, facts["dialect"]):
+        return False  # answered 400 at once
+    return is_costly(plan(q, **facts), scoped=bool(args.get("session")))
 
 
 class FairDispatcher(ThreadedTaskDispatcher):
-    def __init__(self, threads: int, shed_after_s: float = SHED_AFTER_S):
+    def __init__(self, threads: int, shed_after_s: float = SHED_AFTER_S, facts: dict | None = None):
         super().__init__()
+        self.facts = facts  # the database's search facts (is_heavy)
         # Workers 0 .. heavy_max-1 are the lowered heavy ones, the next ``threads`` the pages'.
         self.heavy_max = max(1, threads // 2)
         self.total = threads + self.heavy_max
@@ -100,7 +104,7 @@ class FairDispatcher(ThreadedTaskDispatcher):
         heavy = False
         if request is not None:
             request.headers[QUEUE_HEADER] = f"{now:.6f}"
-            heavy = is_heavy(request.path or "", request.query or "")
+            heavy = is_heavy(request.path or "", request.query or "", self.facts)
         with self.lock:
             if heavy:
                 # Only some workers may take it: wake them all, the right one takes it.
@@ -202,15 +206,29 @@ def _fixed_mmap_threshold(size: int = 1 << 20) -> None:
         pass
 
 
+def search_facts(app) -> dict | None:
+    """The served database's indexes and search rules, for classing searches by plan."""
+    book = app.extensions.get("logbook")
+    if book is None:
+        return None
+    return {
+        "has_fts": book.schema.has_fts,
+        "has_trigram": book.schema.has_trigram,
+        "dialect": book.rules.search,
+    }
+
+
 def make_server(app, host: str, port: int, threads: int = 8, **overrides):
     _fixed_mmap_threshold()
-    dispatcher = FairDispatcher(threads)
+    dispatcher = FairDispatcher(threads, facts=search_facts(app))
     dispatcher.set_thread_count(dispatcher.total)
     settings = {
         "threads": dispatcher.total,
         "ident": "",  # no Server header (no version disclosure)
-        # Idle keep-alive connections must not lock others out: they are closed after 15 s of
-        # silence (checked every 5 s), and up to 500 may be open at once.
+        # Idle keep-alive connections are closed after 15 s of silence (checked every 5 s), a
+        # request must arrive whole within 10 s, one address holds 32 connections at most, and
+        # a newcomer takes the place of the longest-waiting idle one once 500 are open
+        # (webui/gate.py).
         "connection_limit": 500,
         "channel_timeout": 15,
         "cleanup_interval": 5,
@@ -219,4 +237,7 @@ def make_server(app, host: str, port: int, threads: int = 8, **overrides):
         "outbuf_high_watermark": SPOOL_BYTES,
     }
     settings.update(overrides)
-    return create_server(app, host=host, port=port, _dispatcher=dispatcher, **settings)
+    server = create_server(app, host=host, port=port, _dispatcher=dispatcher, **settings)
+    # Slow or idle sockets can neither fill the server nor stop it accepting (webui/gate.py).
+    gate.install(server)
+    return server

@@ -61,7 +61,28 @@ def op_origin_keys(db, req):
     return out
 
 
+def op_verify_export(db, req):
+    """Hermes's own check of a Markdown/QMD export file against the session it names."""
+    from hermes_cli.session_export_md import verify_export_file
+
+    if req.get("logical"):
+        session = db.export_session_lineage(req["session_id"])
+    else:
+        session = db.export_session(req["session_id"])
+    return list(verify_export_file(req["path"], session))
+
+
+def op_redact(db, req):
+    """Hermes's export redaction (force mode) of each text."""
+    db.close()
+    from agent.redact import redact_sensitive_text
+
+    return [redact_sensitive_text(text, force=True) for text in req["texts"]]
+
+
 OPS = {
+    "verify_export": op_verify_export,
+    "redact": op_redact,
     "list": op_list,
     "search": op_search,
     "usage": op_usage,

@@ -110,6 +110,7 @@ class PruneJob:
     # Sessions whose messages were partly removed and whose row was then kept because they
     # stopped matching (a new message resumed them): named, never silently half-done.
     partial: list[str] = field(default_factory=list)
+    files_removed: int = 0  # transcript files in the Hermes home's sessions/ folder
 
 
 class Actions:
@@ -236,7 +237,7 @@ class Actions:
         cascade = self.rules.delete_cascades
         doomed = [session_id, *(self.delegate_children([session_id]) if cascade else [])]
         limits = {sid: (None if upto is None else upto.get(sid, -1)) for sid in doomed}
-        entry = self._journal_if_long("delete", limits)
+        entry = self._journal_open("delete", limits)
         trimmed = [0]  # messages removed ahead of the final transaction, counted as they go
         try:
             for sid, limit in limits.items():
@@ -247,18 +248,21 @@ class Actions:
             self._journal_close(entry)  # kept on purpose, and said so
             raise
         except LogbookDBError as exc:
-            if entry is None or not trimmed[0]:
+            if not trimmed[0]:
+                self._journal_close(entry)  # nothing was removed: nothing to finish later
                 raise
             raise PartlyRemoved(
                 f"{exc.message.split(';')[0]}, so removing {session_id} stopped part way: "
                 f"{trimmed[0]:,} of its messages are gone and the session is still listed. "
                 "Delete it again to finish (Logbook also finishes it at its next start)."
             ) from None
+        if deleted and self.rules.removes_transcripts:
+            # Hermes removes a deleted session's transcript files too; the journal entry
+            # stays until they are gone, so a kill here is finished at the next start.
+            deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
         self._journal_close(entry)
         self.on_change()
         self.w.checkpoint()
-        if deleted and cascade:
-            deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
         return deleted
 
     def _final_delete(
@@ -297,22 +301,29 @@ class Actions:
 
     # -- the removal journal (webui/db/journal.py) -----------------------------------------
 
-    def _journal_if_long(self, what: str, limits: dict[str, int | None]) -> Any:
-        """Journal a removal that needs more than one transaction, before its first batch.
-        ``limits``: session -> the newest message id it may lose (None: all; -1: none)."""
-        if self.journal is None:
+    def _journal_open(self, what: str, limits: dict[str, int | None]) -> Any:
+        """Journal a removal before its first transaction, so that a kill at any point is
+        finished at the next try or start: messages that went in an earlier transaction,
+        the rows, and the transcript files that follow the rows. ``limits``: session -> the
+        newest message id it may lose (None: all; -1: none)."""
+        if self.journal is None or not limits:
             return None
-        long = False
-        newest: dict[str, int] = {}
-        for sid, limit in limits.items():
-            bound, params = ("", []) if limit is None else (" AND id <= ?", [limit])
-            row = self.r.one(
-                f"SELECT COUNT(*) AS n, MAX(id) AS top FROM messages WHERE session_id = ?{bound}",
-                [sid, *params],
+        ids = list(limits)
+        tops = {
+            r["sid"]: int(r["top"] or 0)
+            for r in self.r.rows(
+                f"SELECT session_id AS sid, MAX(id) AS top FROM messages WHERE session_id IN "
+                f"({sql.in_list(len(ids))}) GROUP BY session_id",
+                ids,
             )
-            long = long or (limit != -1 and row["n"] > ONE_TXN_MESSAGES)
-            newest[sid] = int(row["top"] or 0) if limit != -1 else 0
-        return self.journal.open(what, newest) if long else None
+        }
+        newest = {
+            sid: 0
+            if limit == -1
+            else min(tops.get(sid, 0), limit if limit is not None else 1 << 62)
+            for sid, limit in limits.items()
+        }
+        return self.journal.open(what, newest)
 
     def _journal_close(self, entry) -> None:
         if entry is not None and self.journal is not None:
@@ -340,6 +351,9 @@ class Actions:
                             finished.append(sid)
                         elif self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [sid]):
                             kept.append(sid)
+                        elif self.rules.removes_transcripts:
+                            # Its row went before the cut: the files that follow it.
+                            self.remove_transcripts(sid)
                 except LogbookDBError:
                     break  # still locked: the entry stays for the next try
                 self.journal.close(entry)
@@ -386,7 +400,7 @@ class Actions:
             return conn.execute("DELETE FROM sessions WHERE id = ?", (sid,)).rowcount > 0
 
         done = self.w.run(fn)
-        if done and self.rules.delete_cascades:
+        if done and self.rules.removes_transcripts:
             self.remove_transcripts(sid)
         return done
 
@@ -735,6 +749,7 @@ class Actions:
                 except NotFound:
                     continue
                 seen.update(deleted.ids)
+                job.files_removed += deleted.files
                 job.deleted += len(deleted.ids)
                 job.backed_up_messages += done.messages
                 job.messages_deleted += done.messages
@@ -747,6 +762,7 @@ class Actions:
 
     def _run_prune(self, job: PruneJob) -> None:
         entry = None
+        trimmed = False
         try:
             self.resume_interrupted()
             batch = 20
@@ -769,15 +785,16 @@ class Actions:
                 )
                 whole_at = ONE_TXN_MESSAGES
                 slow = 0  # transactions that could not be cut smaller, rolled back in a row
+                # Journaled before its first transaction, closed once its rows and transcript
+                # files are gone: a kill anywhere in between is finished at the next start.
+                entry = self._journal_open("prune", dict.fromkeys(ids))
+                trimmed = False  # some messages went ahead of the rows (step 1)
                 while True:
                     # 1. Only when the batch's transcripts are too long for one short
                     #    transaction: their messages first, a bounded number per transaction,
                     #    only of sessions that still match the rule (one may have been resumed
                     #    meanwhile). Usually the batch goes whole in step 2, as Hermes does it:
-                    #    one transaction. Journaled first, so that a kill between the steps is
-                    #    finished later.
-                    if pending > whole_at and entry is None:
-                        entry = self._journal_if_long("prune", dict.fromkeys(ids))
+                    #    one transaction.
                     while pending > whole_at:
                         size = min(msg_batch, pending - whole_at)
                         try:
@@ -798,6 +815,7 @@ class Actions:
                             msg_batch = max(MESSAGE_BATCH_MIN, size // 2)
                             continue
                         slow = 0
+                        trimmed = trimmed or n > 0
                         self._note(job, self.w.last_transaction_s)
                         job.messages_deleted += n
                         msg_batch = _adapt(
@@ -811,7 +829,7 @@ class Actions:
                     #    sessions. Too slow (a merge, a busy core): rolled back whole, and the
                     #    same sessions are tried again with fewer messages left to go with them.
                     try:
-                        sessions_gone, messages_gone = self.w.run(
+                        removed, messages_gone = self.w.run(
                             lambda c: self._remove_rows(c, ids, marks, sw, sp),
                             give_up_after=_limit(whole_at > 0 and pending > 0, slow),
                         )
@@ -823,16 +841,21 @@ class Actions:
                         else:
                             slow += 1
                         batch = max(1, batch // 2)
-                if entry is not None:
+                # As `hermes sessions prune`: the transcript files of what went.
+                if self.rules.removes_transcripts:
+                    job.files_removed += sum(self.remove_transcripts(sid) for sid in removed)
+                if trimmed:
                     # A session that stopped matching between the steps (a new message resumed
                     # it) keeps its row and what is left of its transcript: named in the result.
                     job.partial.extend(
                         sid
-                        for sid in entry.sessions
-                        if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [sid])
+                        for sid in ids
+                        if sid not in removed
+                        and self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [sid])
                     )
-                    self._journal_close(entry)
-                    entry = None
+                self._journal_close(entry)
+                entry = None
+                sessions_gone = len(removed)
                 # A batch: pages read its effect on rows at once; whole-table figures catch
                 # up in the background (webui.db.sessions), the last batch makes them exact.
                 self.on_change(soft=True)
@@ -843,6 +866,10 @@ class Actions:
                 batch = _adapt(batch, took, 1, 100)
                 self.w.checkpoint()
         except Exception as exc:  # noqa: BLE001 - reported to the user through the job
+            if entry is not None and not trimmed:
+                # This batch changed nothing yet: nothing of it is left to finish.
+                self._journal_close(entry)
+                entry = None
             reason = (getattr(exc, "message", None) or str(exc)).split(";")[0].rstrip(".")
             job.error = (
                 f"{reason}. The prune stopped after removing {job.deleted:,} "
@@ -851,7 +878,7 @@ class Actions:
                 + (
                     f"; the removal of {len(entry.sessions)} more had begun and is finished at "
                     "the next prune or delete, or when Logbook next starts."
-                    if entry is not None and job.messages_deleted
+                    if entry is not None
                     else "."
                 )
             )
@@ -863,9 +890,10 @@ class Actions:
     @staticmethod
     def _remove_rows(
         conn: sqlite3.Connection, ids: list[str], marks: str, rule: str, params: list
-    ) -> tuple[int, int]:
+    ) -> tuple[list[str], int]:
         """A prune batch's own transaction: of ``ids``, the sessions that still match the
-        rule go, with what is left of their messages; their children are orphaned."""
+        rule go, with what is left of their messages; their children are orphaned. Returns
+        the ids removed and how many messages went with them."""
         live = [
             r[0]
             for r in conn.execute(
@@ -873,13 +901,14 @@ class Actions:
             )
         ]
         if not live:
-            return 0, 0
+            return [], 0
         lm = ",".join("?" * len(live))
         conn.execute(
             f"UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN ({lm})", live
         )
         msgs = conn.execute(f"DELETE FROM messages WHERE session_id IN ({lm})", live).rowcount
-        return conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})", live).rowcount, msgs
+        conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})", live)
+        return live, msgs
 
     def _note(self, job: PruneJob, took: float, abandoned: bool = False) -> None:
         job.abandoned += abandoned

@@ -21,6 +21,7 @@ appends to the session between export and delete would otherwise lose that messa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from webui.db.errors import LogbookDBError
-from webui.hermes import exports
+from webui.hermes import export_markdown, exports
 
 
 class BackupFailed(LogbookDBError):
@@ -94,21 +95,24 @@ def write_and_verify(folder: Path, records: list[dict[str, Any]]) -> Backup:
     try:
         people = [exports.without_rewound(rec) for rec in records]
         for rec, shown in zip(records, people, strict=True):
-            name = exports.file_name(shown, "md")
-            text = exports.document(shown, "md")
-            data = text.encode("utf-8")
+            # A safe name inside the folder whatever the session id holds (a slash, "..").
+            name = export_markdown.file_name(shown, "md")
+            now = time.time()
+            data = export_markdown.document(shown, "md", now).encode("utf-8")
             _write_durably(folder / name, data)
             _append_durably(
                 jsonl, (json.dumps(rec, ensure_ascii=False, default=str) + "\n").encode("utf-8")
             )
             _append_durably(
                 folder / "manifest.jsonl",
-                exports.manifest_entry(shown, name, "md", data, time.time()).encode("utf-8"),
+                export_markdown.manifest_line(
+                    shown, name, "md", hashlib.sha256(data).hexdigest(), now
+                ).encode("utf-8"),
             )
             backup.files.append(name)
         # Read everything back from disk before anything is deleted.
         for rec, name in zip(people, backup.files, strict=True):
-            ok, reason = exports.verify((folder / name).read_text(encoding="utf-8"), rec)
+            ok, reason = export_markdown.verify((folder / name).read_text(encoding="utf-8"), rec)
             if not ok:
                 raise BackupFailed(f"The Markdown backup of {rec['id']} did not verify: {reason}.")
         with open(jsonl, "rb") as fh:

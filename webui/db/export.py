@@ -15,8 +15,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from webui import threads
 from webui.db import sql
 from webui.db.reader import Reader
@@ -30,6 +28,7 @@ from webui.hermes.content import (
     parse_tool_calls,
     pretty_json,
 )
+from webui.hermes.redaction import redact_record
 from webui.hermes.rules import rules_for
 
 BATCH = 100
@@ -98,6 +97,56 @@ class Exporter:
             for r in rows:
                 yield r["id"]
             after = (rows[-1]["started_at"], rows[-1]["id"])
+
+    def summary(self, q: SessionQuery | None = None, ids: list[str] | None = None) -> dict:
+        """What an export of this selection holds, before it is made: sessions, messages and
+        about how many bytes of JSONL (messages times the average size of a sample of
+        messages, plus each session's row). Counts read the sessions table only."""
+        if ids is not None:
+            where, params = f"s.id IN ({sql.in_list(len(ids))})", list(ids)
+        else:
+            where, params = self.sessions.where(replace(q or SessionQuery(), rows="all"))
+        n = sql.num(self.schema, "message_count", "s")
+        row = self.r.one(
+            f"SELECT COUNT(*) AS sessions, COALESCE(SUM({n}), 0) AS messages FROM sessions s "
+            f"WHERE {where}",
+            params,
+        ) or {"sessions": 0, "messages": 0}
+        per_message, per_session = self.sizes()
+        return {
+            "sessions": row["sessions"],
+            "messages": row["messages"],
+            "bytes": int(row["messages"] * per_message + row["sessions"] * per_session),
+        }
+
+    def sizes(self) -> tuple[float, float]:
+        """Average bytes of a message and of a session's row in a JSONL export, from a
+        sample spread over the ids (200 of each): kept while the file is unchanged."""
+        return self.sessions.shared("export-sizes", self._measure_sizes, ttl=300.0)
+
+    def _measure_sizes(self) -> tuple[float, float]:
+        top = self.r.scalar("SELECT MAX(id) FROM messages") or 0
+        sample = list(range(1, top + 1, max(1, top // 200)))[:200] or [0]
+        text = " + ".join(
+            f"COALESCE(length(CAST({c} AS BLOB)), 0)"
+            for c in ("content", "tool_calls", "reasoning")
+            if self.schema.has("messages", c)
+        )
+        # 280: the keys and other columns of a message record, written as JSON.
+        m = self.r.scalar(
+            f"SELECT AVG({text} + 280) FROM messages WHERE id IN ({sql.in_list(len(sample))})",
+            sample,
+        )
+        prompt = (
+            "COALESCE(length(CAST(system_prompt AS BLOB)), 0)"
+            if self.schema.has("sessions", "system_prompt")
+            else "0"
+        )
+        per_session = self.r.scalar(
+            f"SELECT AVG(600 + {prompt}) FROM (SELECT * FROM sessions ORDER BY started_at DESC "
+            "LIMIT 200)"
+        )
+        return float(m or 400.0), float(per_session or 600.0)
 
     # -- records -----------------------------------------------------------------------------
 
@@ -218,18 +267,33 @@ class Exporter:
         redact: bool = False,
     ) -> Iterator[bytes]:
         """Streamed JSONL, a batch of sessions per read connection (short read transactions,
-        memory bounded by one batch of encoded lines). orjson writes the same JSON several
-        times faster."""
+        memory bounded by one batch of encoded lines). The bytes are Hermes's: Python's json
+        with its default separators (``", "``, ``": "``), characters as they are, floats as
+        Python writes them."""
 
         def line(rec: dict[str, Any]) -> bytes:
             if redact:
-                rec = exports.redact(rec)
-            try:
-                return orjson.dumps(rec, default=_jsonable, option=orjson.OPT_APPEND_NEWLINE)
-            except orjson.JSONEncodeError:  # nesting deeper than orjson goes
-                return (json.dumps(rec, ensure_ascii=False, default=_jsonable) + "\n").encode()
+                rec = redact_record(rec)
+            return (json.dumps(rec, ensure_ascii=False, default=_jsonable) + "\n").encode()
 
         return self.records(ids, include_rewound, last_active, encode=line)
+
+    def sidebar_rows(self, ids: list[str]) -> Iterator[dict[str, Any]]:
+        """Id, title and start of each session, in ``ids``' order, read a batch at a time (the
+        sidebar of a multi-session HTML page)."""
+        title = "s.title" if self.schema.has("sessions", "title") else "NULL"
+        for start in range(0, len(ids), BATCH):
+            batch = ids[start : start + BATCH]
+            found = {
+                r["id"]: r
+                for r in self.r.rows(
+                    f"SELECT s.id AS id, {title} AS title, s.started_at AS started_at "
+                    f"FROM sessions s WHERE s.id IN ({sql.in_list(len(batch))})",
+                    batch,
+                    time_limit_s=EXPORT_TIME_LIMIT,
+                )
+            }
+            yield from (found[sid] for sid in batch if sid in found)
 
     def csv(self, ids: Iterator[str]) -> Iterator[str]:
         cols = [
@@ -340,7 +404,8 @@ class Exporter:
 
 
 def _jsonable(value: Any) -> Any:
-    """A value orjson cannot write natively (a BLOB written by some other tool): as text."""
+    """A value JSON has no form for (a BLOB written by some other tool): as text. Hermes's own
+    export stops at such a row; Logbook writes it on."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "replace")
     return str(value)

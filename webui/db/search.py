@@ -181,6 +181,26 @@ class SearchStore:
             clauses.append(self._active_clause())
         return "".join(f" AND {c}" for c in clauses), params
 
+    def _scope_bounds(self, f: SearchFilters) -> tuple[int, int] | None:
+        """The first and last message id of the session or chat a search is scoped to, read
+        on Hermes's (session_id, timestamp) index; (1, 0) when it has none."""
+        if f.session:
+            row = self.r.one(
+                "SELECT MIN(id) AS lo, MAX(id) AS hi FROM messages WHERE session_id = ?",
+                [f.session],
+            )
+        elif f.session_key and self.schema.has("sessions", "session_key"):
+            row = self.r.one(
+                "SELECT MIN(m.id) AS lo, MAX(m.id) AS hi FROM messages m WHERE m.session_id IN "
+                "(SELECT id FROM sessions WHERE session_key = ?)",
+                [f.session_key],
+            )
+        else:
+            return None
+        if not row or row["lo"] is None:
+            return (1, 0)
+        return int(row["lo"]), int(row["hi"])
+
     def _index_hits(self, table: str, expression: str, most: int) -> int:
         """The expression's hits on the FTS index alone (no row read), up to ``most``."""
         return self.r.scalar(
@@ -379,7 +399,16 @@ class SearchStore:
             # phrase ignores punctuation, so "100%" would also match a bare "100").
             like_sql, like_params = self._like_clauses(literal_terms, any_term=False)
             user_where += f" AND {like_sql}"
-            params = [*like_params, *params]
+            params = [*params, *like_params]
+        bounds = self._scope_bounds(f)
+        if bounds is not None:
+            # A search within one session (or chat) reads only the index's entries between
+            # its first and last message id: FTS5 seeks to them, so a prefix that expands to
+            # half the vocabulary costs what the session holds, not what the file holds.
+            # (Naming the FTS table here also keeps the ranked-on-index route, which reads
+            # the whole index, out of it.)
+            user_where += f" AND {table}.rowid BETWEEN ? AND ?"
+            params = [*params, *bounds]
         active = self._active_clause()
         where = user_where + (f" AND {active}" if active else "")
         base = (

@@ -11,13 +11,17 @@ from webui.db.schema import Schema
 from webui.hermes.selection import Selection
 
 
-def where(schema: Schema, sel: Selection, alias: str = "s") -> tuple[str, list[Any]]:
+def where(
+    schema: Schema, sel: Selection, alias: str = "s", *, ended_only: bool = True
+) -> tuple[str, list[Any]]:
+    """``ended_only``: Hermes's base for prune, archive and export (only ended sessions are
+    ever candidates); the list applies the same filters without it."""
     a = f"{alias}."
 
     def col(name: str) -> str:
         return f"{a}{name}" if schema.has("sessions", name) else "NULL"
 
-    clauses = [f"{col('ended_at')} IS NOT NULL"]  # only ended sessions, always
+    clauses = [f"{col('ended_at')} IS NOT NULL"] if ended_only else []
     params: list[Any] = []
 
     def add(clause: str, *values: Any) -> None:
@@ -75,4 +79,4 @@ def where(schema: Schema, sel: Selection, alias: str = "s") -> tuple[str, list[A
             clauses.append(f"{a}archived = 0")
     if sel.sessions:
         add(f"{a}id IN ({sql.in_list(len(sel.sessions))})", *sel.sessions)
-    return " AND ".join(clauses), params
+    return " AND ".join(clauses) or "1", params

@@ -15,11 +15,21 @@ from flask import current_app, g, has_app_context, has_request_context
 
 from webui import threads
 from webui.db import deadline as request_deadline
+from webui.db import selection as selection_sql
 from webui.db import sql
 from webui.db.errors import BadRequest
 from webui.db.reader import Reader
-from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor  # noqa: F401 - the list's cursor
+from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor, is_cursor  # noqa: F401 - the list's cursor
 from webui.hermes import listing
+from webui.hermes.selection import (
+    EVERYTHING,
+    NARROWING,
+    TIME_PARAMS,
+    Selection,
+    SelectionError,
+    narrowing_args,
+    narrowing_from_args,
+)
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
@@ -83,6 +93,18 @@ def date_range(column: str, since: str | None, until: str | None) -> tuple[list[
     return clauses, params
 
 
+# Every URL parameter the session list reads (and so every export made from it): its own
+# filters, Hermes's selection options, the page cursor. Anything else is refused, never dropped.
+LIST_PARAMS = frozenset(
+    {
+        "source", "model", "state", "since", "until", "q", "sort", "after", "active",
+        "workspace", "branch", "user", "chat_id", "chat_type", "session_key", "archived",
+        "rows", "session", "limit", *NARROWING, *TIME_PARAMS,
+    }
+)  # fmt: skip
+MAX_PAGE_SIZE = 500
+
+
 @dataclass
 class SessionQuery:
     sources: list[str] = field(default_factory=list)
@@ -105,6 +127,10 @@ class SessionQuery:
     archived: str = "hide"  # hide (Hermes's default) | include | only
     rows: str = "conversations"  # Hermes's rows (webui.hermes.listing) | all: every row
     limit: int = PAGE_SIZE
+    # Hermes's selection options beyond the list's own (older_than, title, cwd, min_cost, …),
+    # each with its meaning in `hermes sessions prune/export`; and as they were given.
+    narrow: Selection = EVERYTHING
+    narrow_args: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_args(cls, args: Mapping) -> SessionQuery:
@@ -126,6 +152,21 @@ class SessionQuery:
         active = (args.get("active") or "").strip()
         if active and not (active.isdigit() and 1 <= int(active) <= 525_600):
             raise BadRequest("active must be a number of minutes (1 to 525600).")
+        limit = (args.get("limit") or "").strip()
+        if limit and not (limit.isdigit() and 1 <= int(limit) <= MAX_PAGE_SIZE):
+            raise BadRequest(f"limit is the page size: a whole number from 1 to {MAX_PAGE_SIZE}.")
+        # ``after`` is the page cursor when it is one, else Hermes's --after (a time).
+        cursor = (args.get("after") or "").strip() or None
+        narrowing = args
+        if cursor and not is_cursor(cursor):
+            cursor = None
+        elif cursor:
+            narrowing = args.copy()  # a MultiDict stays one: session= repeats
+            narrowing.pop("after", None)
+        try:
+            narrow = narrowing_from_args(narrowing)
+        except SelectionError as exc:
+            raise BadRequest(str(exc)) from None
         query = cls(
             active_minutes=int(active) if active else None,
             sources=[s for s in getlist("source") if s],
@@ -135,9 +176,12 @@ class SessionQuery:
             until=(args.get("until") or "").strip() or None,
             q=(args.get("q") or "").strip()[:MAX_FILTER_CHARS],
             sort=sort,
-            after=args.get("after") or None,
+            after=cursor,
             archived=archived,
             rows=rows,
+            limit=int(limit) if limit else PAGE_SIZE,
+            narrow=narrow,
+            narrow_args=narrowing_args(narrowing, narrow) if narrow is not EVERYTHING else {},
             **{
                 k: (args.get(k) or "").strip()[:MAX_FILTER_CHARS]
                 for k in ("workspace", "branch", "user", "chat_id", "chat_type", "session_key")
@@ -168,7 +212,7 @@ class SessionQuery:
             self.archived != "hide",
             self.rows != "conversations",
         )
-        return sum(1 for value in given if value)
+        return sum(1 for value in given if value) + len(self.narrow_args)
 
     @property
     def conversations(self) -> bool:
@@ -202,6 +246,8 @@ class SessionQuery:
             "session_key": self.session_key or None,
             "archived": None if self.archived == "hide" else self.archived,
             "rows": None if self.rows == "conversations" else self.rows,
+            "limit": None if self.limit == PAGE_SIZE else self.limit,
+            **self.narrow_args,
         }
         args.update(override)
         return {k: v for k, v in args.items() if v not in (None, [], "")}
@@ -395,8 +441,10 @@ class SessionStore:
                 clauses.append(f"s.source NOT IN ({sql.in_list(len(hidden))})")
                 params += hidden
         if q.models and self.schema.has("sessions", "model"):
-            clauses.append(f"{self.shown('model', q)} IN ({','.join('?' * len(q.models))})")
-            params += q.models
+            # Hermes's --model: a case-insensitive part of the name (either of several).
+            model = f"LOWER(COALESCE({self.shown('model', q)}, ''))"
+            clauses.append("(" + " OR ".join(f"{model} LIKE ?" for _ in q.models) + ")")
+            params += [f"%{m.lower()}%" for m in q.models]
         ended = self.shown("ended_at", q)
         if q.state == "active":
             clauses.append(f"{ended} IS NULL")
@@ -445,6 +493,11 @@ class SessionStore:
                 clauses.append("COALESCE(s.archived, 0) = 0")
             elif q.archived == "only":
                 clauses.append("COALESCE(s.archived, 0) != 0")
+        if q.narrow is not EVERYTHING:
+            narrow, narrow_params = selection_sql.where(self.schema, q.narrow, ended_only=False)
+            if narrow != "1":
+                clauses.append(narrow)
+                params += narrow_params
         return (" AND ".join(clauses) or "1"), params
 
     # -- queries ------------------------------------------------------------------------------

@@ -72,6 +72,21 @@ def encode_cursor(key: Any, row_id: str | int) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def is_cursor(text: str) -> bool:
+    """Is this a page cursor, not some other value (a time given as ``after``)? One
+    database's (encode_cursor: a key and an id) or a merged list's (a cursor per database,
+    as a JSON object), both base64 of JSON."""
+    try:
+        decode_cursor(text)
+        return True
+    except Exception:  # noqa: BLE001 - decode_cursor words its own errors
+        pass
+    try:
+        return isinstance(json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))), dict)
+    except (ValueError, TypeError):
+        return False
+
+
 def decode_cursor(cursor: str) -> tuple[Any, str | int]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))

@@ -1,27 +1,18 @@
-"""Hermes 0.19's export rules as pure functions: which sessions make a logical (compression)
-lineage, how it becomes one record, and the file formats of `hermes sessions export`.
-
-The renderers themselves are Hermes's own code (``webui.hermes.vendor``), so a Markdown, QMD,
-HTML or user-prompts file from Logbook is what `hermes sessions export --format …` writes for
-the same records; these functions only choose and name what goes in.
+"""Hermes 0.19's export rules as pure functions: which formats and filters there are, which
+sessions make a logical (compression) lineage, and how it becomes one record. The files
+themselves are written by ``export_markdown`` (Markdown, QMD), ``export_prompts`` (user
+prompts), ``webui.present.export_html`` (HTML) and ``redaction`` (``--redact``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
-
-from webui.hermes.vendor import session_export as _prompts
-from webui.hermes.vendor import session_export_md as _md
-from webui.hermes.vendor.session_export_html import (
-    generate_html_export,
-    generate_multi_session_html_export,
-)
 
 FORMATS = ("jsonl", "md", "qmd", "html")
 ONLY = ("user-prompts",)
+PROMPT_ALIASES = ("user", "prompts", "user-prompts", "user_prompts")
 LINEAGE_MODES = ("single", "logical")
 
 Session = Mapping[str, Any]
@@ -35,12 +26,11 @@ def only_value(raw: str | None) -> str | None:
     """``only=`` as Hermes names it (user, prompts, user_prompts → user-prompts)."""
     if raw is None or not raw.strip():
         return None
-    try:
-        return _prompts.normalize_export_only(raw)
-    except ValueError:
-        raise ExportFormatError(
-            f"only={raw!r} is not an export filter; the one there is: only=user-prompts."
-        ) from None
+    if raw.strip().lower() in PROMPT_ALIASES:
+        return "user-prompts"
+    raise ExportFormatError(
+        f"only={raw!r} is not an export filter; the one there is: only=user-prompts."
+    )
 
 
 def lineage_mode(raw: str | None) -> str:
@@ -118,107 +108,3 @@ def without_rewound(record: dict[str, Any]) -> dict[str, Any]:
         return record
     kept = [m for m in messages if not (isinstance(m, dict) and m.get("active") == 0)]
     return {**record, "messages": kept}
-
-
-def redact(record: dict[str, Any]) -> dict[str, Any]:
-    """``--redact``: Hermes's force-mode secret redaction over messages (and segments)."""
-    return _md.redact_session_data(record)
-
-
-# -- Markdown / QMD -----------------------------------------------------------------------------
-
-
-def document(record: Session, fmt: str) -> str:
-    """One session's .md/.qmd file with Hermes's front matter and verification footer."""
-    return _md.render_session_markdown(dict(record), fmt=fmt)
-
-
-def file_name(record: Session, fmt: str) -> str:
-    return _md.safe_session_filename(dict(record), fmt=fmt)
-
-
-def verify(text: str, record: Session) -> tuple[bool, str]:
-    """Hermes's verify_export_file on text read back: the body's SHA-256 matches the one it
-    states, and it names this session and its number of messages."""
-    match = _md._SHA_LINE_RE.search(text)
-    if not match:
-        return False, "sha256 marker missing"
-    actual = hashlib.sha256(_md._body_for_digest(text).encode("utf-8")).hexdigest()
-    if actual != match.group(1):
-        return False, "sha256 mismatch"
-    if f"- Exported messages: `{_md._message_count(dict(record))}`" not in text:
-        return False, "message count mismatch"
-    if f"- Session id: `{_md._session_id(dict(record))}`" not in text:
-        return False, "session id mismatch"
-    return True, "ok"
-
-
-def manifest_entry(record: Session, path: str, fmt: str, data: bytes, when: float) -> str:
-    """One line of Hermes's manifest.jsonl for a written file."""
-    entry = {
-        "session_id": _md._session_id(dict(record)),
-        "lineage_session_ids": record.get("lineage_session_ids") or [_md._session_id(dict(record))],
-        "path": path,
-        "format": fmt,
-        "message_count": _md._message_count(dict(record)),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "exported_at": when,
-    }
-    return json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n"
-
-
-# -- user prompts -------------------------------------------------------------------------------
-
-
-def prompt_lines(record: Session) -> Iterator[str]:
-    """``--only user-prompts --format jsonl``: one line per user prompt, as Hermes writes it."""
-    for row in _prompts.iter_user_prompt_records([dict(record)]):
-        yield json.dumps(row, ensure_ascii=False) + "\n"
-
-
-def prompts_markdown(records: Iterable[Session]) -> Iterator[str]:
-    """``--only user-prompts --format md``, streamed: the same text as Hermes's renderer,
-    which builds it whole. One session gets the single-session layout, as in Hermes."""
-    it = iter(records)
-    first = next(it, None)
-    if first is None:
-        yield _prompts._render_user_prompts_markdown([])
-        return
-    second = next(it, None)
-    if second is None:
-        yield _prompts._render_user_prompts_markdown([dict(first)])
-        return
-    pending: list[str] = ["# User prompts export", ""]
-
-    def block(session: Session) -> list[str]:
-        lines = [f"## Session {_prompts._heading_text(_prompts._session_id(dict(session)))}"]
-        lines.extend(_prompts._session_metadata_lines(dict(session)))
-        lines.append("")
-        _prompts._append_prompt_records(lines, dict(session), heading_level=3)
-        return lines
-
-    for session in _chain(first, second, it):
-        pending.extend(block(session))
-        # Trailing blank lines are held back: Hermes strips them at the very end only.
-        keep = len(pending)
-        while keep and pending[keep - 1] == "":
-            keep -= 1
-        if keep:
-            yield "\n".join(pending[:keep]) + "\n"
-            pending = pending[keep:]
-
-
-def _chain(first: Session, second: Session, rest: Iterator[Session]) -> Iterator[Session]:
-    yield first
-    yield second
-    yield from rest
-
-
-# -- HTML -------------------------------------------------------------------------------------
-
-
-def html(records: list[dict[str, Any]]) -> str:
-    """Hermes's self-contained HTML export: one session, or several with a sidebar."""
-    if len(records) == 1:
-        return generate_html_export(records[0])
-    return generate_multi_session_html_export(records)

@@ -19,8 +19,12 @@ class Rules:
     hermes: str  # whose behaviour these rules reproduce, in words
     search: str  # search dialect: "v8", "v11" or "v22" (webui.hermes.search)
     # Deleting a session also deletes its delegate subagent runs (the _delegate_from marker)
-    # and its transcript files in the Hermes home's sessions/ folder (Hermes 0.19).
+    # (Hermes 0.19).
     delete_cascades: bool = False
+    # Delete and prune remove the transcript files of what they removed from the Hermes home's
+    # sessions/ folder (<id>.json, <id>.jsonl, request_dump_<id>_*.json), as Hermes 0.19's
+    # `sessions delete` and `sessions prune` do.
+    removes_transcripts: bool = False
     # Export records (get_messages): Hermes 0.19 leaves rewound messages out, orders by id
     # (clocks can jump back) and keeps a NULL tool_calls null; before, every message, by
     # timestamp, and [] for a missing tool_calls.
@@ -39,6 +43,7 @@ def rules_for(schema_version: int | None) -> Rules:
             "Hermes Agent 0.19.0",
             "v22",
             delete_cascades=True,
+            removes_transcripts=True,
             export_active_by_id=True,
             rename_takes_from_ancestor=True,
             messages_by_id=True,

@@ -134,6 +134,30 @@ class Plan:
         return " ".join(n for n in self.notices if n) or None
 
 
+# What makes an FTS expression dear: a prefix this short expands to a large part of the
+# vocabulary; alternatives and proximity make FTS5 merge several large doclists.
+SHORT_PREFIX = 3
+MANY_WORDS = 4
+
+
+def is_costly(p: Plan, *, scoped: bool = False) -> bool:
+    """May answering this plan read much of the whole index (a heavy request)? A substring
+    scan of every message; an FTS expression with a prefix shorter than SHORT_PREFIX, OR or
+    NEAR, or more than MANY_WORDS words. A search scoped to one session reads only that
+    session's index entries (its message ids bound the scan), whatever its plan."""
+    if p.route == "none" or scoped:
+        return False
+    if p.route == "like":
+        return True
+    words = [w for w in re.split(r'[\s()]+', p.match) if w]
+    if any(w.upper() in ("OR", "NEAR") or w.upper().startswith("NEAR(") for w in words):
+        return True
+    terms = [w for w in words if w.upper() not in OPERATORS]
+    if len(terms) > MANY_WORDS:
+        return True
+    return any(t.endswith("*") and len(t.strip('"*')) < SHORT_PREFIX for t in terms)
+
+
 # Bounds on what one search may ask: a 200 KB query or 2,000 words makes SQLite's LIKE and FTS5
 # expression builders fail ("pattern too complex", "expression tree too large").
 MAX_QUERY_CHARS = 2_000

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, tzinfo
 from typing import Any
 
@@ -198,6 +198,62 @@ def selection_from_args(
         # A completely bare `hermes sessions prune` means --older-than 90.
         selection = Selection(archived=archived, started_before=now - BARE_PRUNE_DAYS * 86400)
     return selection
+
+
+# Hermes's selection options that narrow the session list (and the exports made from it) on
+# top of the list's own filters: source, model, user, chat_id, chat_type, branch and archived
+# are the list's own, read with Hermes's meanings there.
+NARROWING = (
+    "title",
+    "end_reason",
+    "cwd",
+    "provider",
+    "min_messages",
+    "max_messages",
+    "min_tokens",
+    "max_tokens",
+    "min_cost",
+    "max_cost",
+    "min_tool_calls",
+    "max_tool_calls",
+)
+EVERYTHING = Selection(archived=None)
+
+
+def narrowing_from_args(
+    args: Mapping[str, Any], *, now: float | None = None, tz: tzinfo | None = None
+) -> Selection:
+    """The narrowing options of a list's URL, each with Hermes's meaning: no "ended sessions
+    only" base and no archived default (the list has its own state and archived filters).
+    ``after`` is read here only when the caller found it is not a page cursor. Raises
+    SelectionError with the reason."""
+    given: dict[str, Any] = {
+        name: args.get(name)
+        for name in (*NARROWING, *TIME_PARAMS)
+        if args.get(name) not in (None, "")
+    }
+    ids = [s for s in _getlist(args, "session") if s]
+    if ids:
+        given["session"] = ids[:1000]
+    if not given:
+        return EVERYTHING
+    return replace(selection_from_args(given, command="list", now=now, tz=tz), archived=None)
+
+
+def narrowing_args(args: Mapping[str, Any], sel: Selection) -> dict[str, Any]:
+    """The narrowing options as they were given, for the next page's URL. ``after`` is written
+    as its equal, ``newer_than`` (on the list, ``after`` is the page cursor); when both came,
+    as the tighter of the two, which is what they meant together."""
+    names = (*NARROWING, "older_than", "newer_than", "before")
+    out: dict[str, Any] = {n: str(args[n]) for n in names if args.get(n) not in (None, "")}
+    if sel.sessions:
+        out["session"] = list(sel.sessions)
+    later = args.get("after")
+    if later not in (None, ""):
+        out["newer_than"] = (
+            _iso(sel.started_after) if "newer_than" in out and sel.started_after else str(later)
+        )
+    return out
 
 
 def _getlist(args: Mapping[str, Any], name: str) -> list[str]:

@@ -27,7 +27,7 @@ from webui.hermes.content import (
     pretty_json,
 )
 from webui.hermes.origin import origin_label
-from webui.present import fragments, memo
+from webui.present import fragments, memo, slow_render
 from webui.present.filters import local_datetime
 from webui.present.markdown import highlight_code, markdown
 
@@ -108,6 +108,10 @@ class RenderBudget:
     forced: frozenset[int] = frozenset()
     spent: int = 0
 
+    def beyond_page(self, size: int) -> bool:
+        """Too large to format inline even when asked for (rendered apart, then)."""
+        return size > self.per_message
+
     def allows(self, message_id: int, size: int) -> bool:
         if message_id not in self.forced and (
             size > self.per_message or self.spent + size > self.per_page
@@ -132,8 +136,20 @@ def message_view(
     view["html"] = view["code"] = None
     view["texts"] = []
     view["plain_reason"] = None
+    view["render_pending"] = None
     if formatted and not budget.allows(m["id"], text):
         view["plain_reason"] = text  # shown as plain text, with "render anyway"
+    elif formatted and budget.beyond_page(text):
+        # Asked for on purpose and too large to format inline: rendered apart, within the
+        # request's deadline, and kept (webui.present.slow_render).
+        kind = "markdown" if view["role"] in MARKDOWN_ROLES else "json"
+        done = slow_render.render(kind, view["raw"])
+        if done.pending:
+            view["plain_reason"], view["render_pending"] = text, done.pending
+        elif kind == "markdown":
+            view["html"] = Markup(done.value)
+        else:
+            view["code"], view["texts"] = Markup(done.value[0]), done.value[1]
     elif view["role"] in MARKDOWN_ROLES:
         view["html"] = markdown(view["raw"])
     elif formatted:
@@ -150,6 +166,7 @@ def message_view(
         view["call_href"],
         [c["result_href"] for c in view["tool_calls"]],
         view["plain_reason"],
+        view["render_pending"],
     )
     return view
 

@@ -1,6 +1,7 @@
-"""A zip archive written as it is downloaded: each member is compressed and handed on at once,
-so a thousand-file export never sits whole in memory. zipfile writes to a stream it cannot seek
-(sizes then follow each member in a data descriptor), which every unzip tool reads."""
+"""A zip archive written as it is downloaded: each member is compressed and handed on chunk by
+chunk, so neither a thousand-file export nor one long conversation sits whole in memory.
+zipfile writes to a stream it cannot seek (sizes then follow each member in a data
+descriptor), which every unzip tool reads."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ class _Sink(io.RawIOBase):
         return out
 
 
-def zip_stream(members: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
-    """(name, data) pairs in, the archive's bytes out, member by member."""
+def zip_stream(members: Iterable[tuple[str, bytes | Iterable[bytes]]]) -> Iterator[bytes]:
+    """(name, data) pairs in, where data is bytes or an iterable of byte chunks; the archive's
+    bytes out as they are made. Member names must already be safe (no ``/``, no ``..``)."""
     sink = _Sink()
     stamp = time.localtime()[:6]
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -36,8 +38,13 @@ def zip_stream(members: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
             info = zipfile.ZipInfo(name, date_time=stamp)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
-            archive.writestr(info, data)
-            chunk = sink.take()
-            if chunk:
-                yield chunk
+            with archive.open(info, "w", force_zip64=True) as member:
+                for chunk in [data] if isinstance(data, bytes) else data:
+                    member.write(chunk)
+                    out = sink.take()
+                    if out:
+                        yield out
+            out = sink.take()
+            if out:
+                yield out
     yield sink.take()

@@ -28,3 +28,23 @@ def query_args() -> dict[str, list[str]]:
     """The request's query as url_for arguments, without url_for's own reserved names
     (_anchor, _external, _scheme, _method): a visitor's query must not steer those."""
     return {k: v for k, v in request.args.to_dict(flat=False).items() if not k.startswith("_")}
+
+
+# Read on every page: the output format and the chosen profile (webui.web.profiles).
+EVERY_PAGE_PARAMS = frozenset({"format", "profile"})
+
+
+def refuse_unknown(allowed: frozenset[str] | set[str]) -> None:
+    """A parameter this route does not read is an error the user sees (400, naming it),
+    never a filter silently dropped."""
+    unknown = sorted(
+        k for k in request.args if k not in allowed and k not in EVERY_PAGE_PARAMS and k[:1] != "_"
+    )
+    if unknown:
+        from webui.db import BadRequest
+
+        names = ", ".join(repr(k) for k in unknown[:5])
+        raise BadRequest(
+            f"This page has no option {names}, so nothing was filtered by it. The options "
+            "every list and export shares are in the README's “Selection” section."
+        )

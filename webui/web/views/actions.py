@@ -360,6 +360,7 @@ def prune_run():
                 "backup_folder": str(job.backup_folder) if job.backup_folder else None,
                 "kept": job.kept,
                 "partial": job.partial,
+                "transcript_files_removed": job.files_removed,
             }
         ), 200 if not job.error else 503
     return redirect(url_for("actions.prune_job", job_id=job.id))
@@ -486,6 +487,7 @@ def prune_job(job_id: str):
                 "size_bytes": lb.size_bytes(),
                 "kept": job.kept,
                 "partial": job.partial,
+                "transcript_files_removed": job.files_removed,
             }
         )
     if not request.htmx:

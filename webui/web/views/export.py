@@ -7,41 +7,81 @@ undone by /rewind, left out by Hermes 0.19 unless asked for)."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import time
 from datetime import datetime
 
-from flask import Blueprint, Response, abort, render_template, request, stream_with_context
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    jsonify,
+    make_response,
+    render_template,
+    request,
+    stream_with_context,
+)
+from jinja2_fragments.flask import render_block
 
 from webui.db import BadRequest, SessionQuery, get_logbook
-from webui.hermes import exports
+from webui.db.sessions import LIST_PARAMS
+from webui.db.sql import is_cursor
+from webui.hermes import export_markdown, export_prompts, exports
 from webui.hermes.exports import ExportFormatError
+from webui.hermes.redaction import redact_record
 from webui.hermes.selection import SelectionError, selection_from_args
+from webui.present import export_html
 from webui.present.zipstream import zip_stream
 from webui.web.streams import guarded
+from webui.web.views import refuse_unknown, wants_json
 
 bp = Blueprint("export", __name__)
 
 
-# Hermes builds an HTML export whole in memory; so does its renderer here. Bounded so that one
-# request cannot hold the server: larger selections go as JSONL, Markdown or QMD (streamed).
-MAX_HTML_SESSIONS = 200
+# What every export reads: the list's parameters (so an export of a list is that list), the
+# sessions or lineage chosen, a prune preview's or Hermes's export selection, and how to write.
+EXPORT_PARAMS = (LIST_PARAMS - {"limit"}) | {
+    "from",  # "form": asked for by the export form (an empty selection shows the form again)
+    "lineage",
+    "selection",
+    "prune_cutoff",
+    "cutoff",
+    "only",
+    "redact",
+    "rewound",
+    "lineage_mode",
+    "style",
+}
 
 
 def _ids():
     """(ids iterator, name, whole) for the request's selection; a selection that matches
     nothing is answered with a message, never with an empty file. ``whole``: the export of
     everything (Hermes's export_all records, which carry last_active)."""
+    refuse_unknown(EXPORT_PARAMS)
     ids, name = _selection()
     first = next(ids, None)
     if first is None:
+        if _browser_form():
+            # The form comes back as it was filled, saying so: nothing to download.
+            abort(make_response(_form_page(nothing=True), 404))
         abort(
             404,
             description="No session matches this selection, so there is nothing to "
             "export. Widen the filters and try again.",
         )
     return itertools.chain([first], ids), name
+
+
+def _browser_form() -> bool:
+    """A download asked for by the export form in a browser (not a script, not JSON)."""
+    return (
+        not wants_json()
+        and "text/html" in (request.headers.get("Accept") or "")
+        and request.args.get("from") == "form"
+    )
 
 
 def _flag(name: str) -> bool:
@@ -62,8 +102,8 @@ def _whole() -> bool:
         return False
     if request.args.get("selection") or request.args.get("prune_cutoff"):
         return False
-    args = request.args.copy()
-    for key in ("format", "only", "redact", "rewound", "lineage_mode", "style", "after"):
+    args = _without_cursor(request.args)
+    for key in ("format", "only", "redact", "rewound", "lineage_mode", "style"):
         args.pop(key, None)
     args.setdefault("archived", "include")
     args["rows"] = "all"
@@ -107,14 +147,22 @@ def _selection():
             abort(404, description=f"No session has the id “{missing[0]}”.")
         name = sessions[0] if len(sessions) == 1 else f"{len(sessions)}-sessions"
         return lb.exporter.session_ids(ids=sessions), name
-    args = request.args.copy()
-    args.pop("after", None)
+    args = _without_cursor(request.args)
     # "Everything" means everything, as `hermes sessions export`: every session row (subagent
     # runs and continuations too) and archived sessions, unless the list's own archived
     # filter comes along.
     args.setdefault("archived", "include")
     args["rows"] = "all"
     return lb.exporter.session_ids(SessionQuery.from_args(args)), "sessions"
+
+
+def _without_cursor(args):
+    """The list's query without its page cursor: an export from page 3 of the list exports
+    the whole list. An ``after`` that is a time (Hermes's --after) stays a filter."""
+    args = args.copy()
+    if is_cursor(args.get("after") or ""):
+        args.pop("after")
+    return args
 
 
 def _download(chunks, name: str, ext: str, mimetype: str, filename: str | None = None) -> Response:
@@ -142,7 +190,57 @@ def _download(chunks, name: str, ext: str, mimetype: str, filename: str | None =
 
 @bp.get("/export")
 def form():
-    return render_template("export.html", sources=get_logbook().sessions.all_sources())
+    return _form_page()
+
+
+def _form_page(nothing: bool = False) -> str:
+    lb = get_logbook()
+    return render_template(
+        "export.html",
+        sources=lb.sessions.all_sources(),
+        models=lb.sessions.models(),
+        args=request.args,
+        has_archived=lb.schema.has("sessions", "archived"),
+        nothing=nothing,
+        summary=None if nothing else _summary_or_none(),
+    )
+
+
+def _summary_or_none():
+    try:
+        return _summary()
+    except BadRequest:
+        return None  # the form shows the filters; the download says what is wrong
+
+
+def _summary() -> dict:
+    """How many sessions and messages the form's selection holds, and about how big its JSONL
+    is: shown as the filters change, before anything is downloaded."""
+    lb = get_logbook()
+    args = _without_cursor(request.args)
+    for key in ("format", "only", "redact", "rewound", "lineage_mode", "style", "from"):
+        args.pop(key, None)
+    sessions = [s for s in args.getlist("session") if s]
+    lineage = args.get("lineage")
+    if lineage:
+        if lb.sessions.brief(lineage) is None:
+            return {"sessions": 0, "messages": 0, "bytes": 0}
+        root = lb.lineage.tree(lineage).root
+        return lb.exporter.summary(ids=list(lb.exporter.session_ids(lineage_root=root)))
+    if sessions:
+        return lb.exporter.summary(ids=sessions)
+    args.setdefault("archived", "include")
+    args["rows"] = "all"
+    return lb.exporter.summary(SessionQuery.from_args(args))
+
+
+@bp.get("/export/summary")
+def summary():
+    refuse_unknown(EXPORT_PARAMS | {"from"})
+    numbers = _summary()
+    if wants_json():
+        return jsonify(numbers)
+    return render_block("export.html", "summary", summary=numbers, args=request.args)
 
 
 @bp.get("/export.jsonl")
@@ -158,7 +256,7 @@ def jsonl():
         chunks = (
             line.encode()
             for rec in ex.records(ids, include_rewound=rewound)
-            for line in exports.prompt_lines(exports.redact(rec) if redact else rec)
+            for line in export_prompts.jsonl_lines(redact_record(rec) if redact else rec)
         )
         return _download(chunks, f"{name}-user-prompts", "jsonl", "application/x-ndjson")
     return _download(
@@ -180,10 +278,10 @@ def _hermes_records(ids, rewound: bool, redact: bool, logical: bool):
             if rec is None or rec["id"] in done:
                 continue  # two segments of one chain export it once
             done.add(rec["id"])
-            yield exports.redact(rec) if redact else rec
+            yield redact_record(rec) if redact else rec
         return
     for rec in ex.records(ids, include_rewound=rewound):
-        yield exports.redact(rec) if redact else rec
+        yield redact_record(rec) if redact else rec
 
 
 def _hermes_document(fmt: str):
@@ -207,32 +305,47 @@ def _hermes_document(fmt: str):
         ids, name = _ids()
         records = _hermes_records(ids, rewound, redact, logical=False)
         return _download(
-            exports.prompts_markdown(records), f"{name}-user-prompts", "md", "text/markdown"
+            export_prompts.markdown_chunks(records), f"{name}-user-prompts", "md", "text/markdown"
         )
     ids, name = _ids()
     records = _hermes_records(ids, rewound, redact, logical)
     first = next(records)
     second = next(records, None)
-    mimetype = "text/markdown"
     if second is None:
         return _download(
-            iter([exports.document(first, fmt)]),
+            export_markdown.document_chunks(first, fmt, time.time()),
             name,
             fmt,
-            mimetype,
-            filename=exports.file_name(first, fmt),
+            "text/markdown",
+            filename=export_markdown.file_name(first, fmt),
         )
+    return _download(
+        zip_stream(_markdown_members(itertools.chain([first, second], records), fmt)),
+        f"{name}-{fmt}",
+        "zip",
+        "application/zip",
+    )
 
-    def members():
-        manifest = []
-        for rec in itertools.chain([first, second], records):
-            filename = exports.file_name(rec, fmt)
-            data = exports.document(rec, fmt).encode("utf-8")
-            manifest.append(exports.manifest_entry(rec, filename, fmt, data, time.time()))
-            yield filename, data
-        yield "manifest.jsonl", "".join(manifest).encode("utf-8")
 
-    return _download(zip_stream(members()), f"{name}-{fmt}", "zip", "application/zip")
+def _markdown_members(records, fmt: str):
+    """A file per session, streamed, then Hermes's manifest.jsonl (each line carries the
+    SHA-256 of the file as written)."""
+    manifest = []
+    for rec in records:
+        filename = export_markdown.file_name(rec, fmt)
+        digest = hashlib.sha256()
+
+        def chunks(rec=rec, digest=digest):
+            for text in export_markdown.document_chunks(rec, fmt, time.time()):
+                data = text.encode("utf-8")
+                digest.update(data)
+                yield data
+
+        yield filename, chunks()
+        manifest.append(
+            export_markdown.manifest_line(rec, filename, fmt, digest.hexdigest(), time.time())
+        )
+    yield "manifest.jsonl", "".join(manifest).encode("utf-8")
 
 
 @bp.get("/export.qmd")
@@ -242,19 +355,22 @@ def qmd():
 
 @bp.get("/export.html")
 def html():
+    """Hermes's page: one session alone, or any number behind a sidebar. The sidebar needs
+    the sessions' short rows before their messages, so the ids are read first (a few bytes a
+    session) and the conversations then stream one at a time."""
     ids, name = _ids()
-    records = list(
-        itertools.islice(
-            _hermes_records(ids, _flag("rewound"), _flag("redact"), logical=False),
-            MAX_HTML_SESSIONS + 1,
-        )
-    )
-    if len(records) > MAX_HTML_SESSIONS:
-        raise BadRequest(
-            f"An HTML export holds at most {MAX_HTML_SESSIONS} sessions (it is one page, built "
-            "whole). Narrow the selection, or export JSONL, Markdown or QMD, which stream."
-        )
-    return _download(iter([exports.html(records)]), name, "html", "text/html")
+    rewound, redact = _flag("rewound"), _flag("redact")
+    chosen = list(ids)
+    records = _hermes_records(iter(chosen), rewound, redact, logical=False)
+    if len(chosen) == 1:
+        first = next(records, None)
+        if first is None:
+            abort(404, description="That session is gone.")
+        page = export_html.page_chunks([first], None, title=first.get("title", "Hermes Session"))
+    else:
+        rows = get_logbook().exporter.sidebar_rows(chosen)
+        page = export_html.page_chunks(records, (redact_record(r) if redact else r for r in rows))
+    return _download(page, name, "html", "text/html")
 
 
 @bp.get("/export.csv")

@@ -44,14 +44,17 @@ def _page() -> int:
         raise BadRequest("page must be a number.") from None
 
 
+def search_facts(book) -> dict:
+    return {
+        "has_fts": book.schema.has_fts,
+        "has_trigram": book.schema.has_trigram,
+        "dialect": book.rules.search,
+    }
+
+
 def _plan(book, query: str):
     """The plan for this database: its indexes, and the search rules of its Hermes."""
-    return plan(
-        query,
-        has_fts=book.schema.has_fts,
-        has_trigram=book.schema.has_trigram,
-        dialect=book.rules.search,
-    )
+    return plan(query, **search_facts(book))
 
 
 def _merged(query: str, f: SearchFilters, page: int):
@@ -87,10 +90,10 @@ def search():
     f = _filters()
     page = _page()
     group = request.args.get("group") == "session"
-    # Only searches that may read the whole index take one of the few search slots; simple
-    # ones run like any page (the server's dispatcher classifies them the same way).
-    heavy = is_heavy(request.path, request.query_string.decode("latin-1"))
+    # Only searches whose plan may read the whole index take one of the few search slots;
+    # the others run like any page (the server's dispatcher classes them the same way).
     p = None if g.get("all_profiles") else _plan(lb, query)
+    heavy = is_heavy(request.path, request.query_string.decode("latin-1"), search_facts(lb))
     # A substring search's first page often lies among the newest messages: answered from
     # them without a slot when they prove it (webui.db.search.run_recent).
     quick = run_recent(lb.search, p, f, page) if p is not None else None

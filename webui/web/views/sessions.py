@@ -10,7 +10,7 @@ from htmx_flask import request
 from webui.db import BadRequest, SessionQuery, get_logbook
 from webui.db.messages import END_CURSOR
 from webui.db.schema import KNOWN_SESSION_COLUMNS
-from webui.db.sessions import encode_cursor
+from webui.db.sessions import LIST_PARAMS, encode_cursor
 from webui.hermes.content import plain_text
 from webui.present.relatives import chain_summary, child_groups
 from webui.present.rows import (
@@ -23,7 +23,7 @@ from webui.present.rows import (
     with_origin,
 )
 from webui.web.profiles import merged_logbooks
-from webui.web.views import merged, query_args, render_page, wants_json
+from webui.web.views import merged, query_args, refuse_unknown, render_page, wants_json
 
 bp = Blueprint("sessions", __name__)
 
@@ -49,6 +49,7 @@ def live():
 @bp.get("/sessions")
 def list_sessions():
     lb = get_logbook()
+    refuse_unknown(LIST_PARAMS)
     q = SessionQuery.from_args(request.args)
     if g.get("all_profiles"):
         rows, cursor, facets = merged.session_page(q)

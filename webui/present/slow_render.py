@@ -1,0 +1,112 @@
+"""Formatting a user asked for on purpose ("render it anyway"): a message too large for a
+page's budget (a 0.8 MB Markdown table takes seconds to render).
+
+Such a render runs in a process of its own, at the lowest CPU priority, one at a time: it
+cannot hold the server's interpreter lock or its cores while pages are answered. A request
+waits for it only as long as its own deadline allows; if it is not done by then, the page
+shows the message as plain text saying the render continues, and the render goes on. Once
+made, a render is kept (by the text's digest), so asking again, or reloading, costs nothing:
+a client that loops on the link gets the same running job, then the kept result.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import multiprocessing
+import os
+import threading
+from typing import Any
+
+from webui.db import deadline
+from webui.present import memo
+
+# Every kept render together, input and output counted; one render may hold an eighth of it
+# (a 0.8 MB table and its HTML fit).
+KEPT_CHARS = 64_000_000
+# Distinct renders waiting at once; past it, a request shows the text plain and says so.
+MAX_PENDING = 4
+WAIT_AT_MOST_S = 4.0  # a page never waits longer than this for a render, whatever is left
+SPARE_S = 0.5  # left of the request's deadline for the rest of the page
+
+_kept = memo.SizedCache(KEPT_CHARS, getsizeof=lambda entry: entry[0])
+_running: dict[tuple[str, bytes], concurrent.futures.Future] = {}
+_lock = threading.Lock()
+_pool: concurrent.futures.ProcessPoolExecutor | None = None
+
+
+def _lowest_priority() -> None:
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+
+
+def _executor() -> concurrent.futures.ProcessPoolExecutor:
+    global _pool
+    if _pool is None:
+        # spawn: a fresh interpreter, not a fork of a threaded server.
+        _pool = concurrent.futures.ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_lowest_priority,
+        )
+    return _pool
+
+
+def _work(kind: str, text: str) -> Any:
+    """In the render process: what the page would have made inline."""
+    from webui.present.markdown import markdown
+    from webui.present.rows import json_result
+
+    if kind == "markdown":
+        return str(markdown(text))
+    code, texts = json_result(text)
+    return str(code), texts
+
+
+def _size(kind: str, text: str, value: Any) -> int:
+    if kind == "markdown":
+        return len(text) + len(value)
+    return len(text) + len(value[0]) + sum(len(t.get("text", "")) for t in value[1])
+
+
+class Outcome:
+    """What a page shows: the result, or why the text stays plain for now."""
+
+    def __init__(self, value: Any = None, pending: str | None = None):
+        self.value = value
+        self.pending = pending  # None: done
+
+
+def render(kind: str, text: str) -> Outcome:
+    """``kind``: "markdown" (HTML) or "json" (highlighted code and lifted strings)."""
+    key = (kind, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+    hit = _kept.find(key)
+    if hit is not None:
+        return Outcome(hit[1])
+    with _lock:
+        job = _running.get(key)
+        if job is None:
+            if len(_running) >= MAX_PENDING:
+                return Outcome(pending="busy")
+            job = _executor().submit(_work, kind, text)
+            _running[key] = job
+            job.add_done_callback(lambda done: _finished(key, kind, text, done))
+    left = deadline.remaining()
+    wait = WAIT_AT_MOST_S if left is None else min(WAIT_AT_MOST_S, left - SPARE_S)
+    try:
+        return Outcome(job.result(timeout=max(0.0, wait)))
+    except concurrent.futures.TimeoutError:
+        return Outcome(pending="running")
+    except Exception:  # noqa: BLE001 - the process died or the text defeated the renderer
+        return Outcome(pending="failed")
+
+
+def _finished(key, kind: str, text: str, job: concurrent.futures.Future) -> None:
+    with _lock:
+        _running.pop(key, None)
+    if job.cancelled() or job.exception() is not None:
+        return
+    value = job.result()
+    _kept.keep(key, (_size(kind, text, value), value))
