@@ -262,8 +262,11 @@ def sql_ms(conn: sqlite3.Connection, statements: list[tuple[str, tuple]], repeat
 
 
 class Server:
-    def __init__(self, db: Path, instance: Path, threads: int | None = None):
+    def __init__(
+        self, db: Path, instance: Path, threads: int | None = None, extra: list[str] | None = None
+    ):
         self.db, self.instance, self.threads = db, instance, threads
+        self.extra = list(extra or [])
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         self.output: list[str] = []
@@ -286,6 +289,7 @@ class Server:
         ]
         if self.threads:
             cmd += ["--threads", str(self.threads)]
+        cmd += self.extra
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
             cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1

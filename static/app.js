@@ -339,19 +339,32 @@
   // --- copy buttons (shown only where JavaScript can copy) ------------------------------
   function revealCopy(root) {
     (root || document).querySelectorAll(
-      "button.copy[hidden], button[data-shortcuts][hidden], .viewer-nav button[hidden]")
+      "button.copy[hidden], button[data-shortcuts][hidden]")
       .forEach(function (b) { b.hidden = false; });
   }
 
-  // --- long conversations: previous / next question, and "message N of T" -----------------
-  function topMessage() {
-    var msgs = document.querySelectorAll("article.msg[data-n]");
+  // --- long conversations: moving by message and by question, from anywhere -------------
+  // The messages sit under two sticky bars (the site header and the viewer's own); a message
+  // counts as "here" once its top has reached them. Moving scrolls within what is loaded;
+  // beyond it, the server finds the message and opens the page that holds it (the links
+  // work the same way without this script).
+  function barsBottom() {
     var nav = document.querySelector(".viewer-nav");
-    var edge = nav ? nav.getBoundingClientRect().bottom + 4 : 0;
+    var header = parseFloat(getComputedStyle(document.documentElement).getPropertyValue("--header-h")) || 0;
+    return header + (nav ? nav.offsetHeight : 0);
+  }
+  function shownMessages() {
+    return Array.prototype.slice.call(document.querySelectorAll("article.msg[data-n]"));
+  }
+  function topMessage() {
+    var msgs = shownMessages(), edge = barsBottom() + 12;
     for (var i = 0; i < msgs.length; i++) {
       if (msgs[i].getBoundingClientRect().bottom > edge) return msgs[i];
     }
     return msgs.length ? msgs[msgs.length - 1] : null;
+  }
+  function atTop(m) {
+    return Math.abs(m.getBoundingClientRect().top - (barsBottom() + 8)) < 6;
   }
   function updatePosition() {
     var pos = document.querySelector(".viewer-nav .pos");
@@ -361,31 +374,91 @@
     pos.textContent = "message " + Number(top.getAttribute("data-n")).toLocaleString() +
       " of " + total.toLocaleString();
   }
+  function bringToTop(m) {
+    document.documentElement.style.setProperty("--bars-h", barsBottom() + "px");
+    m.scrollIntoView({block: "start"});
+    m.setAttribute("tabindex", "-1");
+    m.focus({preventScroll: true});
+    shownMessages().forEach(function (x) { x.classList.remove("kbd-current"); });
+    m.classList.add("kbd-current");
+    updatePosition();
+  }
+  // The message to move to, among those loaded: the next or previous one (of any role, or a
+  // user's question only) from the one now at the top.
+  function step(dir, questionsOnly) {
+    var msgs = shownMessages().filter(function (m) {
+      return !questionsOnly || m.classList.contains("role-user");
+    });
+    var marked = document.querySelector("article.msg.kbd-current");
+    var top = marked && atTop(marked) ? marked : topMessage();
+    if (!top) return {found: null};
+    var n = Number(top.getAttribute("data-n"));
+    var i;
+    if (dir > 0) {
+      for (i = 0; i < msgs.length; i++) {
+        var k = Number(msgs[i].getAttribute("data-n"));
+        if (k > n || (k === n && !atTop(msgs[i]) && msgs[i].getBoundingClientRect().top > barsBottom() + 14)) return {found: msgs[i]};
+      }
+    } else {
+      for (i = msgs.length - 1; i >= 0; i--) {
+        var j = Number(msgs[i].getAttribute("data-n"));
+        if (j < n || (j === n && !atTop(msgs[i]) && msgs[i].getBoundingClientRect().top < barsBottom())) return {found: msgs[i]};
+      }
+    }
+    return {found: null};
+  }
+  function moveByQuestion(dir) {
+    var hit = step(dir, true).found;
+    if (hit) { bringToTop(hit); return; }
+    // Not loaded: the server finds it from the loaded edge in that direction.
+    var link = document.querySelector('.viewer-nav a[data-turn="' + (dir > 0 ? "next" : "prev") + '"]');
+    var msgs = shownMessages();
+    if (!link || !msgs.length) return;
+    var edge = dir > 0 ? msgs[msgs.length - 1] : msgs[0];
+    var url = new URL(link.getAttribute("data-url"), window.location.href);
+    url.searchParams.set("from", edge.id.replace(/^m-/, ""));
+    window.location.href = url.toString();
+  }
+  function moveByMessage(dir) {
+    var hit = step(dir, false).found;
+    if (hit) { bringToTop(hit); return; }
+    // Past what is loaded: the next page (as scrolling would load it) or the previous one.
+    var pager = document.querySelector(dir > 0 ? "#more-messages a" : "#earlier-messages a");
+    if (pager) pager.click();
+  }
   var posTimer = 0;
   window.addEventListener("scroll", function () {
     if (posTimer) return;
     posTimer = setTimeout(function () { posTimer = 0; updatePosition(); }, 120);
   }, {passive: true});
   document.addEventListener("click", function (e) {
-    var b = e.target.closest && e.target.closest(".viewer-nav button[data-turn]");
-    if (!b) return;
-    var users = Array.prototype.slice.call(document.querySelectorAll("article.msg.role-user"));
-    var nav = document.querySelector(".viewer-nav");
-    var edge = (nav ? nav.getBoundingClientRect().bottom : 0) + 8;
-    var target = null;
-    if (b.getAttribute("data-turn") === "next") {
-      target = users.filter(function (u) { return u.getBoundingClientRect().top > edge + 2; })[0];
-    } else {
-      var above = users.filter(function (u) { return u.getBoundingClientRect().top < edge - 2; });
-      target = above[above.length - 1];
-    }
-    if (target) {
-      window.scrollBy(0, target.getBoundingClientRect().top - edge + 4);
-      target.setAttribute("tabindex", "-1");
-      target.focus({preventScroll: true});
-      updatePosition();
-    }
+    var b = e.target.closest && e.target.closest(".viewer-nav a[data-turn]");
+    if (!b || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    e.preventDefault();
+    moveByQuestion(b.getAttribute("data-turn") === "next" ? 1 : -1);
   });
+  var viewerG = 0;
+  document.addEventListener("keydown", function (e) {
+    if (!document.querySelector(".conversation") || e.ctrlKey || e.metaKey || e.altKey) return;
+    var t = e.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+    var go = function (which) {
+      var a = document.querySelector('.viewer-nav a[data-go="' + which + '"]');
+      if (a) window.location.href = a.href;
+    };
+    if (e.key === "j" || e.key === "k") { e.preventDefault(); e.stopImmediatePropagation(); moveByMessage(e.key === "j" ? 1 : -1); return; }
+    if (e.key === "n" || e.key === "p") { e.preventDefault(); moveByQuestion(e.key === "n" ? 1 : -1); return; }
+    if (e.key === "G") { e.preventDefault(); go("last"); return; }
+    if (e.key === ":") {
+      var box = document.querySelector(".viewer-nav input[name=n]");
+      if (box) { e.preventDefault(); box.focus(); }
+      return;
+    }
+    if (e.key === "g") {
+      if (viewerG && Date.now() - viewerG < 1500) { viewerG = 0; e.preventDefault(); e.stopImmediatePropagation(); go("first"); return; }
+      viewerG = Date.now();
+    }
+  }, true);
   document.addEventListener("click", function (e) {
     var b = e.target.closest && e.target.closest("button.copy");
     if (b) {
@@ -424,7 +497,16 @@
     document.documentElement.style.setProperty("--header-h", (stuck ? h.offsetHeight : 0) + "px");
   }
   window.addEventListener("resize", headerHeight);
-  ready(function () { headerHeight(); revealCopy(); localTimes(); foldOnPhones(); updatePosition(); });
+  // Opened at a message (?at=…#m-<id>): it sits just under the sticky bars, marked as the
+  // one the keys move from.
+  function openAtMessage() {
+    var m = /^#m-(\d+)$/.exec(window.location.hash);
+    var target = m && document.getElementById("m-" + m[1]);
+    if (target && document.querySelector(".viewer-nav")) bringToTop(target);
+  }
+  ready(function () {
+    headerHeight(); revealCopy(); localTimes(); foldOnPhones(); openAtMessage(); updatePosition();
+  });
   document.addEventListener("htmx:afterSettle", function (e) { revealCopy(e.target); localTimes(e.target); });
 })();
 

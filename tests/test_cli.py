@@ -293,3 +293,57 @@ def test_short_tokens_are_refused_at_start(tmp_path, how):
     )
     assert proc.returncode == 2
     assert "at least 16" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _start_only(tmp_path, *extra, env=None):
+    """Runs the command line up to its checks (a bad token exits 2 before serving)."""
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    args = ["--db", str(db), "--host", "0.0.0.0", "--insecure", "--port", str(free_port())]
+    return run_cli(*args, "--instance", str(tmp_path / "inst"), *extra, env=env, timeout=30)
+
+
+@pytest.mark.parametrize("content", ["", "   \n", " " * 16, "\t\n\n"])
+def test_a_token_file_holding_nothing_is_refused_not_ignored(tmp_path, content):
+    """A blank file no longer silently overrides a token given elsewhere (issue 37, point 9)."""
+    f = tmp_path / "token"
+    f.write_text(content)
+    f.chmod(0o600)
+    proc = _start_only(tmp_path, "--token-file", str(f), env={"HERMES_LOGBOOK_TOKEN": TOKEN})
+    assert_one_clear_line(proc, f"--token-file {f}", "holds no token")
+
+
+@pytest.mark.parametrize("how", ["--token", "env"])
+def test_a_token_of_spaces_is_no_token(tmp_path, how):
+    spaces = " " * 20
+    if how == "--token":
+        proc = _start_only(tmp_path, "--token", spaces)
+    else:
+        proc = _start_only(tmp_path, env={"HERMES_LOGBOOK_TOKEN": spaces})
+    assert_one_clear_line(proc, "holds no token")
+
+
+def test_a_token_file_others_can_read_is_warned_about_and_its_token_stripped(tmp_path):
+    f = tmp_path / "token"
+    f.write_text(f"  {TOKEN}  \n")
+    f.chmod(0o644)
+    port = free_port()
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webui", "--db", str(db), "--host", "127.0.0.1", "--insecure",
+         "--port", str(port), "--instance", str(tmp_path / "inst"), "--token-file", str(f)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        banner = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            banner.append(line)
+            if "changes:" in line or not line:
+                break
+        changes = banner[-1]
+        assert f"from --token-file {f}" in changes, banner
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=20)
+    assert "can be read by other users (mode 644)" in err and "chmod 600" in err

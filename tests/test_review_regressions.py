@@ -199,28 +199,35 @@ def test_private_login_page_shows_nothing_about_the_database(tmp_path):
 
 
 def test_failed_logins_are_throttled_for_everyone_together(tmp_path):
-    """Rotating over many addresses does not multiply the guesses; logging in is not a guess."""
-    from webui.web.access import limiter
-
+    """Rotating over many addresses gives one guess per address a minute once the overall
+    budget is spent; logging in is not a guess; and the right token from an address that has
+    not failed gets in during the flood (issue 37, point 6)."""
     db = copy_fixture("hermes-v11.db", tmp_path)
     app = make_app(db, tmp_path / "inst", LOGBOOK_REMOTE=True, LOGBOOK_TOKEN="r" * 20)
-    limiter.reset()
+    throttle = app.extensions["login_throttle"]
+
+    def attempt(address: str, token: str) -> int:
+        c = app.test_client()
+        c.environ_base["REMOTE_ADDR"] = address
+        html = c.get("/login").get_data(as_text=True)
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+        return c.post("/login", data={"token": token, "csrf_token": csrf}).status_code
+
     try:
-        statuses = []
-        for i in range(25):
-            c = app.test_client()
-            c.environ_base["REMOTE_ADDR"] = f"127.0.0.{i + 2}"
-            html = c.get("/login").get_data(as_text=True)
-            csrf = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
-            statuses.append(
-                c.post("/login", data={"token": f"guess{i}", "csrf_token": csrf}).status_code
-            )
-        assert statuses[:20] == [401] * 20 and set(statuses[20:]) == {429}
+        first = [attempt(f"127.0.0.{i + 2}", f"guess{i}") for i in range(25)]
+        assert first == [401] * 25, "each address's first guess is checked (and wrong)"
+        again = [attempt(f"127.0.0.{i + 2}", f"guess{i}b") for i in range(25)]
+        assert set(again) == {429}, "past the overall budget, no address that failed guesses again"
+        assert attempt("127.0.0.200", "r" * 20) == 302, "the right token gets in"
+        assert attempt("127.0.0.2", "r" * 20) == 429, "(not from an address that guessed)"
+        # IPv6 guessers count by their /64: rotating inside it is one address.
+        v6 = [attempt(f"2001:db8::{i:x}", "x") for i in range(1, 8)]
+        assert v6[:1] == [401] and set(v6[1:]) == {429}
     finally:
-        limiter.reset()
+        throttle.reset()
     ok = app.test_client()
     for _ in range(8):  # successful logins never use up the allowance
         html = ok.get("/login").get_data(as_text=True)
         csrf = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
         assert ok.post("/login", data={"token": "r" * 20, "csrf_token": csrf}).status_code == 302
-    limiter.reset()
+    throttle.reset()

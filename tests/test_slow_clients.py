@@ -34,9 +34,7 @@ def _server(db, tmp_path, **config):
     app = make_app(
         db,
         tmp_path / "inst",
-        LOGBOOK_THREADS=8,
-        LOGBOOK_EXPORT_STALL_SECONDS=1.0,
-        **config,
+        **{"LOGBOOK_THREADS": 8, "LOGBOOK_EXPORT_STALL_SECONDS": 1.0, **config},
     )
     return app, LiveServer(app, threads=8, outbuf_high_watermark=SPOOL)
 
@@ -116,6 +114,43 @@ def test_stalled_export_readers_leave_the_pages_answering(big_db, tmp_path):
     finally:
         for s in readers:
             s.close()
+        srv.close()
+
+
+def test_trickling_readers_are_dropped_by_their_rate_not_only_by_silence(big_db, tmp_path):
+    """A reader taking 4 KB every half second is never silent for the stall budget, yet it
+    would keep an export slot for hours: under the minimum rate over the window, it is
+    dropped and its slot comes back (issue 37, point 7)."""
+    app, srv = _server(
+        big_db,
+        tmp_path,
+        LOGBOOK_EXPORT_STALL_SECONDS=30.0,  # silence alone would not cut it in this test
+        LOGBOOK_EXPORT_MIN_RATE=64 * 1024,
+        LOGBOOK_EXPORT_RATE_WINDOW=2.0,
+    )
+    slots = app.extensions["logbook_export_slots"]
+    s = _stalled(srv.url, "/export.jsonl", source="127.0.0.7")
+    stop = time.monotonic() + 20
+    cut = False
+    try:
+        s.settimeout(1.0)
+        while time.monotonic() < stop:
+            try:
+                if s.recv(4096) == b"":
+                    cut = True
+                    break
+            except (TimeoutError, ConnectionResetError):
+                if slots.abandoned:
+                    cut = True
+                    break
+            time.sleep(0.5)
+        assert cut and slots.abandoned == 1
+        deadline = time.monotonic() + 5
+        while slots.running() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert slots.running() == 0
+    finally:
+        s.close()
         srv.close()
 
 
@@ -207,11 +242,16 @@ def test_is_heavy_names_exports_and_searches_that_may_scan_everything():
     assert not is_heavy("/search", "q=deploy*")
     for q in ("a*", "deploy+OR+docker", "NEAR(a+b)", "one+two+three+four+five", "记忆"):
         assert is_heavy("/search", f"q={q}"), q
-    # One long word is one index lookup; "the*" is a prefix of three letters.
+    # One long word is one index lookup; a prefix of five letters or more expands to few words.
     assert not is_heavy("/search", "q=" + "x" * 81)
-    # Within one session, any plan reads only that session's index entries: cheap.
-    for q in ("the*", "a*", "deploy+OR+docker", "记忆"):
-        assert not is_heavy("/search", f"q={q}&session=20260101_000000_abc"), q
+    assert is_heavy("/search", "q=the*") and is_heavy("/search", "q=depl*")
+    # Within one session a substring scan reads only the session's messages: cheap; but a
+    # prefix is expanded over the whole vocabulary wherever the hits lie.
+    scoped = "&session=20260101_000000_abc"
+    for q in ("deploy*", "deploy", "记忆", "大别山项目"):
+        assert not is_heavy("/search", f"q={q}{scoped}"), q
+    for q in ("a*", "the*", "deploy+OR+docker"):
+        assert is_heavy("/search", f"q={q}{scoped}"), q
     # "Render it anyway" is heavy work on purpose: never on the pages' workers.
     assert is_heavy("/sessions/abc", "render=12&at=12")
     assert not is_heavy("/sessions/abc", "at=12")

@@ -154,7 +154,7 @@ def create_app(
             }
         }
 
-    from webui.web import access, errors, limits, security, streams
+    from webui.web import access, errors, filewatch, limits, security, streams
     from webui.web import profiles as profiles_web
     from webui.web.views import actions as actions_views
     from webui.web.views import export as export_views
@@ -171,6 +171,7 @@ def create_app(
     access.init_app(app)
     profiles_web.init_app(app, primary)
     errors.init_app(app)
+    filewatch.init_app(app)
     app.register_blueprint(sessions_views.bp)
     app.register_blueprint(search_views.bp)
     app.register_blueprint(lineage_views.bp)

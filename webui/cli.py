@@ -160,16 +160,70 @@ def open_database(
     return check_database(candidates[0], tried=[str(c) for c in candidates]), root, "default"
 
 
-def access_lines(args: argparse.Namespace, token: str | None) -> list[str]:
+def resolve_token(args: argparse.Namespace, instance: Path, err) -> tuple[str | None, str]:
+    """The admin token and where it came from: --token-file, else --token, else
+    $HERMES_LOGBOOK_TOKEN, else LOGBOOK_TOKEN in the instance's config.py. Surrounding
+    whitespace is not part of a token; a source that was given but holds nothing (an empty
+    file, a token of spaces) is an error, never a silent "no token" that overrides another;
+    a short token is refused; a token file other users can read is warned about (as ssh
+    warns about a private key)."""
+    token, source = None, "none"
+    if args.token_file:
+        path = Path(args.token_file)
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+            mode = path.stat().st_mode
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StartupError(f"cannot read --token-file {args.token_file}: {exc}") from None
+        source = f"--token-file {args.token_file}"
+        if mode & 0o077:
+            print(
+                f"hermes-logbook: warning: --token-file {args.token_file} can be read by other "
+                f"users (mode {mode & 0o777:o}); make it private: chmod 600 {args.token_file}",
+                file=err,
+            )
+    elif args.token is not None:
+        token, source = args.token.strip(), "--token"
+    elif os.environ.get("HERMES_LOGBOOK_TOKEN") is not None:
+        token = os.environ["HERMES_LOGBOOK_TOKEN"].strip()
+        source = "$HERMES_LOGBOOK_TOKEN"
+    else:
+        from flask import Config
+
+        config = Config(str(instance))
+        config.from_pyfile("config.py", silent=True)
+        if config.get("LOGBOOK_TOKEN") is not None:
+            token = str(config["LOGBOOK_TOKEN"]).strip()
+            source = f"LOGBOOK_TOKEN in {instance / 'config.py'}"
+    if source != "none" and not token:
+        raise StartupError(
+            f"{source} holds no token (it is empty or only whitespace). Put the token in it, "
+            "or leave it out to run without one."
+        )
+    if token and len(token) < MIN_TOKEN_CHARS:
+        raise StartupError(
+            f"the admin token from {source} is {len(token)} characters long; use at least "
+            f"{MIN_TOKEN_CHARS} (a short token can be guessed). For example: "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
+    return token, source
+
+
+def access_lines(
+    args: argparse.Namespace, token: str | None, token_source: str = "none"
+) -> list[str]:
     """Exactly what is exposed, and to whom."""
     if args.read_only:
         changes = "off (--read-only)"
     elif not args.insecure:
         changes = "allowed from this machine's browsers (CSRF-protected, no login)"
     elif token:
-        changes = "only after logging in with the admin token at /login"
+        changes = f"only after logging in at /login with the admin token (from {token_source})"
     else:
-        changes = "off (remote mode without --token / HERMES_LOGBOOK_TOKEN)"
+        changes = (
+            "off: remote mode and no admin token was given (--token, --token-file, "
+            "$HERMES_LOGBOOK_TOKEN or LOGBOOK_TOKEN in the instance's config.py)"
+        )
     if not args.insecure:
         view = "this machine only (loopback bind; other Host names are refused)"
     elif args.private:
@@ -197,27 +251,11 @@ def main(argv: list[str] | None = None) -> int:
             file=err,
         )
         return 2
-    token = args.token or os.environ.get("HERMES_LOGBOOK_TOKEN")
-    if args.token_file:
-        try:
-            token = Path(args.token_file).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            print(f"hermes-logbook: cannot read --token-file {args.token_file}: {exc}", file=err)
-            return 2
     instance = instance_folder(args.instance)
-    if not token:
-        from flask import Config
-
-        config = Config(str(instance))
-        config.from_pyfile("config.py", silent=True)
-        token = config.get("LOGBOOK_TOKEN")
-    if token and len(token) < MIN_TOKEN_CHARS:
-        print(
-            f"hermes-logbook: the admin token is {len(token)} characters long; use at least "
-            f"{MIN_TOKEN_CHARS} (a short token can be guessed). For example: "
-            "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'",
-            file=err,
-        )
+    try:
+        token, token_source = resolve_token(args, instance, err)
+    except StartupError as exc:
+        print(f"hermes-logbook: {exc}", file=err)
         return 2
     if args.private and not token:
         print(
@@ -275,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  Profiles: {', '.join(names) or 'none'} (in {root}; switch with ?profile=)")
     for note in app.extensions["logbook"].actions.recovered:
         print(f"  Finished: {note}")
-    for line in access_lines(args, token):
+    for line in access_lines(args, token, token_source):
         print(f"  Access:   {line}")
     print("  Stop with Ctrl+C.", flush=True)
     try:

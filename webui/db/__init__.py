@@ -146,11 +146,7 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
     primary one, which uses Flask-SQLAlchemy's engine."""
     reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"], engine=engine)
     digest = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
-    rollup_path = Path(app.instance_path) / f"rollup-{digest}.sqlite"
-    try:
-        rollup_path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        rollup_path = Path(tempfile.gettempdir()) / rollup_path.name
+    rollup_path = _rollup_path(Path(app.instance_path), digest, opened.path)
     sessions = SessionStore(reader)
     logbook = Logbook(
         opened,
@@ -172,6 +168,33 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
         Maintenance(reader),
     )
     return logbook
+
+
+def _rollup_path(folder: Path, digest: str, db: Path) -> Path:
+    """The stats rollup of this file: named by its path and its inode, so a file replaced by
+    a backup gets a rollup of its own (the old one is removed: it describes a file that is
+    gone)."""
+    try:
+        inode = db.stat().st_ino
+    except OSError:
+        inode = 0
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        folder = Path(tempfile.gettempdir())
+    path = folder / f"rollup-{digest}-{inode}.sqlite"
+    for old in [*folder.glob(f"rollup-{digest}-*.sqlite"), folder / f"rollup-{digest}.sqlite"]:
+        if old != path:
+            for leftover in (
+                old,
+                old.with_name(old.name + "-wal"),
+                old.with_name(old.name + "-shm"),
+            ):
+                try:
+                    leftover.unlink(missing_ok=True)
+                except OSError:
+                    pass
+    return path
 
 
 def get_logbook() -> Logbook:

@@ -574,10 +574,10 @@ class Actions:
         tok = sql.tokens(self.r.schema)
         summary = (
             self.r.one(
-                f"SELECT COUNT(*) AS count, COALESCE(SUM({tok}), 0) AS tokens, "
-                f"COALESCE(SUM({cost}), 0) AS cost, MIN(started_at) AS oldest, "
+                f"SELECT COUNT(*) AS count, {sql.total(tok)} AS tokens, "
+                f"{sql.total(cost, integer=False)} AS cost, MIN(started_at) AS oldest, "
                 f"MAX(started_at) AS newest, "
-                f"COALESCE(SUM({sql.num(self.r.schema, 'message_count')}), 0) AS messages "
+                f"{sql.total(sql.num(self.r.schema, 'message_count'))} AS messages "
                 f"FROM sessions WHERE {where}",
                 params,
             )
@@ -662,8 +662,8 @@ class Actions:
             cap = 3 * top if name == "month" else top
             rows = self.r.rows(
                 f"SELECT {expr} AS label, COUNT(*) AS sessions, "
-                f"COALESCE(SUM({sql.num(s, 'message_count')}), 0) AS messages, "
-                f"COALESCE(SUM({sql.cost(s)}), 0) AS cost FROM sessions WHERE {where} "
+                f"{sql.total(sql.num(s, 'message_count'))} AS messages, "
+                f"{sql.total(sql.cost(s), integer=False)} AS cost FROM sessions WHERE {where} "
                 f"GROUP BY 1 ORDER BY {order}",
                 params,
             )

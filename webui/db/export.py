@@ -108,7 +108,7 @@ class Exporter:
             where, params = self.sessions.where(replace(q or SessionQuery(), rows="all"))
         n = sql.num(self.schema, "message_count", "s")
         row = self.r.one(
-            f"SELECT COUNT(*) AS sessions, COALESCE(SUM({n}), 0) AS messages FROM sessions s "
+            f"SELECT COUNT(*) AS sessions, {sql.total(n)} AS messages FROM sessions s "
             f"WHERE {where}",
             params,
         ) or {"sessions": 0, "messages": 0}

@@ -174,6 +174,49 @@ class MessageStore:
             or 0
         )
 
+    def locate(
+        self,
+        session_id: str,
+        *,
+        question: str | None = None,
+        start: int | None = None,
+        n: int | None = None,
+        at_time: float | None = None,
+        include_rewound: bool = False,
+    ) -> int | None:
+        """A message to open the conversation at, wherever the reader is: the next or
+        previous user message (``question``) from message ``start``; the ``n``-th shown
+        message (1 = the first); the first message at or after ``at_time``. None when there
+        is none (past the last question, beyond the end)."""
+        vis = f"session_id = ?{self._visible(include_rewound)}"
+        if question is not None:
+            anchor = self.r.one(
+                "SELECT timestamp, id FROM messages WHERE id = ? AND session_id = ?",
+                [start, session_id],
+            )
+            if anchor is None:
+                raise BadRequest(f"Message {start} is not part of this session.")
+            cond, params = self._after(anchor) if question == "next" else self._before(anchor)
+            row = self.r.one(
+                f"SELECT id FROM messages WHERE {vis} AND role = 'user' AND {cond} "
+                f"ORDER BY {self._order(desc=question != 'next')} LIMIT 1",
+                [session_id, *params],
+            )
+        elif n is not None:
+            row = self.r.one(
+                f"SELECT id FROM messages WHERE {vis} ORDER BY {self._order()} LIMIT 1 OFFSET ?",
+                [session_id, max(0, n - 1)],
+            )
+        elif at_time is not None:
+            row = self.r.one(
+                f"SELECT id FROM messages WHERE {vis} AND timestamp >= ? "
+                "ORDER BY timestamp, id LIMIT 1",
+                [session_id, at_time],
+            )
+        else:
+            return None
+        return int(row["id"]) if row else None
+
     def page(
         self,
         session_id: str,

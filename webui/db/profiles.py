@@ -112,6 +112,22 @@ class Profiles:
         lb = build_logbook(self.app, opened, engine=lambda: engine)
         return Profile(name, path, "ok", version=opened.schema.version, logbook=lb)
 
+    def replace_primary(self, logbook: Logbook) -> None:
+        """The primary's file was replaced: its fresh stores."""
+        with self._lock:
+            old = self._profiles[self.primary_name]
+            self._profiles[self.primary_name] = Profile(
+                old.name, old.path, version=logbook.schema.version, logbook=logbook
+            )
+
+    def forget(self, path) -> None:
+        """A profile's file was replaced: it is opened afresh at the next look."""
+        with self._lock:
+            for name, p in list(self._profiles.items()):
+                if name != self.primary_name and p.path == path:
+                    del self._profiles[name]
+            self._scanned = 0.0
+
     def get(self, name: str) -> Profile:
         for p in self.all():
             if p.name == name:

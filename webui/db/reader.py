@@ -24,8 +24,15 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.pool import QueuePool
 
 from webui.db import deadline as request_deadline
-from webui.db.errors import BadRequest, DatabaseBusy, DatabaseUnavailable, QueryTimeout
+from webui.db.errors import (
+    BadRequest,
+    DatabaseBusy,
+    DatabaseMissing,
+    DatabaseUnavailable,
+    QueryTimeout,
+)
 from webui.db.schema import OpenedDatabase, Schema, connect_readonly, inspect
+from webui.db.values import shown
 
 db = SQLAlchemy()
 
@@ -131,28 +138,33 @@ class Reader:
     # -- plumbing -------------------------------------------------------------------------
 
     def _check_identity(self) -> None:
-        """Notice, at most once a second, a state.db deleted or replaced under us: a deleted
-        file answers 503 with what happened; a replaced one is reopened (pooled connections
-        still hold the old file), unless its schema differs, which needs a restart."""
+        """check_file, at most once a second, for queries run outside a request's own check."""
         now = time.monotonic()
         if now - self._identity_checked < IDENTITY_CHECK_S:
             return
         self._identity_checked = now
+        self.check_file()
+
+    def check_file(self) -> str:
+        """Is the file still the one being served? "same", or "replaced" (a restore from a
+        backup: new connections open the new file; the caller drops what it kept about the
+        old one). A deleted or moved file raises DatabaseMissing; a replacement of another
+        schema raises DatabaseUnavailable (it needs a restart). A stat: microseconds."""
         path = self.opened.path
         try:
             st = os.stat(path)
         except OSError:
             self._engine().dispose()
-            raise DatabaseUnavailable(
+            raise DatabaseMissing(
                 f"The database file {path} is gone (deleted or moved while Logbook was "
                 "running). Put it back, or restart Logbook with the right --db."
             ) from None
         identity = (st.st_dev, st.st_ino)
         if self._identity is None:
             self._identity = identity
-            return
+            return "same"
         if identity == self._identity:
-            return
+            return "same"
         try:
             conn = connect_readonly(path, immutable=self.opened.immutable)
             try:
@@ -168,6 +180,7 @@ class Reader:
             )
         self._identity = identity
         self._engine().dispose()  # new connections open the new file
+        return "replaced"
 
     def _limit(self, time_limit_s: float | None) -> float:
         """This query's time: the default limit, cut to what is left of the request's
@@ -241,7 +254,9 @@ class Reader:
         def fn(raw: sqlite3.Connection):
             cur = raw.execute(sql, tuple(params))
             names = [d[0] for d in cur.description or ()]
-            return [dict(zip(names, r, strict=False)) for r in cur.fetchall()]
+            # Each value of the type its column is meant to hold (webui.db.values): a
+            # damaged row is shown as what it is, never breaks the page.
+            return [shown(names, r) for r in cur.fetchall()]
 
         return self._run(fn, time_limit_s)
 

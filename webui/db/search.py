@@ -208,7 +208,9 @@ class SearchStore:
             [expression, most],
         )
 
-    def _count(self, table: str, expression: str, where: str, params: list[Any]) -> int:
+    def _count(
+        self, table: str, expression: str, where: str, params: list[Any], fts_first: bool = False
+    ) -> int:
         """Matches, up to RANK_CAP + 1. ``where``: the user's filters, without the active
         clause. Without them the FTS index answers alone: every hit's rowid, less the hidden
         (rewound) ones; with them, a join per hit."""
@@ -227,9 +229,10 @@ class SearchStore:
                 )
         active = self._active_clause()
         where_all = where + (f" AND {active}" if active else "")
-        sessions = " JOIN sessions s ON s.id = m.session_id" if "s." in where else ""
+        join = "CROSS JOIN" if fts_first else "JOIN"
+        sessions = f" {join} sessions s ON s.id = m.session_id" if "s.source" in where else ""
         counted = (
-            f"FROM {table} JOIN messages m ON m.id = {table}.rowid{sessions} WHERE {table} "
+            f"FROM {table} {join} messages m ON m.id = {table}.rowid{sessions} WHERE {table} "
             f"MATCH ?{where_all}"
         )
         return self.r.scalar(
@@ -358,6 +361,59 @@ class SearchStore:
             return None
         return n, page
 
+    def _in_scope(
+        self,
+        table: str,
+        expression: str,
+        bounds: tuple[int, int],
+        f: SearchFilters,
+        where: str,
+        params: list[Any],
+        offset: int,
+    ) -> tuple[int, list[int]]:
+        """(matches, the page's ids and one more) for a search scoped to one session or
+        chat, with the index read once: every hit between the scope's first and last message
+        id with its rank, kept when the message is the scope's own (and shown), checked
+        against any other filter in SQL. Same order as the full query: (rank, id), or newest
+        first past RANK_CAP. A prefix that expands to half the vocabulary is expanded once,
+        as in the same search over everything, not once to count and once to rank."""
+        column = "session_key" if self.schema.has("sessions", "session_key") else "NULL"
+        scope, scope_params = (
+            ("session_id = ?", [f.session])
+            if f.session
+            else (f"session_id IN (SELECT id FROM sessions WHERE {column} = ?)", [f.session_key])
+        )
+        active = self._active_clause().replace("m.", "")
+        own = {
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT id FROM messages WHERE {scope}{f' AND {active}' if active else ''}",
+                scope_params,
+            )
+        }
+        hits = [
+            (rank, rowid)
+            for rank, rowid in self.r.run(
+                lambda raw: raw.execute(
+                    f"SELECT rank, rowid FROM {table} WHERE {table} MATCH ? "
+                    "AND rowid BETWEEN ? AND ?",
+                    [expression, *bounds],
+                ).fetchall()
+            )
+            if rowid in own
+        ]
+        others = f.roles or f.since or f.until or f.sources or f.exclude_sources
+        if others and hits:
+            kept = self._passing([i for _, i in hits], where, params)
+            hits = [h for h in hits if h[1] in kept]
+        n = len(hits)
+        ordered = (
+            [i for _, i in sorted(hits)]
+            if n <= RANK_CAP
+            else sorted((i for _, i in hits), reverse=True)
+        )
+        return n, ordered[offset : offset + PAGE_SIZE + 1]
+
     def _passing(self, ids: list[int], where: str, params: list[Any]) -> set[int]:
         """Those of ``ids`` whose message and session pass ``where`` (the filters in SQL)."""
         return {
@@ -400,6 +456,10 @@ class SearchStore:
             like_sql, like_params = self._like_clauses(literal_terms, any_term=False)
             user_where += f" AND {like_sql}"
             params = [*params, *like_params]
+        active = self._active_clause()
+        # The user's filters in SQL that any message row can be checked against.
+        row_where = user_where + (f" AND {active}" if active else "")
+        row_params = list(params)
         bounds = self._scope_bounds(f)
         if bounds is not None:
             # A search within one session (or chat) reads only the index's entries between
@@ -411,18 +471,27 @@ class SearchStore:
             params = [*params, *bounds]
         active = self._active_clause()
         where = user_where + (f" AND {active}" if active else "")
+        # Scoped to a session, the index is read first within the session's ids: SQLite
+        # would otherwise start from the session's messages and run the whole MATCH again
+        # for each of them (3.3 s against 40 ms for the* in a 5,000-message session).
+        join = "CROSS JOIN" if bounds is not None else "JOIN"
         base = (
-            f"FROM {table} JOIN messages m ON m.id = {table}.rowid "
-            f"JOIN sessions s ON s.id = m.session_id WHERE {table} MATCH ?{where}"
+            f"FROM {table} {join} messages m ON m.id = {table}.rowid "
+            f"{join} sessions s ON s.id = m.session_id WHERE {table} MATCH ?{where}"
         )
         offset = (page - 1) * PAGE_SIZE
-        by_source = (
-            None if literal_terms else self._by_source(table, expression, f, where, params, offset)
-        )
-        if by_source is not None:
-            n, ids = by_source
+        one_pass = None
+        if not literal_terms:
+            if bounds is not None:
+                one_pass = self._in_scope(
+                    table, expression, bounds, f, row_where, row_params, offset
+                )
+            else:
+                one_pass = self._by_source(table, expression, f, where, params, offset)
+        if one_pass is not None:
+            n, ids = one_pass
         else:
-            n = self._count(table, expression, user_where, params)
+            n = self._count(table, expression, user_where, params, fts_first=bounds is not None)
             ids = (
                 self._ranked_on_index(table, expression, where, params, offset, n, bool(user_where))
                 if n <= RANK_CAP and table not in where

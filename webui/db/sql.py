@@ -62,6 +62,13 @@ def tokens(schema: Schema, alias: str = "") -> str:
     return " + ".join(num(schema, c, alias) for c in TOKEN_COLUMNS)
 
 
+def total(expr: str, *, integer: bool = True) -> str:
+    """SUM that cannot overflow on a damaged row (a token count near 2**63): TOTAL() adds in
+    floating point; for counts the CAST gives back an integer (saturating at the 64-bit limit).
+    TOTAL skips NULLs (and is 0 with none), so a column needs no COALESCE inside it."""
+    return f"CAST(TOTAL({expr}) AS INTEGER)" if integer else f"TOTAL({expr})"
+
+
 def in_list(n: int) -> str:
     """``?,?,?`` for an IN (...) of n values."""
     return ",".join("?" * n)

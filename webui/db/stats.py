@@ -138,9 +138,9 @@ class StatsStore:
         ]
         parts += [f"{_total(self.col(k))} AS {k}" for k in TOKEN_KINDS]
         parts += [
-            f"SUM({self.num('estimated_cost_usd')}) AS estimated_cost_usd",
-            f"SUM({self.num('actual_cost_usd')}) AS actual_cost_usd",
-            f"SUM({self.cost}) AS cost_usd",
+            f"{sql.total(self.num('estimated_cost_usd'), integer=False)} AS estimated_cost_usd",
+            f"{sql.total(self.num('actual_cost_usd'), integer=False)} AS actual_cost_usd",
+            f"{sql.total(self.cost, integer=False)} AS cost_usd",
             f"SUM({self.col('actual_cost_usd')} IS NOT NULL) AS actual_known",
         ]
         if status_counts:
@@ -157,8 +157,8 @@ class StatsStore:
         row["total_tokens"] = sum(row.get(k, 0) for k in TOKEN_KINDS[:4])
         row["cost_by_status"] = self.r.rows(
             f"SELECT COALESCE({self.col('cost_status')}, 'none') AS status, COUNT(*) AS sessions, "
-            f"SUM({self.cost}) AS cost_usd, SUM({self.num('actual_cost_usd')}) AS actual_cost_usd, "
-            f"SUM({self.num('estimated_cost_usd')}) AS estimated_cost_usd FROM sessions "
+            f"{sql.total(self.cost, integer=False)} AS cost_usd, {sql.total(self.num('actual_cost_usd'), integer=False)} AS actual_cost_usd, "
+            f"{sql.total(self.num('estimated_cost_usd'), integer=False)} AS estimated_cost_usd FROM sessions "
             f"WHERE {where} GROUP BY 1 ORDER BY cost_usd DESC",
             params,
         )
@@ -280,7 +280,7 @@ class StatsStore:
         token_sums = ", ".join(f"{_total(self.col(k))} AS {k}" for k in TOKEN_KINDS)
         return self.r.rows(
             f"SELECT {BUCKET_SQL[bucket].format(t=local)} AS bucket, COALESCE({stack}, '(none)') AS stack, "
-            f"COUNT(*) AS sessions, {token_sums}, SUM({self.cost}) AS cost_usd FROM sessions "
+            f"COUNT(*) AS sessions, {token_sums}, {sql.total(self.cost, integer=False)} AS cost_usd FROM sessions "
             f"WHERE {where} GROUP BY 1, 2 ORDER BY 1",
             params,
         )
@@ -293,7 +293,7 @@ class StatsStore:
             # fam has only (id, root): every other column name resolves to x unambiguously.
             return self.r.rows(
                 f"{FAMILY}, agg AS (SELECT COALESCE(fam.root, x.id) AS root, COUNT(*) AS segments, "
-                f"{f'SUM({key})' if by == 'cost' else _total(key)} AS value, "
+                f"{sql.total(key, integer=False) if by == 'cost' else _total(key)} AS value, "
                 f"{_total(self.num('message_count'))} AS messages "
                 f"FROM sessions x LEFT JOIN fam ON fam.id = x.id WHERE {where} GROUP BY 1) "
                 f"SELECT agg.root AS id, {'s.title' if title != 'NULL' else 'NULL'} AS title, "
@@ -358,7 +358,7 @@ class StatsStore:
             f"{_total(c('output_tokens'))} AS output_tokens, "
             f"TOTAL({c('estimated_cost_usd')}) AS estimated_cost_usd, "
             f"{_total(c('api_call_count'))} AS api_calls, {_total(tokens)} AS tokens, "
-            f"SUM(CASE WHEN {cost} > 0 THEN {cost} ELSE {est} END) AS cost_usd "
+            f"{sql.total(f'CASE WHEN {cost} > 0 THEN {cost} ELSE {est} END', integer=False)} AS cost_usd "
             f"FROM (SELECT id FROM sessions WHERE {where}) p "
             f"CROSS JOIN session_model_usage u ON u.session_id = p.id GROUP BY 1, 2",
             params,
@@ -435,8 +435,4 @@ _SUM_KEYS = (
 ADDED_BY_AUX = ("input_tokens", "output_tokens", "estimated_cost_usd", "api_calls")
 
 
-def _total(expr: str) -> str:
-    """SUM that cannot overflow on a damaged row (a token count near 2**63): TOTAL() adds in
-    floating point, the CAST gives back an integer (saturating at the 64-bit limit). TOTAL
-    skips NULLs (and is 0 with none), so a column needs no COALESCE inside it."""
-    return f"CAST(TOTAL({expr}) AS INTEGER)"
+_total = sql.total

@@ -25,6 +25,9 @@ def zone(name: str | None) -> ZoneInfo:
         raise BadRequest(f"'{name}' is not a time zone name (like Europe/Berlin or UTC).") from None
 
 
+LATEST = 253402214400.0  # 9999-12-31 00:00 UTC: the last day every zone can still show
+
+
 def _offset(tz: ZoneInfo, ts: float) -> int:
     return int(dt.datetime.fromtimestamp(ts, dt.UTC).astimezone(tz).utcoffset().total_seconds())
 
@@ -32,7 +35,9 @@ def _offset(tz: ZoneInfo, ts: float) -> int:
 def offsets(tz: ZoneInfo, start: float, end: float) -> list[tuple[float, int]]:
     """[(from_ts, offset_seconds)] covering [start, end]: the first entry starts at ``start``;
     each later one at a transition (found to the second)."""
-    start, end = int(start), int(max(end, start)) + 1
+    # A damaged row's time (-1e20, 1e308) is no reason to walk the calendar past its ends.
+    start = int(min(max(start, 0.0), LATEST))
+    end = int(min(max(end, start), LATEST)) + 1
     out = [(start, _offset(tz, start))]
     t = start
     while t < end:

@@ -22,7 +22,13 @@ from typing import TypeVar
 from urllib.request import pathname2url
 
 from webui.db.deadline import WATCHDOG
-from webui.db.errors import DatabaseBusy, LogbookDBError
+from webui.db.errors import (
+    DatabaseBusy,
+    DatabaseMissing,
+    DatabaseUnavailable,
+    DiskFull,
+    LogbookDBError,
+)
 from webui.db.schema import OpenedDatabase, decode_text
 
 T = TypeVar("T")
@@ -118,6 +124,12 @@ class Writer:
         rolled back (TooSlow), for callers that can retry with a smaller batch."""
         if self.refusal:
             raise WritesDisabled(self.refusal)
+        try:
+            return self._run(fn, give_up_after)
+        except sqlite3.Error as exc:
+            raise as_change_error(exc, self.opened.path) from None
+
+    def _run(self, fn: Callable[[sqlite3.Connection], T], give_up_after: float | None) -> T:
         conn = self._connect()
         try:
             for attempt in range(ATTEMPTS):
@@ -192,6 +204,24 @@ class Writer:
         # Leave the lock free at least as long as we held it: a gateway writer whose busy
         # handler polls between our back-to-back transactions gets its turn.
         time.sleep(max(PAUSE_MIN_S, took))
+
+
+def as_change_error(exc: sqlite3.Error, path) -> LogbookDBError:
+    """A failed change in words for the user; the transaction was rolled back, so nothing of
+    it was written."""
+    msg = str(exc).lower()
+    if "full" in msg:
+        return DiskFull(
+            f"The disk holding {path} is full (or the file reached its size limit): nothing "
+            "was changed. Free some space and try again."
+        )
+    if "readonly" in msg or "read-only" in msg:
+        return WritesDisabled(f"{path} cannot be written to right now: nothing was changed.")
+    if "unable to open" in msg or "no such table" in msg:
+        return DatabaseMissing(
+            f"The database file {path} is gone or cannot be opened: nothing was changed."
+        )
+    return DatabaseUnavailable(f"The change could not be written ({exc}): nothing was changed.")
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

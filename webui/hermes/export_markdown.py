@@ -211,9 +211,12 @@ _ID_DROP = re.compile(r"[^A-Za-z0-9._-]")
 
 def safe_name_part(text: str) -> str:
     """Text made safe as part of a file name: only letters, digits, ``. _ -``, and never a
-    leading dot (so no ``..``, no ``/``, no absolute path, no hidden file)."""
-    cleaned = _ID_DROP.sub("_", text).lstrip(".")
-    return cleaned[:120] or "session"
+    leading dot (so no ``/``, no ``..`` to climb with, no absolute path, no hidden file). Text
+    that had to change gets a digest of itself, so two ids never share a file."""
+    cleaned = _ID_DROP.sub("_", text).lstrip(".")[:120] or "session"
+    if cleaned == text:
+        return cleaned
+    return f"{cleaned}-{hashlib.sha256(text.encode('utf-8', 'replace')).hexdigest()[:8]}"
 
 
 def file_name(record: Record, fmt: str) -> str:

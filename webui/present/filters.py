@@ -141,6 +141,12 @@ def iso(ts: Any) -> str:
     return d.isoformat(timespec="seconds") if d else ""
 
 
+def iso_minute(ts: Any) -> str:
+    """The server's local time to the minute, as an <input type=datetime-local> reads it."""
+    d = _dt(ts)
+    return d.strftime("%Y-%m-%dT%H:%M") if d else ""
+
+
 def exact(ts: Any) -> str:
     d = _dt(ts)
     return d.strftime("%Y-%m-%d %H:%M:%S %Z") if d else "—"
@@ -176,10 +182,20 @@ def relative(ts: Any, now: float | None = None) -> str:
     return "just now"
 
 
+def span(started: Any, ended: Any) -> float | None:
+    """Seconds from ``started`` to ``ended``, None when either is not a time."""
+    if not isinstance(started, (int, float)) or not isinstance(ended, (int, float)):
+        return None
+    return ended - started
+
+
 def duration(seconds: Any) -> str:
     if seconds is None:
         return "—"
-    s = int(float(seconds))
+    try:
+        s = int(float(seconds))
+    except (TypeError, ValueError, OverflowError):
+        return "—"
     if s < 60:
         return f"{s} s"
     if s < 3600:
@@ -229,9 +245,11 @@ FILTERS = {
     "tokens": tokens,
     "nbytes": nbytes,
     "iso": iso,
+    "iso_minute": iso_minute,
     "exact": exact,
     "exact_short": exact_short,
     "relative": relative,
     "duration": duration,
+    "span": span,
     "short_time": short_time,
 }

@@ -11,6 +11,7 @@ a client that loops on the link gets the same running job, then the kept result.
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import hashlib
 import multiprocessing
@@ -51,6 +52,7 @@ def _executor() -> concurrent.futures.ProcessPoolExecutor:
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_lowest_priority,
         )
+        atexit.register(_pool.shutdown, wait=False, cancel_futures=True)
     return _pool
 
 

@@ -27,12 +27,11 @@ from flask import (
     session,
     url_for,
 )
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
 from flask_wtf.csrf import CSRFProtect
 
+from webui.web.login_throttle import LoginThrottle, address_key
+
 csrf = CSRFProtect()
-limiter = Limiter(key_func=get_remote_address, default_limits=[], storage_uri="memory://")
 bp = Blueprint("access", __name__)
 
 OPEN_ENDPOINTS = {"access.login", "access.logout", "static"}
@@ -157,7 +156,7 @@ def _same_origin() -> bool:
 
 def init_app(app: Flask) -> None:
     csrf.init_app(app)
-    limiter.init_app(app)
+    app.extensions["login_throttle"] = LoginThrottle()
     app.register_blueprint(bp)
 
     @app.before_request
@@ -187,19 +186,19 @@ def init_app(app: Flask) -> None:
         }
 
 
-def _failed(response) -> bool:
-    return response.status_code != 302
-
-
 # Failed logins are throttled per address and, against guessers that rotate addresses, for
-# everyone together. Only failures count: logging in does not use up the allowance.
+# everyone together; an address that has not failed is always checked, so the right token
+# gets in during a flood (webui/web/login_throttle.py).
 @bp.route("/login", methods=["GET", "POST"])
-@limiter.limit("5 per minute", methods=["POST"], deduct_when=_failed)
-@limiter.limit("20 per minute", methods=["POST"], deduct_when=_failed, key_func=lambda: "all")
 def login():
     error = None
     nxt = safe_next(request.values.get("next"), url_for("sessions.list_sessions"))
     if request.method == "POST":
+        key = address_key(request.remote_addr)
+        throttle = current_app.extensions["login_throttle"]
+        refusal = throttle.refusal(key)
+        if refusal:
+            return render_template("login.html", error=refusal, next=nxt), 429
         expected = current_app.config.get("LOGBOOK_TOKEN") or ""
         given = request.form.get("token", "")
         if expected and hmac.compare_digest(given.encode(), expected.encode()):
@@ -207,6 +206,8 @@ def login():
             session["admin"] = _token_mark()
             session.permanent = True
             return redirect(nxt)
+        if expected:
+            throttle.failed(key)
         error = (
             "That token is not right."
             if expected

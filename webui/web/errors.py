@@ -7,7 +7,7 @@ import logging
 from flask import Flask, jsonify, make_response, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from webui.db import LogbookDBError
+from webui.db import DatabaseUnavailable, LogbookDBError
 
 log = logging.getLogger("webui")
 
@@ -20,6 +20,7 @@ TITLES = {
     429: "Too many requests",
     500: "Something went wrong",
     503: "Database busy",
+    507: "Disk full",
 }
 
 
@@ -27,12 +28,25 @@ def wants_json() -> bool:
     return request.args.get("format") == "json"
 
 
-def error_response(status: int, message: str, retry_after: int | None = None):
+def error_response(
+    status: int,
+    message: str,
+    retry_after: int | None = None,
+    title: str | None = None,
+    again: bool = False,
+):
+    """``again``: the problem is the database file itself; the page offers to look again (a
+    link back to the list would meet the same error)."""
+    title = title or TITLES.get(status, "Error")
     if wants_json():
-        body = jsonify({"error": TITLES.get(status, "Error"), "message": message, "status": status})
+        body = jsonify({"error": title, "message": message, "status": status})
     else:
         body = render_template(
-            "error.html", status=status, title=TITLES.get(status, "Error"), message=message
+            "error.html",
+            status=status,
+            title=title,
+            message=message,
+            again=request.full_path.rstrip("?") if again else None,
         )
     resp = make_response(body, status)
     if retry_after:
@@ -44,7 +58,11 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(LogbookDBError)
     def db_error(exc: LogbookDBError):
         return error_response(
-            exc.status, exc.message, retry_after=2 if exc.status in (429, 503) else None
+            exc.status,
+            exc.message,
+            retry_after=2 if exc.status in (429, 503) else None,
+            title=exc.title,
+            again=isinstance(exc, DatabaseUnavailable),
         )
 
     @app.errorhandler(HTTPException)

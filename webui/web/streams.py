@@ -6,10 +6,11 @@ passes ``SPOOL_BYTES`` does the worker wait for the client. So:
 
 * most exports are written whole into the spool and the worker is free again at once; a client
   that then reads nothing is dropped by waitress after ``channel_timeout`` of silence;
-* a larger export waits for its client, but one that takes nothing for ``STALL_SECONDS`` is
-  abandoned: a watchdog closes its connection, which wakes the worker and ends the export.
-  The body then ends without HTTP's last chunk, so the client sees a cut, never a short file
-  that looks complete;
+* a larger export waits for its client, but one that takes nothing for ``STALL_SECONDS``, or
+  reads slower than ``MIN_RATE_BYTES_S`` over ``RATE_WINDOW_S`` while data waits for it (a
+  reader trickling 4 KB every few seconds is never silent), is abandoned: a watchdog closes
+  its connection, which wakes the worker and ends the export. The body then ends without
+  HTTP's last chunk, so the client sees a cut, never a short file that looks complete;
 * at most ``total`` exports are produced at once (a quarter of the workers) and ``per_client``
   per address; the others are answered 503/429 with Retry-After at once.
 """
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import logging
 import socket
+import struct
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -33,6 +35,10 @@ log = logging.getLogger("webui")
 
 SPOOL_BYTES = 32 * 1024 * 1024
 STALL_SECONDS = 10.0
+# A reader slower than this, measured over the window while the export waits for it, is
+# dropped: 32 KB/s is a 256 kbit/s link; a trickle of 4 KB every 8 s is 0.5 KB/s.
+MIN_RATE_BYTES_S = 32 * 1024
+RATE_WINDOW_S = 20.0
 
 
 class ExportsBusy(LogbookDBError):
@@ -46,8 +52,16 @@ class ExportsBusy(LogbookDBError):
 class ExportSlots:
     """How many exports run, in total and per client, and the watchdog over their clients."""
 
-    def __init__(self, total: int, per_client: int, stall_s: float):
+    def __init__(
+        self,
+        total: int,
+        per_client: int,
+        stall_s: float,
+        min_rate: float = MIN_RATE_BYTES_S,
+        rate_window_s: float = RATE_WINDOW_S,
+    ):
         self.total, self.per_client, self.stall_s = total, per_client, stall_s
+        self.min_rate, self.rate_window_s = min_rate, rate_window_s
         self._lock = threading.Lock()
         self._by_client: Counter[str] = Counter()
         self._streams: set[GuardedStream] = set()
@@ -99,14 +113,20 @@ class ExportSlots:
                 if not self._streams:
                     self._watchdog = None
                     return
-                stalled = [s for s in self._streams if s.stalled_for(now) > self.stall_s]
-            for stream in stalled:
+                streams = list(self._streams)
+            for stream in streams:
+                if stream.stalled_for(now) > self.stall_s:
+                    why = f"the client read nothing for {self.stall_s:.0f} s"
+                else:
+                    rate = stream.read_rate(now, self.rate_window_s)
+                    if rate is None or rate >= self.min_rate:
+                        continue
+                    why = (
+                        f"the client read {rate / 1024:.1f} KB/s over {self.rate_window_s:.0f} s "
+                        f"(less than {self.min_rate / 1024:.0f} KB/s) while data waited for it"
+                    )
                 self.abandoned += 1
-                log.warning(
-                    "export to %s abandoned: the client read nothing for %.0f s",
-                    stream.client,
-                    self.stall_s,
-                )
+                log.warning("export to %s abandoned: %s", stream.client, why)
                 stream.abandon()
 
 
@@ -123,6 +143,9 @@ class GuardedStream:
         self._channel = getattr(environ.get("waitress.client_disconnected"), "__self__", None)
         self._handed_at: float | None = None
         self._closed = False
+        self.produced = 0  # bytes handed to waitress
+        # (when, bytes the client had taken) samples, while data waited for it.
+        self._reads: deque[tuple[float, int]] = deque()
         slots.watch(self)
 
     def __iter__(self) -> Iterator[Any]:
@@ -136,11 +159,31 @@ class GuardedStream:
             self.close()
             raise
         self._handed_at = time.monotonic()
+        self.produced += len(chunk) if isinstance(chunk, (bytes, str)) else 0
         return chunk
 
     def stalled_for(self, now: float) -> float:
         handed = self._handed_at
         return 0.0 if handed is None else now - handed
+
+    def read_rate(self, now: float, window: float) -> float | None:
+        """Bytes a second the client took over the last ``window`` seconds, counted only while
+        some of the export was waiting for it (else the export, not the client, is slow);
+        None until a whole window has been seen that way."""
+        channel = self._channel
+        waiting = getattr(channel, "total_outbufs_len", 0) if channel is not None else 0
+        if not waiting:
+            self._reads.clear()
+            return None
+        taken = self.produced - waiting
+        self._reads.append((now, taken))
+        # Keep one sample from before the window's start, so the window is seen whole.
+        while len(self._reads) > 1 and self._reads[1][0] <= now - window:
+            self._reads.popleft()
+        first_at, first_taken = self._reads[0]
+        if now - first_at < window * 0.9:
+            return None
+        return (taken - first_taken) / (now - first_at)
 
     def abandon(self) -> None:
         channel = self._channel
@@ -152,6 +195,9 @@ class GuardedStream:
         # room in the spool, which then stops producing the export.
         channel.will_close = True
         try:
+            # Reset, not a polite close: what the kernel still holds for a trickling reader
+            # would otherwise take hours to reach it, and it must see the cut now.
+            channel.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             channel.socket.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # already gone
@@ -176,6 +222,8 @@ def init_app(app: Flask) -> None:
         total=total,
         per_client=int(app.config.get("LOGBOOK_EXPORTS_PER_CLIENT") or 1),
         stall_s=float(app.config.get("LOGBOOK_EXPORT_STALL_SECONDS") or STALL_SECONDS),
+        min_rate=float(app.config.get("LOGBOOK_EXPORT_MIN_RATE") or MIN_RATE_BYTES_S),
+        rate_window_s=float(app.config.get("LOGBOOK_EXPORT_RATE_WINDOW") or RATE_WINDOW_S),
     )
 
 

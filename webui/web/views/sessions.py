@@ -10,7 +10,7 @@ from htmx_flask import request
 from webui.db import BadRequest, SessionQuery, get_logbook
 from webui.db.messages import END_CURSOR
 from webui.db.schema import KNOWN_SESSION_COLUMNS
-from webui.db.sessions import LIST_PARAMS, encode_cursor
+from webui.db.sessions import LIST_PARAMS, encode_cursor, parse_day
 from webui.hermes.content import plain_text
 from webui.present.relatives import chain_summary, child_groups
 from webui.present.rows import (
@@ -142,6 +142,9 @@ def view_session(session_id: str):
     # unless ?rewound=0 asks for the page's default view.
     if wants_json() and request.args.get("rewound") != "0":
         include_rewound = True
+    jump = _jump(lb, session_id, include_rewound)
+    if jump is not None:
+        return jump
     before = request.args.get("before")
     if request.args.get("end") == "1":  # "jump to the end": the conversation's last page
         before = END_CURSOR
@@ -216,7 +219,28 @@ def view_session(session_id: str):
             else None
         )
         counts = lb.messages.counts(session_id)
+        here = page.messages[0]["id"] if page.messages else None
+
+        def turn(direction: str, **start: Any) -> str:
+            return url_for(
+                "sessions.view_session",
+                session_id=session_id,
+                question=direction,
+                **start,
+                **base_args,
+            )
+
         context.update(
+            # Next/previous question from the page's first message (the script moves from
+            # the message at the top, and from the loaded edge once past it).
+            turns={
+                "prev": turn("prev", **{"from": here}),
+                "next": turn("next", **{"from": here}),
+                "prev_from": turn("prev"),
+                "next_from": turn("next"),
+            }
+            if here is not None
+            else None,
             counts=counts,
             base_args=base_args,
             shown_total=counts["total"] - (0 if include_rewound else counts["rewound"]),
@@ -263,6 +287,57 @@ def prepare_messages(
     views = [message_view(m, links, href, budget) for m in rows]
     number_and_date(views, first_n, day_of)
     return views
+
+
+def _jump(lb, session_id: str, include_rewound: bool):
+    """Moving in a conversation from anywhere, loaded or not: the next or previous question
+    from a message (``question=next|prev&from=<id>``), message number ``n``, or the first
+    message at or after a time (``date``). Answered with a redirect to the page that holds
+    it, opened at it (``?at=<id>#m-<id>``); past the last question, to the end."""
+    args = request.args
+    question = args.get("question") or None
+    n, when = (args.get("n") or "").strip() or None, (args.get("date") or "").strip() or None
+    if not (question or n or when):
+        return None
+    kept = {"rewound": "1"} if include_rewound else {}
+    if question:
+        if question not in ("next", "prev") or not (args.get("from") or "").isdigit():
+            raise BadRequest("question is next or prev, with from=<a message id>.")
+        found = lb.messages.locate(
+            session_id,
+            question=question,
+            start=int(args["from"]),
+            include_rewound=include_rewound,
+        )
+        if found is None:
+            end = {"end": "1", "_anchor": "conversation-end"} if question == "next" else {}
+            return redirect(url_for("sessions.view_session", session_id=session_id, **end, **kept))
+    elif n:
+        if not n.strip().isdigit() or int(n) < 1:
+            raise BadRequest("n is a message number: 1 for the first.")
+        found = lb.messages.locate(session_id, n=int(n), include_rewound=include_rewound)
+        if found is None:
+            return redirect(
+                url_for(
+                    "sessions.view_session",
+                    session_id=session_id,
+                    end="1",
+                    _anchor="conversation-end",
+                    **kept,
+                )
+            )
+    else:
+        stamp = parse_day(when.strip()[:40], tz=None)
+        found = lb.messages.locate(session_id, at_time=stamp, include_rewound=include_rewound)
+        if found is None:
+            return redirect(
+                url_for("sessions.view_session", session_id=session_id, end="1", **kept)
+            )
+    return redirect(
+        url_for(
+            "sessions.view_session", session_id=session_id, at=found, _anchor=f"m-{found}", **kept
+        )
+    )
 
 
 def _last_cursor(rows: list[dict]) -> str | None:

@@ -332,7 +332,9 @@ def previous_words(q: StatsQuery) -> str:
 
 
 def build_charts(report: dict[str, Any]) -> dict[str, charts.Chart]:
-    series = report["series"]
+    # A session whose start is no time (a damaged row) has no day to be drawn on; it is
+    # still in the totals.
+    series = [r for r in report["series"] if r["bucket"] is not None]
     buckets = sorted({r["bucket"] for r in series})
     by_bucket: dict[tuple[str, str], dict] = {}
     stack_totals: dict[str, float] = {}
