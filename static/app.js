@@ -504,10 +504,27 @@
     var target = m && document.getElementById("m-" + m[1]);
     if (target && document.querySelector(".viewer-nav")) bringToTop(target);
   }
+  // Lineage titles: the server shortens them by an estimate; here they are measured in the
+  // font the reader has, and shortened further (keeping a " #3" suffix) until they fit.
+  function fitLineageTitles(root) {
+    (root || document).querySelectorAll("svg.lineage a.node").forEach(function (a) {
+      var rect = a.querySelector("rect"), t = a.querySelector("text.t1");
+      if (!rect || !t || !t.getComputedTextLength) return;
+      var room = rect.width.baseVal.value - 2 * (t.x.baseVal[0].value - rect.x.baseVal.value);
+      if (t.getComputedTextLength() <= room) return;
+      var full = t.textContent, m = / #\d+$/.exec(full), suffix = m ? m[0] : "";
+      var chars = Array.from(full.slice(0, full.length - suffix.length).replace(/\u2026$/, ""));
+      while (chars.length && t.getComputedTextLength() > room) {
+        chars.pop();
+        t.textContent = chars.join("").trimEnd() + "\u2026" + suffix;
+      }
+    });
+  }
   ready(function () {
     headerHeight(); revealCopy(); localTimes(); foldOnPhones(); openAtMessage(); updatePosition();
+    fitLineageTitles();
   });
-  document.addEventListener("htmx:afterSettle", function (e) { revealCopy(e.target); localTimes(e.target); });
+  document.addEventListener("htmx:afterSettle", function (e) { revealCopy(e.target); localTimes(e.target); fitLineageTitles(e.target); });
 })();
 
 // The profile switcher submits itself (its Go button does the same without JavaScript).

@@ -181,7 +181,7 @@ def test_a_corrected_search_names_its_correction_and_the_next_steps(live, page):
     page.fill("#s-q", '"zzqx')
     page.wait_for_selector("#search-results .notice")
     notice = page.locator("#search-results .notice").inner_text()
-    assert "quote without a partner was dropped" in notice and "zzqx" in notice
+    assert "quotation mark without a partner" in notice and "zzqx" in notice
     steps = page.locator("#search-results ul.next-steps")
     assert steps.get_by_role("link", name="zzqx*").count() == 1
     steps.get_by_role("link", name="search titles and ids").click()

@@ -144,7 +144,6 @@ def test_phone_layout_cards_and_folded_metadata(live, chromium, generated_db):
         assert pg.locator("table.sessions thead").is_hidden()
         width = pg.evaluate("document.documentElement.scrollWidth")
         assert width <= 400
-        screenshot(pg, "sessions-phone.png")
         pg.goto(f"{live.url}/sessions/{long_id}")
         assert pg.locator("details.meta").get_attribute("open") is None
     finally:

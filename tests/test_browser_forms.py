@@ -41,7 +41,7 @@ def test_delete_from_the_conversation_page_as_a_user_clicks_it(fresh, page):
     )[0][0]
     page.goto(f"{srv.url}/sessions/{sid}")
     page.locator("a.danger-link", has_text="Delete").click()
-    page.locator("button", has_text="Delete this session").click()
+    page.locator("button", has_text="Delete without a backup").click()
     page.wait_for_url(re.compile(r"/sessions$"))
     page.locator("#toasts .toast", has_text="Deleted").wait_for()
     assert _count(db, sid) == 0
@@ -73,7 +73,7 @@ def test_every_plain_form_works_without_javascript(fresh, nojs):
     # delete one: the confirmation page's form
     pg.goto(f"{srv.url}/sessions/{ids[1]}")
     pg.locator("a.danger-link", has_text="Delete").click()
-    pg.locator("button", has_text="Delete this session").click()
+    pg.locator("button", has_text="Delete without a backup").click()
     pg.wait_for_url(re.compile(r"/sessions$"))
     assert _count(db, ids[1]) == 0
 

@@ -154,3 +154,21 @@ def test_the_viewer_nav_is_accessible(long_chat, page):
     live, sid = long_chat
     page.goto(f"{live.url}/sessions/{sid}")
     assert axe_problems(page, "long conversation") == []
+
+
+def test_the_help_names_every_key_the_viewer_answers(long_chat, page):
+    """The keys were there but nowhere written: "?" lists them, and each one listed works."""
+    live, sid = long_chat
+    page.goto(f"{live.url}/sessions/{sid}")
+    page.keyboard.press("?")
+    help_text = page.locator("dialog#shortcuts").inner_text()
+    for words in (
+        "next / previous message",
+        "next / previous question",
+        "first / last message",
+        "go to message number",
+    ):
+        assert words in help_text
+    page.keyboard.press("Escape")
+    page.keyboard.press(":")
+    assert page.evaluate("document.activeElement.name") == "n"

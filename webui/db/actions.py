@@ -545,15 +545,23 @@ class Actions:
             "sessions parent ON parent.id = d.id JOIN sessions child ON child.parent_session_id "
             "= parent.id WHERE parent.end_reason = 'compression'), "
             "lineage(id) AS (SELECT id FROM ancestors UNION SELECT id FROM descendants) "
-            "UPDATE sessions SET archived = ? WHERE id IN (SELECT id FROM lineage)"
+            "UPDATE sessions SET archived = ? WHERE id IN (SELECT id FROM lineage) "
+            "AND COALESCE(archived, 0) != ?"
         )
         matched = changed = 0
         for sid in ids:
-            n = self.w.run(
-                lambda c, sid=sid: c.execute(lineage, (sid, sid, int(archived))).rowcount
-            )
-            matched += 1 if n else 0
-            changed += max(n, 0)
+
+            def fn(c: sqlite3.Connection, sid: str = sid) -> tuple[bool, int]:
+                found = c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone()
+                c.execute(lineage, (sid, sid, int(archived), int(archived)))
+                # changes(), not rowcount: Python's sqlite3 leaves rowcount at -1 for a
+                # statement that starts with WITH (it once read "0 rows changed" here).
+                n = c.execute("SELECT changes()").fetchone()[0]
+                return found is not None, n
+
+            found, n = self.w.run(fn)
+            matched += found
+            changed += n
         self.on_change()
         return matched, changed
 
@@ -575,7 +583,8 @@ class Actions:
         summary = (
             self.r.one(
                 f"SELECT COUNT(*) AS count, {sql.total(tok)} AS tokens, "
-                f"{sql.total(cost, integer=False)} AS cost, MIN(started_at) AS oldest, "
+                f"{sql.total(cost, integer=False)} AS cost, {sql.price_counts(self.r.schema)}, "
+                "MIN(started_at) AS oldest, "
                 f"MAX(started_at) AS newest, "
                 f"{sql.total(sql.num(self.r.schema, 'message_count'))} AS messages "
                 f"FROM sessions WHERE {where}",
@@ -632,7 +641,10 @@ class Actions:
         rows = self.r.rows(
             f"SELECT id, {title} AS title, source, {sql.col(s, 'model')} AS model, started_at, "
             f"{sql.col(s, 'ended_at')} AS ended_at, {key} AS _key, "
-            f"{sql.num(s, 'message_count')} AS message_count, {sql.cost(s)} AS cost "
+            f"{sql.num(s, 'message_count')} AS message_count, {sql.cost(s)} AS cost, "
+            f"{sql.col(s, 'cost_status')} AS cost_status, "
+            f"{sql.col(s, 'actual_cost_usd')} AS actual_cost_usd, "
+            f"{sql.col(s, 'estimated_cost_usd')} AS estimated_cost_usd "
             f"FROM sessions WHERE {where} ORDER BY {key}, id LIMIT {int(limit) + 1}",
             params,
         )
@@ -663,7 +675,8 @@ class Actions:
             rows = self.r.rows(
                 f"SELECT {expr} AS label, COUNT(*) AS sessions, "
                 f"{sql.total(sql.num(s, 'message_count'))} AS messages, "
-                f"{sql.total(sql.cost(s), integer=False)} AS cost FROM sessions WHERE {where} "
+                f"{sql.total(sql.cost(s), integer=False)} AS cost, {sql.price_counts(s)} "
+                f"FROM sessions WHERE {where} "
                 f"GROUP BY 1 ORDER BY {order}",
                 params,
             )
@@ -677,6 +690,8 @@ class Actions:
                         "sessions": sum(r["sessions"] for r in rest),
                         "messages": sum(r["messages"] or 0 for r in rest),
                         "cost": sum(r["cost"] or 0 for r in rest),
+                        "included_sessions": sum(r["included_sessions"] or 0 for r in rest),
+                        "unpriced_sessions": sum(r["unpriced_sessions"] or 0 for r in rest),
                     },
                 ]
             out[name] = rows

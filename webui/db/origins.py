@@ -14,7 +14,7 @@ from webui.db.errors import BadRequest
 from webui.db.messages import MessageStore
 from webui.db.reader import Reader
 from webui.db.sql import decode_cursor, encode_cursor
-from webui.hermes.origin import ORIGIN_NAME_KEYS
+from webui.hermes.origin import ORIGIN_NAME_KEYS, distinct_labels
 
 PAGE = 100
 # A chat's timeline: messages per page, and sessions looked at per page (empty ones cost a
@@ -57,7 +57,7 @@ class OriginStore:
             f"MAX(COALESCE(s.ended_at, s.started_at)) AS last_active, "
             f"CAST(TOTAL({sql.num(self.schema, 'message_count', 's')}) AS INTEGER) AS messages, "
             f"CAST(TOTAL({sql.tokens(self.schema, 's')}) AS INTEGER) AS tokens, "
-            f"TOTAL({sql.cost(self.schema, 's')}) AS cost"
+            f"TOTAL({sql.cost(self.schema, 's')}) AS cost, {sql.price_counts(self.schema, 's')}"
         )
 
     # -- chats ---------------------------------------------------------------------------------
@@ -75,15 +75,38 @@ class OriginStore:
         rows = self.r.rows(
             f"SELECT s.session_key AS session_key, MAX({label}) AS label, MAX(s.source) AS source, "
             f"MAX({sql.col(self.schema, 'chat_type', 's')}) AS chat_type, "
-            f"MAX({sql.col(self.schema, 'thread_id', 's')}) AS thread_id, {self._figures()} "
+            f"MAX({sql.col(self.schema, 'thread_id', 's')}) AS thread_id, "
+            f"MAX({self._person('s')}) AS user_name, MAX({sql.col(self.schema, 'user_id', 's')}) "
+            f"AS user_id, {self._figures()} "
             "FROM sessions s WHERE s.session_key IS NOT NULL GROUP BY s.session_key"
             f"{having} ORDER BY last_active DESC, session_key LIMIT ?",
             [*params, PAGE + 1],
         )
         more = len(rows) > PAGE
         rows = rows[:PAGE]
+        distinct_labels(rows)
         cursor = encode_cursor(rows[-1]["last_active"], rows[-1]["session_key"]) if more else None
         return rows, cursor
+
+    def _origin_key(self, alias: str, key: str) -> str:
+        """One text field of origin_json (the gateway's SessionSource), NULL when absent."""
+        origin = sql.col(self.schema, "origin_json", alias)
+        if origin == "NULL":
+            return "NULL"
+        return (
+            f"(CASE WHEN json_valid({origin}) AND json_type({origin}, '$.{key}') = 'text' THEN "
+            f"NULLIF(TRIM(json_extract({origin}, '$.{key}')), '') END)"
+        )
+
+    def _person(self, alias: str) -> str:
+        """The person a session is with: the gateway's user_name; in a DM the chat's own
+        name is the person's too. (In a group the display name is the group's.)"""
+        names = sql.col(self.schema, "display_name", alias)
+        kind = sql.col(self.schema, "chat_type", alias)
+        return (
+            f"COALESCE({self._origin_key(alias, 'user_name')}, CASE WHEN {kind} = 'dm' THEN "
+            f"NULLIF(TRIM({names}), '') END)"
+        )
 
     def _label(self, alias: str) -> str:
         """display_name, else the origin's label, else the chat id."""
@@ -221,31 +244,42 @@ class OriginStore:
 
         chats = counted("s.session_key")
         users = counted("s.user_id", ", MAX(s.source) AS source")
-        names = sql.col(self.schema, "display_name", "s")
+        # Each chat as its newest session names it, with the person and thread that tell
+        # apart chats that would read the same.
+        label, person = self._label("x"), self._person("x")
+        thread = sql.col(self.schema, "thread_id", "x")
         chat_labels = {
-            r["value"]: r["label"]
+            r["value"]: r
             for r in self.r.rows(
-                f"SELECT k.value AS value, (SELECT {self._label('s')} || ' · ' || s.source "
-                "FROM sessions s WHERE s.session_key = k.value ORDER BY s.started_at DESC "
-                "LIMIT 1) AS label FROM json_each(?) k",
+                f"SELECT k.value AS value, {label} || ' · ' || x.source AS label, {person} AS "
+                f"user_name, x.user_id AS user_id, {thread} AS thread_id FROM json_each(?) k "
+                "JOIN sessions x ON x.id = (SELECT s.id FROM sessions s WHERE s.session_key = "
+                "k.value ORDER BY s.started_at DESC LIMIT 1)",
                 [json.dumps([c["value"] for c in chats])],
             )
         }
-        # A user's newest name, found through the gateway peer index (source, user_id, …).
+        for c in chats:
+            c.update({k: v for k, v in chat_labels.get(c["value"], {}).items() if k != "value"})
+            c["label"] = c.get("label") or c["value"]
+        distinct_labels(chats)
+        for c in chats:
+            for k in ("user_name", "user_id", "thread_id"):
+                c.pop(k, None)
+        # A person's newest name (the gateway's user_name), found through the gateway peer
+        # index (source, user_id, …); a group's name is never a person's.
         user_labels = {
             r["value"]: r["label"]
             for r in self.r.rows(
-                f"SELECT k.value AS value, (SELECT NULLIF(TRIM({names}), '') FROM sessions s "
+                f"SELECT k.value AS value, (SELECT {self._person('s')} FROM sessions s "
                 "WHERE s.source = k.source AND s.user_id = k.value AND "
-                f"NULLIF(TRIM({names}), '') IS NOT NULL ORDER BY s.started_at DESC LIMIT 1) "
+                f"{self._person('s')} IS NOT NULL ORDER BY s.started_at DESC LIMIT 1) "
                 "AS label FROM (SELECT json_extract(value, '$[0]') AS value, "
                 "json_extract(value, '$[1]') AS source FROM json_each(?)) k",
                 [json.dumps([[u["value"], u["source"]] for u in users])],
             )
         }
-        for rows, labels in ((chats, chat_labels), (users, user_labels)):
-            for r in rows:
-                r["label"] = labels.get(r["value"]) or r["value"]
+        for r in users:
+            r["label"] = user_labels.get(r["value"]) or r["value"]
         kinds = counted("s.chat_type")
         workspaces = counted(WORKSPACE_KEY)
         for r in (*kinds, *workspaces):
@@ -274,7 +308,8 @@ class OriginStore:
         out: dict[str, list[dict[str, Any]]] = {}
         for r in self.r.rows(
             f"SELECT {WORKSPACE_KEY} AS workspace, s.git_branch AS branch, COUNT(*) AS sessions, "
-            f"TOTAL({sql.cost(self.schema, 's')}) AS cost FROM sessions s "
+            f"TOTAL({sql.cost(self.schema, 's')}) AS cost, {sql.price_counts(self.schema, 's')} "
+            "FROM sessions s "
             f"WHERE {WORKSPACE_KEY} IS NOT NULL AND NULLIF(TRIM(s.git_branch), '') IS NOT NULL "
             "GROUP BY 1, 2 ORDER BY 1, sessions DESC, 2 LIMIT 5000",
         ):
@@ -282,11 +317,12 @@ class OriginStore:
         return out
 
     def people(self) -> list[dict[str, Any]]:
+        """Per user id: the names the gateway recorded for that person (never a group's
+        name), the platforms, and the figures."""
         if not self.has("user_id"):
             return []
-        names = sql.col(self.schema, "display_name", "s")
         return self.r.rows(
-            f"SELECT s.user_id AS user_id, GROUP_CONCAT(DISTINCT NULLIF({names}, '')) AS names, "
+            f"SELECT s.user_id AS user_id, GROUP_CONCAT(DISTINCT {self._person('s')}) AS names, "
             f"GROUP_CONCAT(DISTINCT s.source) AS sources, {self._figures()} FROM sessions s "
             "WHERE s.user_id IS NOT NULL AND s.user_id != '' GROUP BY 1 "
             "ORDER BY cost DESC, sessions DESC LIMIT 500",

@@ -752,9 +752,9 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
         literal: list[str] | None = None
         if problem and plan.route == "trigram" and plan.trigram_error_terms:
             notices.append(
-                f"SQLite cannot read “{plan.searched}” as a trigram query "
-                f"({explain_fts_problem(problem)}); as Hermes 0.19 does, each word was "
-                "matched as a substring instead, a message with ANY of them listed."
+                f"“{plan.typed or plan.searched}” cannot be read as a search "
+                f"({explain_fts_problem(problem)}), so, as Hermes 0.19 does, the messages "
+                "holding any of its words are listed, newest first."
             )
             result = store.like(
                 plan.trigram_error_terms, f, page, any_term=True, include_inactive=True
@@ -764,14 +764,15 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
             return result, searched
         if problem:
             why = explain_fts_problem(problem)
+            typed = plan.typed or plan.searched
             if not plan.fallback:
-                notices.append(f"The search syntax could not be read: {why}.")
+                notices.append(f"“{typed}” cannot be read as a search: {why}.")
                 return SearchResult([], 0, False, False, False, notices), searched
             hermes = "Hermes 0.19" if plan.dialect == "v22" else "Hermes"
+            words = plan.literal_terms or typed.split()
             notices.append(
-                f"“{plan.searched}” cannot be read as search syntax ({why}), so {hermes} "
-                f"finds nothing for it. Logbook searched for the words literally instead, "
-                f"each as typed: {' '.join(plan.literal_terms) or plan.fallback}."
+                f"{hermes} finds nothing for “{typed}” ({why}), so Logbook looked for "
+                f"messages holding each word as you typed it: {', '.join(f'“{w}”' for w in words)}."
             )
             expression = searched = plan.fallback
             literal = plan.literal_terms

@@ -968,6 +968,19 @@ class SessionStore:
             [session_id, limit],
         )
 
+    def last_activity(self) -> float | None:
+        """When anything last happened: the newest message (the highest id) or the newest
+        start, both read off an index."""
+        newest = (
+            self.r.one(
+                "SELECT (SELECT timestamp FROM messages ORDER BY id DESC LIMIT 1) AS m, "
+                "(SELECT MAX(started_at) FROM sessions) AS s"
+            )
+            or {}
+        )
+        times = [t for t in (newest.get("m"), newest.get("s")) if isinstance(t, (int, float))]
+        return max(times) if times else None
+
     def brief(self, session_id: str) -> dict[str, Any] | None:
         return self.r.one(
             f"SELECT s.id AS id, {self.col('title')} AS title, s.source AS source, "

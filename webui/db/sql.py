@@ -56,6 +56,31 @@ def cost(schema: Schema, alias: str = "") -> str:
     )
 
 
+def price_kind(schema: Schema, alias: str = "") -> str:
+    """How a session's cost is known: 'included' (a subscription: no per-token charge),
+    'unknown' (Hermes had no price: marked so, or no figure at all), '' (a dollar figure).
+    ``webui.hermes.cost`` reads a row already fetched by the same rule."""
+    status = f"COALESCE({col(schema, 'cost_status', alias)}, '')"
+    actual, estimated = (
+        col(schema, "actual_cost_usd", alias),
+        col(schema, "estimated_cost_usd", alias),
+    )
+    return (
+        f"(CASE WHEN {status} = 'included' THEN 'included' WHEN {status} = 'unknown' OR "
+        f"({actual} IS NULL AND {estimated} IS NULL) THEN 'unknown' ELSE '' END)"
+    )
+
+
+def price_counts(schema: Schema, alias: str = "") -> str:
+    """A group's sessions whose cost is no dollar figure, as ``included_sessions`` and
+    ``unpriced_sessions``: a group's sum says what it leaves out (present.filters.group_cost)."""
+    kind = price_kind(schema, alias)
+    return (
+        f"{total(f'{kind} = ' + repr('included'))} AS included_sessions, "
+        f"{total(f'{kind} = ' + repr('unknown'))} AS unpriced_sessions"
+    )
+
+
 def tokens(schema: Schema, alias: str = "") -> str:
     """A session's tokens: input + output + cache read + cache write (reasoning tokens are part
     of output). The one definition every page's "tokens" uses."""

@@ -144,10 +144,7 @@ class StatsStore:
             f"SUM({self.col('actual_cost_usd')} IS NOT NULL) AS actual_known",
         ]
         if status_counts:
-            parts += [
-                f"SUM(COALESCE({self.col('cost_status')}, '') = 'included') AS included_sessions",
-                f"SUM(COALESCE({self.col('cost_status')}, '') = 'unknown') AS unpriced_sessions",
-            ]
+            parts.append(sql.price_counts(self.schema))
         return ", ".join(parts)
 
     def totals(self, q: StatsQuery) -> dict[str, Any]:
@@ -186,22 +183,23 @@ class StatsStore:
             "source": "source",
             "billing_provider": self.col("billing_provider"),
             "cost_status": self.col("cost_status"),
+            "price": sql.price_kind(self.schema),
         }
         groups = self.r.rows(
             f"SELECT {', '.join(f'{e} AS g_{k}' for k, e in dims.items())}, "
             f"{self._sums(status_counts=False)} FROM sessions WHERE {where} "
-            "GROUP BY 1, 2, 3, 4",
+            "GROUP BY 1, 2, 3, 4, 5",
             params,
         )
         for g in groups:
-            status = "" if g["g_cost_status"] is None else g["g_cost_status"]
-            g["included_sessions"] = g["sessions"] if status == "included" else 0
-            g["unpriced_sessions"] = g["sessions"] if status == "unknown" else 0
+            # Sessions whose cost is no dollar figure: every sum says how many it leaves out.
+            g["included_sessions"] = g["sessions"] if g["g_price"] == "included" else 0
+            g["unpriced_sessions"] = g["sessions"] if g["g_price"] == "unknown" else 0
         keys = _SUM_KEYS
         # Each group's figures as a list, added to its panels' running lists element-wise
         # (a few hundred groups into five panels: per-key dict updates cost ~5 ms of it).
         total = [0] * len(keys)
-        by: dict[str, dict[str, list]] = {k: {} for k in dims if k != "cost_status"}
+        by: dict[str, dict[str, list]] = {k: {} for k in dims if k not in ("cost_status", "price")}
         status: dict[str, list] = {}
 
         def add(into: dict[str, list], key: str, values: list) -> None:
@@ -235,6 +233,8 @@ class StatsStore:
                     "cost_usd": v["cost_usd"],
                     "actual_cost_usd": v["actual_cost_usd"],
                     "estimated_cost_usd": v["estimated_cost_usd"],
+                    "included_sessions": v["included_sessions"],
+                    "unpriced_sessions": v["unpriced_sessions"],
                 }
                 for k, v in status.items()
             ),

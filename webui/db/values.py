@@ -30,9 +30,11 @@ NUMBERS = frozenset(
         "message_count", "tool_call_count", "api_call_count", "input_tokens", "output_tokens",
         "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "token_count",
         "estimated_cost_usd", "actual_cost_usd", "tokens", "cost", "cost_usd", "messages",
-        "sessions", "child_count", "archived", "active", "count", "n", "k", "value",
+        "sessions", "child_count", "archived", "active", "count", "n",
     }
 )  # fmt: skip
+# Only names that always hold a number, whatever the query: a generic alias ("value", "k")
+# holds text in some queries (a chat's key in a facet) and is left as it is.
 
 
 TEXTS = frozenset(

@@ -103,3 +103,25 @@ def origin_json_name(raw: Any) -> str:
         if isinstance(name, str) and name.strip():
             return name.strip()
     return ""
+
+
+def distinct_labels(rows: list[dict[str, Any]], label: str = "label") -> None:
+    """Chats that would read the same ("ops · discord" for a group keyed per person, a
+    channel's threads) are told apart, in place: by the person where their people differ,
+    else by the thread, else by the end of their key."""
+    by_label: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_label.setdefault(row.get(label), []).append(row)
+    for same in by_label.values():
+        if len(same) < 2:
+            continue
+        people = {r.get("user_name") or r.get("user_id") for r in same}
+        threads = {r.get("thread_id") for r in same}
+        for r in same:
+            if len(people) > 1 and (r.get("user_name") or r.get("user_id")):
+                extra = str(r.get("user_name") or r.get("user_id"))
+            elif len(threads) > 1 and r.get("thread_id"):
+                extra = f"thread {r['thread_id']}"
+            else:
+                extra = str(r.get("session_key") or r.get("value") or "").rsplit(":", 1)[-1]
+            r[label] = f"{r.get(label)} ({extra})" if extra else r.get(label)

@@ -128,6 +128,7 @@ class Plan:
     # Hermes 0.19: a trigram query SQLite cannot read is answered by the substring route.
     trigram_error_terms: list[str] = field(default_factory=list)
     dialect: str = "v11"
+    typed: str = ""  # the user's own text, for notices that echo it
 
     @property
     def notice(self) -> str | None:
@@ -214,24 +215,26 @@ def plan(
         raw.replace('"', "")
     ):
         note = (
-            f"Searched for {sanitized or 'nothing'}: characters and dangling operators "
-            "that FTS5 cannot parse were removed, as Hermes does."
+            f"Searched for {_shown(sanitized)}: like Hermes, Logbook leaves out characters "
+            "such as ( ) { } + ^ and an AND, OR or NOT at either end."
         )
     elif raw.count('"') % 2 and sanitized.count('"') < raw.count('"'):
         # A quote without its partner: Hermes drops it and searches the words themselves.
         note = (
-            f"Searched for {' '.join(sanitized.split()) or 'nothing'}: the quote without a "
-            "partner was dropped, "
-            "as Hermes does, so the words are searched on their own. For an exact phrase, "
-            "close it: “\"…\"”."
+            f"Searched for {_shown(sanitized)}: the quotation mark without a partner was "
+            "left out, as Hermes does; to find an exact phrase, close the quotes."
         )
     if not sanitized:
-        notices.append(note)
-        notices.append("Nothing is left to search once FTS5's special characters are removed.")
-        return Plan("none", "", notices=notices)
+        notices.append(
+            f"“{raw}” leaves nothing to search for: like Hermes, Logbook leaves out an AND, "
+            "OR or NOT at either end and characters such as ( ) { } + ^."
+        )
+        return Plan("none", "", notices=notices, typed=raw)
 
     if contains_cjk(sanitized) and dialect == "v22":
-        return _plan_cjk_v22(sanitized, has_trigram, notices, note)
+        found = _plan_cjk_v22(sanitized, has_trigram, notices, note)
+        found.typed = raw
+        return found
     if contains_cjk(sanitized):
         terms = words_for_like(sanitized)
         long_enough = all(len(t) >= 3 for t in terms)
@@ -250,29 +253,32 @@ def plan(
             )
         if has_trigram and count_cjk(sanitized) >= 3:
             notices.append(
-                "Words shorter than three characters cannot use the trigram index "
-                "(Hermes finds nothing here); each word was matched as a substring."
+                "Hermes finds nothing when words under three characters stand beside "
+                "Chinese, Japanese or Korean text; Logbook listed the messages holding every "
+                "word, newest first."
             )
         elif has_trigram:
             notices.append(
-                "Short CJK words (under three characters) are matched as "
-                "substrings: hits are listed newest first, not ranked by relevance, "
-                "and counted page by page (“51+” means more follow)."
+                f"{_shown(sanitized)} is shorter than three Chinese, Japanese or Korean "
+                "characters, so the messages holding it are listed newest first, not by "
+                "relevance, and counted page by page (“51+” means more follow)."
             )
         elif not has_trigram:
-            notices.append(
-                "This database has no trigram index (an older Hermes schema), so "
-                "CJK text was matched as substrings, newest first."
-            )
-        return Plan("like", sanitized, terms=terms, notices=notices, sanitize_note=note)
+            notices.append(NO_CJK_INDEX)
+        return Plan("like", sanitized, terms=terms, notices=notices, sanitize_note=note, typed=raw)
 
     if not has_fts:
         notices.append(
-            "This database has no full-text index, so words were matched as "
-            "substrings, newest first (slower, not ranked)."
+            "This database has no search index, so words were matched as plain text, "
+            "newest first (slower, not ranked)."
         )
         return Plan(
-            "like", sanitized, terms=words_for_like(sanitized), notices=notices, sanitize_note=note
+            "like",
+            sanitized,
+            terms=words_for_like(sanitized),
+            notices=notices,
+            sanitize_note=note,
+            typed=raw,
         )
     return Plan(
         "fts",
@@ -284,6 +290,7 @@ def plan(
         literal_terms=[w for w in raw.split() if any(ch.isalnum() for ch in w)],
         sanitize_note=note,
         dialect=dialect,
+        typed=raw,
     )
 
 
@@ -301,8 +308,8 @@ def _plan_cjk_v22(sanitized: str, has_trigram: bool, notices: list[str], note: s
         ignored = [w for w in plain if len(w) < 3]
         if ignored:
             notices.append(
-                "The trigram index cannot match words under three characters, so "
-                f"{', '.join(ignored)} did not narrow the search (as in Hermes 0.19)."
+                f"Words under three characters ({', '.join(ignored)}) did not narrow this "
+                "search, as in Hermes 0.19."
             )
         return Plan(
             "trigram",
@@ -315,25 +322,19 @@ def _plan_cjk_v22(sanitized: str, has_trigram: bool, notices: list[str], note: s
             dialect="v22",
         )
     if short_cjk and has_trigram:
+        one = len(short_cjk) == 1
         notices.append(
-            f"{', '.join(short_cjk)} {'has' if len(short_cjk) == 1 else 'have'} fewer than three "
-            "CJK characters, which the trigram index cannot match, so each word was matched "
-            + (
-                "as a substring and a message with ANY of them is listed"
-                if len(like_terms) > 1
-                else "as a substring"
-            )
-            + ", newest first, as Hermes 0.19 does."
+            f"{', '.join(short_cjk)} {'is' if one else 'are'} shorter than three Chinese, "
+            "Japanese or Korean characters, so, as Hermes 0.19 does, the messages holding "
+            + ("any of the words" if len(like_terms) > 1 else ("it" if one else "them"))
+            + " are listed newest first, not by relevance."
         )
     elif not has_trigram:
-        notices.append(
-            "This database has no trigram index, so CJK text was matched as substrings, "
-            "newest first."
-        )
+        notices.append(NO_CJK_INDEX)
     else:
         notices.append(
-            "Fewer than three CJK characters cannot use the trigram index: matched as "
-            "substrings, newest first, as Hermes 0.19 does."
+            "Under three Chinese, Japanese or Korean characters, words are matched as plain "
+            "text, newest first, as Hermes 0.19 does."
         )
     return Plan(
         "like",
@@ -347,22 +348,33 @@ def _plan_cjk_v22(sanitized: str, has_trigram: bool, notices: list[str], note: s
     )
 
 
+NO_CJK_INDEX = (
+    "This database, from an older Hermes, has no index for Chinese, Japanese or Korean words, "
+    "so the messages holding them are listed newest first."
+)
+
+
 def _normal(text: str) -> str:
     return " ".join(text.split())
 
 
+def _shown(searched: str) -> str:
+    """What was searched, as a reader wrote it: without the quotes the search adds."""
+    return _normal(searched.replace('"', " ")) or "nothing"
+
+
 def explain_fts_problem(problem: str) -> str:
-    """SQLite's FTS5 error (``fts5: syntax error near ""``) in words a reader understands."""
+    """Why SQLite could not read a search (``fts5: syntax error near ""``), in plain words."""
     p = (problem or "").lower()
     if "unterminated string" in p:
-        return "a quotation mark is not closed"
+        return "a quotation mark is left open"
     if "no such column" in p:
-        return "a word followed by “:” is read as a column name"
+        return "a word with “:” after it, or “-” before it, has a special meaning there"
     if "syntax error near" in p:
         near = problem[p.index("near") + 4 :].strip().strip('"').strip()
         if not near:
-            return "the query ends where more was expected (a dangling operator or quote)"
-        return f"“{near}” is in a place where FTS5 does not expect it"
+            return "it ends with AND, OR, NOT or an open quotation mark"
+        return f"“{near}” cannot stand where it is"
     if "unknown special query" in p or "malformed" in p:
-        return "it uses a character FTS5 reserves for its own syntax"
-    return "FTS5 cannot read it"
+        return "it uses a character that has a special meaning in a search"
+    return "it is not a search it understands"

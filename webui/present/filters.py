@@ -100,17 +100,35 @@ def tokens(row: Any) -> int:
     return total
 
 
-def group_cost(row: Any) -> str:
-    """The cost of a group of sessions (a model, a source): a sum in dollars, or a word when
-    no session of the group has a price ("included" in a subscription, or "unknown")."""
-    sessions = row.get("sessions") or 0
-    included = row.get("included_sessions") or 0
-    unpriced = row.get("unpriced_sessions") or 0
+def group_cost_parts(row: Any) -> tuple[str, str]:
+    """(the figure, what it leaves out): ("$3.16", "11 unknown, 13 included"); a group with no
+    dollar figure at all is never "$0": ("unknown", ""), ("included", ""), or
+    ("11 unknown, 13 included", "")."""
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    sessions = int(get("sessions") or 0)
+    included = int(get("included_sessions") or 0)
+    unpriced = int(get("unpriced_sessions") or 0)
+    cost = get("cost_usd")
+    if cost is None:
+        cost = get("cost")
     if sessions and included == sessions:
-        return "included"
+        return "included", ""
+    if sessions and unpriced == sessions:
+        return "unknown", ""
+    left_out = ", ".join(
+        f"{n:,} {word}" for n, word in ((unpriced, "unknown"), (included, "included")) if n
+    )
     if sessions and included + unpriced == sessions:
-        return "unknown"
-    return money(row.get("cost_usd"))
+        return left_out, ""
+    return money(cost), left_out
+
+
+def group_cost(row: Any) -> str:
+    """The cost of a group of sessions (a model, a source, a selection, a chat): a sum in
+    dollars that says what it leaves out ("$3.16 + 11 unknown, 13 included"), never "$0" for
+    a group with no dollar figure at all."""
+    figure, left_out = group_cost_parts(row)
+    return f"{figure} + {left_out}" if left_out else figure
 
 
 def nbytes(value: Any) -> str:
@@ -242,6 +260,7 @@ FILTERS = {
     "cost": cost,
     "cost_text": cost_text,
     "group_cost": group_cost,
+    "group_cost_parts": group_cost_parts,
     "tokens": tokens,
     "nbytes": nbytes,
     "iso": iso,

@@ -10,6 +10,7 @@ graph). The walk is iterative, so a 1,000-deep chain of branches cannot overflow
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,14 +46,34 @@ class Layout:
     node_h: int = NODE_H
 
 
+def _width(ch: str) -> float:
+    """About how wide a character draws, in widths of an average Latin letter: a CJK or
+    full-width character takes two, capitals and m/w a little more, narrow marks less."""
+    if unicodedata.east_asian_width(ch) in ("W", "F"):
+        return 2.0
+    if ch.isupper() or ch in "mwMW@%":
+        return 1.25
+    if ch in "il.,:;'|!ftrj ()[]":
+        return 0.6
+    return 1.0
+
+
 def clip(text: str, n: int = TITLE_CHARS) -> str:
-    """Shorten to fit a box, keeping a lineage suffix (" #3") that tells segments apart."""
+    """Shorten to fit a box (``n`` average letters wide), keeping a lineage suffix (" #3")
+    that tells segments apart."""
     text = " ".join((text or "").split())
-    if len(text) <= n:
+    if sum(map(_width, text)) <= n:
         return text
     m = re.search(r" #\d+$", text)
     suffix = m.group(0) if m else ""
-    return text[: n - 1 - len(suffix)].rstrip() + "…" + suffix
+    room = n - 1 - sum(map(_width, suffix))
+    kept, used = [], 0.0
+    for ch in text[: len(text) - len(suffix)]:
+        used += _width(ch)
+        if used > room:
+            break
+        kept.append(ch)
+    return "".join(kept).rstrip() + "…" + suffix
 
 
 def layout(nodes: list[dict[str, Any]], root: str, current: str) -> Layout:

@@ -5,6 +5,7 @@ still running; a branch after ``branched``/``session_switch``; webui.db.lineage.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,3 +80,24 @@ def chain_summary(nodes: list[dict[str, Any]]) -> str:
         n = counts["other"]
         parts.append(f"{n:,} other child session{'s' if n != 1 else ''}")
     return " · ".join(parts)
+
+
+_PART = re.compile(r"\s+#\d+$")
+
+
+def crumbs(ancestors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A session's ancestors as breadcrumbs: parts of one conversation that read alike
+    ("Project X", "Project X #2" … "#7", each continued from the last) become one crumb
+    naming how many there are, linked to the first."""
+    out: list[dict[str, Any]] = []
+    for a in ancestors:
+        stem = _PART.sub("", a.get("label") or "")
+        last = out[-1] if out else None
+        if last is not None and last["stem"] == stem and a.get("edge") == "compression":
+            last["parts"] += 1
+            continue
+        out.append({"id": a["id"], "label": a.get("label"), "stem": stem, "parts": 1})
+    for c in out:
+        if c["parts"] > 1:
+            c["label"] = f"{c['stem']} ({c['parts']} parts)"
+    return out

@@ -444,13 +444,43 @@ def tool_hit(row: dict[str, Any]) -> tuple[str, str] | None:
             if any(t in leaf.lower() for t in terms):
                 return f"{call['name']} · {path}", make_snippet(leaf, terms)
         if any(t in call["name"].lower() for t in terms):
-            return call["name"], make_snippet(call["name"], terms)
+            # The tool itself was searched for: say what it was asked, not its name twice.
+            asked = _first_argument(args)
+            if asked:
+                return call["name"], asked
+            return "tool call", make_snippet(f"{call['name']} (no arguments)", terms)
     if data is not None:
         for path, leaf in _leaves(data):
             if any(t in leaf.lower() for t in terms):
                 what = f"{row['tool_name']} result" if row.get("tool_name") else "result"
                 return f"{what} · {path}" if path else what, make_snippet(leaf, terms)
     return None
+
+
+def readable_json(text: Any, width: int = 200) -> Any:
+    """A JSON text (a tool's result around a hit) as its fields, "key: value · key: value",
+    instead of braces and escaped quotes; any other text as it is."""
+    data = _json_value(text) if isinstance(text, str) else None
+    if data is None:
+        return text
+    fields = [f"{path}: {value}" if path else value for path, value in _leaves(data)]
+    return plain_text(" · ".join(fields), width) if fields else text
+
+
+def _first_argument(args: Any) -> str:
+    """A call's first argument as "key: value" (what a web_search searched for, the first of
+    the urls a web_extract read)."""
+    if isinstance(args, (dict, list)):
+        for path, value in _leaves(args):
+            text = plain_text(value, 120)
+            if text.strip():
+                return f"{path}: {text}" if path else text
+    return ""
+
+
+# Pieces of a tool call's raw JSON (Hermes indexes it beside the content, so FTS5's snippet
+# may be cut from it): a snippet holding one is never shown as it is.
+RAW_CALL = re.compile(r'\[\{"id"|"type": "function"|"function": \{|"arguments": ')
 
 
 def search_hit_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -460,11 +490,17 @@ def search_hit_view(row: dict[str, Any]) -> dict[str, Any]:
         hit_in, snippet = found
     else:
         hit_in = None
-        snippet = (
-            readable_snippet(row["snippet"]) if calls or row.get("tool_name") else row["snippet"]
-        )
+        snippet = row["snippet"]
+        if calls and RAW_CALL.search(snippet or ""):
+            # The words are the message's own too: cut the snippet from them instead.
+            snippet = make_snippet(row.get("_text") or "", _marked_terms(snippet))
+        elif calls or row.get("tool_name"):
+            snippet = readable_snippet(snippet)
     return {
         **row,
+        "context": [
+            {**c, "content": readable_json(c.get("content"))} for c in row.get("context") or []
+        ],
         "hit_in": hit_in,
         "snippet_html": snippet_html(snippet),
         "tools": [c["name"] for c in calls] or ([row["tool_name"]] if row.get("tool_name") else []),

@@ -37,7 +37,7 @@ from webui.hermes.selection import (
 )
 from webui.hermes.titles import TitleError
 from webui.present.rows import session_label
-from webui.web.access import change_required
+from webui.web.access import change_required, safe_next
 from webui.web.views import render_page, wants_json
 
 bp = Blueprint("actions", __name__)
@@ -240,6 +240,16 @@ def bulk():
         abort(400, description="Select at least one session first.")
     if action == "export":
         return redirect(url_for("export.jsonl", session=ids))
+    if action in ("archive", "unarchive"):
+        # Not destructive (undone by its reverse): done at once, the result said in words.
+        if not lb.schema.has("sessions", "archived"):
+            abort(404, description="This database has no archive (a later Hermes schema has).")
+        matched, changed = lb.actions.set_archived(ids, action == "archive")
+        message = archive_words(matched, changed, action == "unarchive")
+        if request.htmx:
+            return _toast(f'<p class="notice" role="status">{escape(message)}</p>', message)
+        flash(message)
+        return redirect(safe_next(request.form.get("next"), url_for("sessions.list_sessions")))
     rows = [r for r in (lb.sessions.brief(i) for i in ids) if r]
     if action == "delete" and request.form.get("confirm") == "yes":
         deleted = [r for r in rows if lb.actions.delete(r["id"])]
@@ -449,19 +459,51 @@ def archive_run():
     problem = archive_problem(sel)
     if problem:
         raise BadRequest(problem)
-    matched, changed = lb.actions.set_archived(lb.actions.prune_ids(sel), not unarchive)
-    verb = "Unarchived" if unarchive else "Archived"
-    message = (
-        f"{verb} {matched} session{'s' if matched != 1 else ''}"
-        + (f" ({changed} rows with their compression chains)" if changed != matched else "")
-        + ("." if unarchive else ". They're hidden from listings but fully recoverable.")
-    )
+    # Sessions named by id are taken as they are, archived or not: archiving one twice says
+    # "nothing changed" rather than "nothing matches".
+    chosen = replace(sel, archived=None) if sel.sessions else sel
+    matched, changed = lb.actions.set_archived(lb.actions.prune_ids(chosen), not unarchive)
+    message = archive_words(matched, changed, unarchive)
     if request.htmx:
         return _toast(f'<p class="notice" role="status">{escape(message)}</p>', message)
     if wants_json() or not _browser_form():
-        return jsonify({"matched": matched, "rows_changed": changed, "unarchive": unarchive})
+        return jsonify(
+            {
+                "matched": matched,
+                "rows_changed": changed,
+                "unarchive": unarchive,
+                "message": message,
+            }
+        )
     flash(message)
-    return redirect(url_for("actions.archive_form"))
+    back = safe_next(request.form.get("next"), url_for("actions.archive_form"))
+    return redirect(back)
+
+
+def archive_words(matched: int, changed: int, unarchive: bool) -> str:
+    """What an archive (or unarchive) did, in words: how many sessions, whether their
+    conversations came along whole, and nothing when nothing changed."""
+    verb, done = ("Unarchived", "unarchived") if unarchive else ("Archived", "archived")
+    if not matched:
+        return f"Nothing was {done}: no ended session matches."
+    if not changed:
+        n = f"{matched:,} session{'s' if matched != 1 else ''}"
+        return f"Nothing changed: {'the' if matched != 1 else 'that'} {n} {'were' if matched != 1 else 'was'} {done} already."
+    sessions = f"{matched:,} session{'s' if matched != 1 else ''}"
+    more = changed - matched
+    text = f"{verb} {sessions}"
+    if more > 0:
+        text += (
+            f", and {more:,} more session{'s' if more != 1 else ''} of the same "
+            "conversations (their compression chains), so each is "
+            f"{done} whole"
+        )
+    if unarchive:
+        return text + ": back in the list."
+    return text + (
+        ". Archived sessions are hidden from the list (show them with “archived: include”) "
+        "and stay in the database: unarchive them at any time."
+    )
 
 
 @bp.get("/prune/jobs/<job_id>")

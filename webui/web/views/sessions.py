@@ -12,7 +12,7 @@ from webui.db.messages import END_CURSOR
 from webui.db.schema import KNOWN_SESSION_COLUMNS
 from webui.db.sessions import LIST_PARAMS, encode_cursor, parse_day
 from webui.hermes.content import plain_text
-from webui.present.relatives import chain_summary, child_groups
+from webui.present.relatives import chain_summary, child_groups, crumbs
 from webui.present.rows import (
     RenderBudget,
     message_json,
@@ -86,6 +86,7 @@ def list_sessions():
         hidden = lb.sessions.hidden_count(q, total)
     for r in rows:
         r["label"] = session_label(r)
+    quiet_since = lb.sessions.last_activity() if q.active_minutes and not total else None
     return render_page(
         "sessions.html",
         {"results": "results", "more-row": "rows_page"},
@@ -101,6 +102,7 @@ def list_sessions():
         has_archived=lb.schema.has("sessions", "archived"),
         sort_options=SORT_LABELS,
         first_page_url=url_for("sessions.list_sessions", **q.url_args()),
+        quiet_since=quiet_since,
     )
 
 
@@ -218,6 +220,11 @@ def view_session(session_id: str):
             if session.get("parent_session_id")
             else None
         )
+        if parent is not None:
+            # An untitled parent is named by its first question, as the breadcrumb names it.
+            parent["label"] = parent.get("title") or session_label(
+                {"preview": lb.sessions.first_user_text(parent["id"])}
+            )
         counts = lb.messages.counts(session_id)
         here = page.messages[0]["id"] if page.messages else None
 
@@ -440,7 +447,7 @@ def lineage_context(session: dict[str, Any]) -> dict[str, Any]:
     )
     return {
         "lineage": tree,
-        "ancestors": chain,
+        "ancestors": crumbs(chain),
         "continued_in": continued_in,
         "continued_from": continued_from,
         "relatives": child_groups(tree.nodes, session["id"]),
