@@ -233,11 +233,11 @@ def test_moving_through_a_long_conversation(fresh, page):
     page.goto(f"{srv.url}/sessions/{long_id}")
     pos = page.locator(".viewer-nav .pos")
     assert pos.inner_text().endswith(f"of {total:,}")
-    page.locator(".viewer-nav button[data-turn=next]").click()
+    page.locator(".viewer-nav a[data-turn=next]").click()
     page.wait_for_timeout(300)
     focused = page.evaluate("document.activeElement.className")
     assert "role-user" in focused
-    page.locator(".viewer-nav a", has_text="last message").click()
+    page.locator(".viewer-nav a[data-go=last]").click()
     page.wait_for_url(re.compile(r"end=1"))
     (last_id,) = sql(
         db,
