@@ -200,3 +200,45 @@ def test_a_kill_during_an_archive_leaves_each_conversation_archived_whole(tmp_pa
             "'%_branched_from%'",
         )
         assert pairs and all(a == b for a, b in pairs), pairs
+
+
+COLD = (
+    "from pathlib import Path\n"
+    "            from webui.db import coldstore as cold, get_logbook as lb_\n"
+    "            lb = lb_()\n"
+    "            ids = actions.prune_ids(selection_from_args({'older_than': '0'}, command='prune'))\n"
+    "            groups = cold.conversations_of(lb, ids)\n"
+    "            job = cold.new_job(Path(app.instance_path) / 'archives' / 'hermes-archive-2026-01.db', len(groups), False)\n"
+    "            cold.move_out(lb, groups, job)\n"
+    "            assert job.error is None, job.error"
+)
+
+
+def test_a_kill_during_a_move_to_cold_storage_loses_nothing(many_db, tmp_path):
+    """Killed at any moment, a move leaves every session whole in the live file or whole in
+    the archive (or, copied and not yet removed, whole in both); the next move finishes it."""
+    rnd = random.Random("cold")
+    took = _kill_at(_copy(many_db, tmp_path / "whole"), tmp_path / "inst-whole", COLD, None)
+    cuts = 0
+    for run in range(RUNS):
+        db = _copy(many_db, tmp_path / f"run{run}")
+        instance = tmp_path / f"inst{run}"
+        archive = instance / "archives" / "hermes-archive-2026-01.db"
+        before = _state(db)
+        slot = 0.9 * took / RUNS
+        cuts += _kill_at(db, instance, COLD, slot * run + rnd.uniform(0, slot))
+        make_app(db, instance)  # the next start finishes what the journal holds
+        live = _state(db)
+        _whole(before, live)
+        kept = _state(archive) if archive.exists() else {}
+        for sid, (n, _) in before.items():
+            assert sid in live or kept.get(sid, (None,))[0] == n, f"{sid} is lost or partial"
+        # The next move completes it: every ended conversation in the archive, whole.
+        _kill_at(db, instance, COLD, None)
+        live, kept = _state(db), _state(archive)
+        for sid, (n, _) in before.items():
+            assert (live.get(sid) or kept.get(sid))[0] == n
+        assert all(kept[sid][0] == before[sid][0] for sid in kept)
+        fts_consistent(db)
+        fts_consistent(archive)
+    assert cuts >= RUNS // 2, f"only {cuts} of {RUNS} runs were cut mid-way: move the moments"

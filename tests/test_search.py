@@ -692,3 +692,45 @@ def test_a_search_in_one_session_finds_exactly_its_hits_reading_only_its_ids(
     assert sorted(got) == sorted(want) and want
     assert all(lo <= i <= hi for i in got)
     assert everywhere > len(want)  # the bound has something to leave out
+
+
+@pytest.mark.parametrize("name", ["hermes-v8.db", "hermes-v11.db", "hermes-v22-extended.db"])
+def test_a_prefix_counted_as_its_words_finds_the_same_messages(tmp_path, monkeypatch, name):
+    """deploy* is counted and paged newest first as the OR of the words the index holds
+    with that prefix (issue 38): the same matches in the same order as the prefix itself,
+    for every prefix of two letters that matches anything, on every page (the ranking cap
+    set low so that the newest-first route answers on a small file)."""
+    import webui.db.search as search_mod
+    from webui.db import get_logbook
+
+    db = copy_fixture(name, tmp_path)
+    app = make_app(db, tmp_path / "inst")
+    monkeypatch.setattr(search_mod, "RANK_CAP", 3)
+    words = {
+        w[:2].lower()
+        for (text,) in sql(db, "SELECT content FROM messages WHERE content IS NOT NULL")
+        for w in re.findall(r"[A-Za-z0-9]{2,}", text or "")
+    }
+    assert len(words) > 20
+    common = sql(db, "SELECT source FROM sessions GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1")[0][0]
+    with app.app_context():
+        store = get_logbook().search
+        checked = 0
+        for prefix, f in [
+            (p, search_mod.SearchFilters(sources=[common] if i % 2 else []))
+            for i, p in enumerate(sorted(words)[:80])
+        ]:
+            expression = f"{prefix}*"
+            wide = store.prefix_words("messages_fts", expression)
+            if wide is None:
+                continue
+            assert wide.count(" OR ") < search_mod.PREFIX_WORDS_MAX
+            got = store.fts("messages_fts", expression, f, 1)
+            monkeypatch.setattr(store, "prefix_words", lambda table, expression: None)
+            plain = store.fts("messages_fts", expression, f, 1)
+            monkeypatch.undo()
+            monkeypatch.setattr(search_mod, "RANK_CAP", 3)
+            assert (got.total, got.capped, got.ranked) == (plain.total, plain.capped, plain.ranked)
+            assert [r["message_id"] for r in got.rows] == [r["message_id"] for r in plain.rows]
+            checked += 1
+        assert checked > 10

@@ -30,9 +30,9 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_REQUEST_DEADLINE": None,  # seconds for all of a request's queries (None: the above)  # seconds, for every user-driven query
     "LOGBOOK_THREADS": 8,  # waitress threads = read connections in the pool
     "LOGBOOK_ROLLUP_BUDGET": 0.5,  # seconds a stats request may spend updating the rollup
-    # The rollup recounts the messages (to notice deletions inside sessions) at most this
-    # often; a change in the set of sessions (a prune, a delete) makes it recount at once.
-    "LOGBOOK_ROLLUP_RECOUNT_S": 5.0,
+    # The time limit of each read the rollup makes of state.db (None: the query limit); its
+    # batches are sized to a quarter of it.
+    "LOGBOOK_ROLLUP_READ_LIMIT": None,
     # Build the rollup in a background thread from start-up (not in TESTING).
     "LOGBOOK_ROLLUP_WARM": True,
     # A stats report is reused this long beside a writer that commits all the time.
@@ -45,6 +45,11 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_READ_ONLY": False,
     "LOGBOOK_TOKEN": None,
     "LOGBOOK_PRIVATE": False,
+    # Folders of archive files read beside the live database (--archives; the first one is
+    # where cold storage writes; none: the instance's archives/ folder).
+    "LOGBOOK_ARCHIVES": [],
+    # Other machines' Litestream replicas, "NAME=URL" each (--replica).
+    "LOGBOOK_REPLICAS": [],
     "LOGBOOK_HERMES_ROOT": None,  # discover profiles here (None: --db pins one database)
     "LOGBOOK_PROFILE_NAME": None,  # the profile the primary database belongs to
     "SESSION_COOKIE_HTTPONLY": True,
@@ -156,13 +161,16 @@ def create_app(
 
     from webui.web import access, errors, filewatch, limits, security, streams
     from webui.web import profiles as profiles_web
+    from webui.web import stores as stores_web
     from webui.web.views import actions as actions_views
+    from webui.web.views import coldstore as coldstore_views
     from webui.web.views import export as export_views
     from webui.web.views import lineage as lineage_views
     from webui.web.views import origins as origins_views
     from webui.web.views import search as search_views
     from webui.web.views import sessions as sessions_views
     from webui.web.views import stats as stats_views
+    from webui.web.views import stores as stores_views
     from webui.web.views import ui as ui_views
 
     security.init_app(app)
@@ -170,13 +178,16 @@ def create_app(
     streams.init_app(app)
     access.init_app(app)
     profiles_web.init_app(app, primary)
+    stores_web.init_app(app, primary)
     errors.init_app(app)
     filewatch.init_app(app)
     app.register_blueprint(sessions_views.bp)
     app.register_blueprint(search_views.bp)
     app.register_blueprint(lineage_views.bp)
     app.register_blueprint(stats_views.bp)
+    app.register_blueprint(stores_views.bp)
     app.register_blueprint(actions_views.bp)
+    app.register_blueprint(coldstore_views.bp)
     app.register_blueprint(export_views.bp)
     app.register_blueprint(ui_views.bp)
     app.register_blueprint(origins_views.bp)

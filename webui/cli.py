@@ -77,6 +77,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no changes at all: action controls hidden, action routes answer 403",
     )
+    p.add_argument(
+        "--archives",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="read every Hermes state.db file in DIR as a read-only archive store (repeatable); "
+        "cold storage moves sessions into the first one",
+    )
+    p.add_argument(
+        "--replica",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="follow another machine's Litestream replica at URL (file://, s3://, sftp://) as "
+        "the read-only store NAME (repeatable; needs the replicas extra)",
+    )
     p.add_argument("--threads", type=int, default=8, help="waitress worker threads (default 8)")
     p.add_argument(
         "--instance",
@@ -239,6 +255,29 @@ def access_lines(
     return [f"view:    {view}", f"changes: {changes}"]
 
 
+def stores_config(args: argparse.Namespace) -> dict:
+    """--archives and --replica as config (only those given: the instance's config.py may
+    name others). A folder that is not one, a replica that cannot be parsed, or replicas
+    without Litestream installed end the program with the reason."""
+    from webui.db.replicas import MISSING, litestream_binary, parse_replica
+
+    out: dict = {}
+    if args.archives:
+        folders = [Path(d).expanduser().resolve() for d in args.archives]
+        for f in folders:
+            if f.exists() and not f.is_dir():
+                raise StartupError(f"--archives {f} is not a folder")
+        out["LOGBOOK_ARCHIVES"] = [str(f) for f in folders]
+    if args.replica:
+        try:
+            out["LOGBOOK_REPLICAS"] = [f"{n}={u}" for n, u in map(parse_replica, args.replica)]
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
+        if litestream_binary() is None:
+            raise StartupError(MISSING)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     err = sys.stderr
@@ -266,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         opened, root, profile = open_database(args, instance)
+        stores = stores_config(args)
     except StartupError as exc:
         print(f"hermes-logbook: {exc}", file=err)
         return 2
@@ -286,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             "LOGBOOK_PROFILE_NAME": profile,
             "LOGBOOK_ALLOWED_HOSTS": [h.strip().lower() for h in args.allow_host if h.strip()],
         }
+        | stores
         | ({"LOGBOOK_TOKEN": token} if token else {}),
         opened=opened,
         instance_path=str(instance),

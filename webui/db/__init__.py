@@ -102,6 +102,13 @@ def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
     db.init_app(app)
     logbook = build_logbook(app, opened)
     app.extensions["logbook"] = logbook
+    answered = app.extensions["first_answer"] = threading.Event()
+
+    @app.after_request
+    def _first_answer(response):
+        answered.set()  # the rollup's background pass waits for this (start_rollup_warmer)
+        return response
+
     with app.app_context():
         _resume_removals(app, logbook)
     if app.config.get("LOGBOOK_ROLLUP_WARM") and not app.testing:
@@ -118,6 +125,9 @@ def _resume_removals(app: Flask, logbook: Logbook) -> None:
         app.logger.warning("an interrupted removal could not be finished yet: %s", exc.message)
 
 
+FIRST_PAGE_WAIT_S = 10.0
+
+
 def start_rollup_warmer(app: Flask, logbook: Logbook) -> threading.Thread:
     """Read the history into the stats rollup from start-up, in the background, so the first
     visit to the stats page finds it complete (or shows its progress and completes on its own)
@@ -125,7 +135,12 @@ def start_rollup_warmer(app: Flask, logbook: Logbook) -> threading.Thread:
     second on a million messages; a search filtered by source before then takes the ordinary
     route)."""
 
+    # The pass starts once the first page has been answered (or after FIRST_PAGE_WAIT_S):
+    # on ten million messages its first steps took the cores the first page needed.
+    answered = app.extensions.get("first_answer") or threading.Event()
+
     def work() -> None:
+        answered.wait(FIRST_PAGE_WAIT_S)
         with app.app_context():
             try:
                 logbook.rollup.warm()
@@ -156,7 +171,12 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
         SearchStore(reader, shared=sessions.shared, sources=SourceMap(reader)),
         LineageStore(reader),
         StatsStore(reader),
-        Rollup(reader, rollup_path, recount_s=app.config.get("LOGBOOK_ROLLUP_RECOUNT_S", 5.0)),
+        Rollup(
+            reader,
+            rollup_path,
+            read_limit_s=app.config.get("LOGBOOK_ROLLUP_READ_LIMIT")
+            or app.config["LOGBOOK_QUERY_TIME_LIMIT"],
+        ),
         Exporter(reader, sessions),
         Actions(
             reader,
@@ -197,9 +217,23 @@ def _rollup_path(folder: Path, digest: str, db: Path) -> Path:
     return path
 
 
-def get_logbook() -> Logbook:
-    """The database of the profile this request is about (?profile=), else the primary."""
+def live_logbook() -> Logbook:
+    """The live database of the profile this request is about (?profile=), else the
+    primary's."""
     name = g.get("profile")
     if name and "profiles" in current_app.extensions:
         return current_app.extensions["profiles"].logbook(name)
     return current_app.extensions["logbook"]
+
+
+def get_logbook() -> Logbook:
+    """The database this request reads: the live one, or the one store it is pinned to
+    (``store=<archive or replica>``, webui.web.stores)."""
+    live = live_logbook()
+    pin = g.get("store_pin")
+    if pin and "stores" in current_app.extensions:
+        store = current_app.extensions["stores"].named(live, pin)
+        if store.logbook is None:
+            raise DatabaseUnavailable(f"The store “{store.name}” cannot be read: {store.message}")
+        return store.logbook
+    return live

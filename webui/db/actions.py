@@ -19,7 +19,7 @@ from webui.db import backup, sql
 from webui.db import deadline as request_deadline
 from webui.db import selection as selection_sql
 from webui.db.backup import Backup, ChangedSinceBackup
-from webui.db.errors import LogbookDBError
+from webui.db.errors import DatabaseBusy, LogbookDBError
 from webui.db.journal import Journal
 from webui.db.reader import Reader
 from webui.db.writer import (
@@ -111,6 +111,10 @@ class PruneJob:
     # stopped matching (a new message resumed them): named, never silently half-done.
     partial: list[str] = field(default_factory=list)
     files_removed: int = 0  # transcript files in the Hermes home's sessions/ folder
+    # Seconds spent waiting for the gateway's write lock (Hermes merges its search index
+    # every thousand writes, holding the lock for seconds to minutes on a large file).
+    lock_waited_s: float = 0.0
+    waiting_since: float | None = None  # now waiting for the lock (the job page says so)
 
 
 class Actions:
@@ -813,7 +817,8 @@ class Actions:
                     while pending > whole_at:
                         size = min(msg_batch, pending - whole_at)
                         try:
-                            n = self.w.run(
+                            n = self._patient(
+                                job,
                                 lambda c, size=size: (
                                     c.execute(
                                         f"DELETE FROM messages WHERE id IN (SELECT m.id FROM "
@@ -844,7 +849,8 @@ class Actions:
                     #    sessions. Too slow (a merge, a busy core): rolled back whole, and the
                     #    same sessions are tried again with fewer messages left to go with them.
                     try:
-                        removed, messages_gone = self.w.run(
+                        removed, messages_gone = self._patient(
+                            job,
                             lambda c: self._remove_rows(c, ids, marks, sw, sp),
                             give_up_after=_limit(whole_at > 0 and pending > 0, slow),
                         )
@@ -925,6 +931,31 @@ class Actions:
         conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})", live)
         return live, msgs
 
+    def _patient(self, job: PruneJob, fn, give_up_after: float | None):
+        """A prune batch's transaction, waiting out a gateway that holds the write lock for
+        long (Hermes's own index merge): each try is a short BEGIN IMMEDIATE with retries
+        (webui.db.writer), and between tries the job waits, a pause that grows to
+        LOCK_PAUSE_MAX_S, for up to LOCK_PATIENCE_S in a row before it stops. Nothing is held
+        while it waits."""
+        pause = 0.5
+        began = None
+        while True:
+            try:
+                result = self.w.run(fn, give_up_after=give_up_after)
+            except DatabaseBusy:
+                now = time.monotonic()
+                began = began if began is not None else now
+                if now - began > LOCK_PATIENCE_S:
+                    job.waiting_since = None
+                    raise
+                job.waiting_since = job.waiting_since or time.time()
+                time.sleep(pause)
+                job.lock_waited_s += pause
+                pause = min(LOCK_PAUSE_MAX_S, pause * 2)
+                continue
+            job.waiting_since = None
+            return result
+
     def _note(self, job: PruneJob, took: float, abandoned: bool = False) -> None:
         job.abandoned += abandoned
         job.transactions += 1
@@ -937,6 +968,11 @@ class Actions:
             raise NotFound("No such prune job (the server may have restarted).")
         return job
 
+
+# A prune waits this long in a row for a gateway that holds the write lock before it stops,
+# pausing up to LOCK_PAUSE_MAX_S between tries.
+LOCK_PATIENCE_S = 600.0
+LOCK_PAUSE_MAX_S = 5.0
 
 # A batch that cannot be cut smaller is still tried this many times under the time limit (a
 # busy core or a merge passes) before it runs to the end: the work must make progress.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +64,16 @@ RECENT_TERMS = 2
 # HIDDEN_MAX and counts join per hit instead.
 HIDDEN_TTL_S = 10.0
 HIDDEN_MAX = 50_000
+
+
+# A search that is one prefix of letters and digits (``deploy*``: one token for FTS5's
+# unicode61 tokenizer, lower-cased by it) is counted and paged newest first through the OR of
+# the words the index holds with that prefix: FTS5 merges the words' doclists as it reads
+# them, where a prefix query first gathers every match of every word (10 ms for deploy* on
+# ten million messages, in each statement: 0.2 ms as an OR). Same matches; the bm25 ranking
+# (of up to RANK_CAP matches) keeps the prefix, which FTS5 scores as one phrase.
+PREFIX_TOKEN = re.compile(r"^([A-Za-z0-9]+)\*$")
+PREFIX_WORDS_MAX = 64
 
 
 @functools.lru_cache(maxsize=4)
@@ -291,6 +302,7 @@ class SearchStore:
         where: str,
         params: list[Any],
         offset: int,
+        wide: str | None = None,
     ) -> tuple[int, list[int]] | None:
         """(matches, the page's ids and one more) for a search filtered by source alone,
         with every hit's source read from the in-memory map (webui.db.source_map) inside
@@ -309,9 +321,13 @@ class SearchStore:
         keep = self.sources.keep(f.sources, f.exclude_sources)
         cap = RANK_CAP + 1 + len(hidden)
 
-        def matches(raw: sqlite3.Connection, statement: str, *args: Any) -> list[tuple]:
+        def matches(
+            raw: sqlite3.Connection, statement: str, *args: Any, ranking: bool = False
+        ) -> list[tuple]:
+            # Ranked by the expression itself; counted and paged by its words (``wide``).
             raw.create_function("logbook_keep", 1, keep.test)
-            return raw.execute(statement, [expression, *args]).fetchall()
+            match = expression if ranking or not wide else wide
+            return raw.execute(statement, [match, *args]).fetchall()
 
         passing = f"FROM {table} WHERE {table} MATCH ? AND logbook_keep(rowid)"
         # Ranked in one pass when the hits that pass should be well under the cap: the
@@ -319,10 +335,10 @@ class SearchStore:
         # share of messages that pass, they would reach half of it. Otherwise they are
         # counted first, and ranked only if they are under the cap.
         expect_under = min(OVERFETCH_HITS, int(RANK_CAP / 2 / max(keep.share, 1e-9)))
-        every = self._index_hits(table, expression, max(expect_under, RANK_CAP) + 1)
+        every = self._index_hits(table, wide or expression, max(expect_under, RANK_CAP) + 1)
         if every <= max(expect_under, RANK_CAP):
             ranked = self.r.run(
-                lambda raw: matches(raw, f"SELECT rank, rowid {passing} LIMIT ?", cap)
+                lambda raw: matches(raw, f"SELECT rank, rowid {passing} LIMIT ?", cap, ranking=True)
             )
             hits = [i for _, i in ranked]
             if len(hits) >= cap:  # more than expected: counted below, newest first
@@ -342,7 +358,9 @@ class SearchStore:
         n = sum(1 for i in hits if i not in left_out)
         if n <= RANK_CAP:
             if ranked is None:
-                ranked = self.r.run(lambda raw: matches(raw, f"SELECT rank, rowid {passing}"))
+                ranked = self.r.run(
+                    lambda raw: matches(raw, f"SELECT rank, rowid {passing}", ranking=True)
+                )
             ranked.sort()
             ordered = [i for _, i in ranked if i not in left_out]
         else:  # newest first, as the full query orders a match set this large
@@ -429,8 +447,54 @@ class SearchStore:
 
     # -- FTS routes ------------------------------------------------------------------------
 
+    def prefix_words(self, table: str, expression: str) -> str | None:
+        """For a search that is one prefix (PREFIX_TOKEN) on the word index: the OR of the
+        words the index holds with that prefix, as an FTS5 expression (None: not such a
+        search, no word, or too many words). Read from an fts5vocab table over the index,
+        made in this connection's temp schema (never in the file, which is read-only)."""
+        m = PREFIX_TOKEN.match(expression)
+        if table != "messages_fts" or m is None:
+            return None
+        prefix = m.group(1).lower()
+
+        def read(raw: sqlite3.Connection) -> list[str]:
+            if (
+                raw.execute(
+                    "SELECT 1 FROM temp.sqlite_master WHERE name = 'logbook_vocab'"
+                ).fetchone()
+                is None
+            ):
+                # query_only also guards the temp schema; the file stays read-only (mode=ro).
+                raw.execute("PRAGMA query_only = 0")
+                try:
+                    raw.execute(
+                        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.logbook_vocab "
+                        "USING fts5vocab(main, 'messages_fts', 'row')"
+                    )
+                finally:
+                    raw.execute("PRAGMA query_only = 1")
+            return [
+                r[0]
+                for r in raw.execute(
+                    "SELECT term FROM temp.logbook_vocab WHERE term >= ? AND term < ? LIMIT ?",
+                    [prefix, prefix + "\U0010ffff", PREFIX_WORDS_MAX + 1],
+                )
+            ]
+
+        try:
+            words = self.r.run(read)
+        except LogbookDBError as exc:
+            if exc.status == 503:
+                raise
+            return None
+        if not words or len(words) > PREFIX_WORDS_MAX:
+            return None
+        return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
     def valid_match(self, table: str, expression: str) -> str | None:
         """None when FTS5 accepts the expression, else SQLite's reason."""
+        if PREFIX_TOKEN.match(expression):
+            return None  # one prefix of letters and digits: always a valid expression
         try:
             self.r.rows(f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT 1", [expression])
             return None
@@ -480,6 +544,10 @@ class SearchStore:
             f"{join} sessions s ON s.id = m.session_id WHERE {table} MATCH ?{where}"
         )
         offset = (page - 1) * PAGE_SIZE
+        # One prefix: counted (and paged newest first) as the OR of its words.
+        wide = (
+            self.prefix_words(table, expression) if not literal_terms and bounds is None else None
+        )
         one_pass = None
         if not literal_terms:
             if bounds is not None:
@@ -487,11 +555,13 @@ class SearchStore:
                     table, expression, bounds, f, row_where, row_params, offset
                 )
             else:
-                one_pass = self._by_source(table, expression, f, where, params, offset)
+                one_pass = self._by_source(table, expression, f, where, params, offset, wide)
         if one_pass is not None:
             n, ids = one_pass
         else:
-            n = self._count(table, expression, user_where, params, fts_first=bounds is not None)
+            n = self._count(
+                table, wide or expression, user_where, params, fts_first=bounds is not None
+            )
             ids = (
                 self._ranked_on_index(table, expression, where, params, offset, n, bool(user_where))
                 if n <= RANK_CAP and table not in where
@@ -504,7 +574,7 @@ class SearchStore:
                 r["id"]
                 for r in self.r.rows(
                     f"SELECT m.id AS id {base} ORDER BY {order} LIMIT ? OFFSET ?",
-                    [expression, *params, PAGE_SIZE + 1, offset],
+                    [expression if ranked or not wide else wide, *params, PAGE_SIZE + 1, offset],
                 )
             ]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS

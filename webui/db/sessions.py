@@ -18,6 +18,7 @@ from webui.db import deadline as request_deadline
 from webui.db import selection as selection_sql
 from webui.db import sql
 from webui.db.errors import BadRequest
+from webui.db.kept_order import KeptOrder
 from webui.db.reader import Reader
 from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor, is_cursor  # noqa: F401 - the list's cursor
 from webui.hermes import listing
@@ -99,7 +100,7 @@ LIST_PARAMS = frozenset(
     {
         "source", "model", "state", "since", "until", "q", "sort", "after", "active",
         "workspace", "branch", "user", "chat_id", "chat_type", "session_key", "archived",
-        "rows", "session", "limit", *NARROWING, *TIME_PARAMS,
+        "rows", "session", "limit", "store", *NARROWING, *TIME_PARAMS,
     }
 )  # fmt: skip
 MAX_PAGE_SIZE = 500
@@ -131,6 +132,9 @@ class SessionQuery:
     # each with its meaning in `hermes sessions prune/export`; and as they were given.
     narrow: Selection = EVERYTHING
     narrow_args: dict[str, str] = field(default_factory=dict)
+    # The stores the page spans (``store=``, webui.db.stores; none: every store). Read by the
+    # web layer, which picks the databases; kept here so every link keeps it.
+    stores: list[str] = field(default_factory=list)
 
     @classmethod
     def from_args(cls, args: Mapping) -> SessionQuery:
@@ -182,6 +186,7 @@ class SessionQuery:
             limit=int(limit) if limit else PAGE_SIZE,
             narrow=narrow,
             narrow_args=narrowing_args(narrowing, narrow) if narrow is not EVERYTHING else {},
+            stores=[s for s in getlist("store") if s],
             **{
                 k: (args.get(k) or "").strip()[:MAX_FILTER_CHARS]
                 for k in ("workspace", "branch", "user", "chat_id", "chat_type", "session_key")
@@ -248,6 +253,7 @@ class SessionQuery:
             "rows": None if self.rows == "conversations" else self.rows,
             "limit": None if self.limit == PAGE_SIZE else self.limit,
             **self.narrow_args,
+            "store": self.stores,
         }
         args.update(override)
         return {k: v for k, v in args.items() if v not in (None, [], "")}
@@ -267,6 +273,8 @@ class SessionStore:
         self._order_cache: dict[tuple, tuple[tuple, list, float]] = {}
         # The sessions token as last read, under the file's data_version at that moment.
         self._token_kept: tuple[str, dict[str, Any]] | None = None
+        # Every chain's tip as JSON, for the chains walk it was made from (source_sql).
+        self._tips_json: tuple[dict, str | None] | None = None
 
     def col(self, name: str, alias: str = "s") -> str:
         return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
@@ -369,18 +377,24 @@ class SessionStore:
         if not q.conversations or "t." not in uses:
             return "", "sessions s", []
         chains = self.chains()
-        tips = (
-            {root: chain[-1] for root, chain in chains.items() if len(chain) > 1}
-            if only is None
-            else {r: chains[r][-1] for r in only if len(chains.get(r, ())) > 1}
-        )
-        if not tips:
+        if only is None:
+            # Every chain's tip, written out once per walk of the chains (on ten million
+            # messages, 24,000 tips: 18 ms a request to rebuild and encode).
+            kept = self._tips_json
+            if kept is None or kept[0] is not chains:
+                tips = {root: chain[-1] for root, chain in chains.items() if len(chain) > 1}
+                kept = self._tips_json = (chains, json.dumps(tips) if tips else None)
+            encoded = kept[1]
+        else:
+            tips = {r: chains[r][-1] for r in only if len(chains.get(r, ())) > 1}
+            encoded = json.dumps(tips) if tips else None
+        if encoded is None:
             return "", "sessions s LEFT JOIN sessions t ON 0", []
         # MATERIALIZED: an ephemeral table SQLite can index, probed once per listed row.
         return (
             "WITH tm AS MATERIALIZED (SELECT key AS root, value AS tip FROM json_each(?)) ",
             "sessions s LEFT JOIN tm ON tm.root = s.id LEFT JOIN sessions t ON t.id = tm.tip",
-            [json.dumps(tips)],
+            [encoded],
         )
 
     def chains(self) -> dict[str, list[str]]:
@@ -419,7 +433,7 @@ class SessionStore:
                     last_active=e["last_active"],
                 )
             )
-        return {root: listing.compression_chain(root, children) for root in children}
+        return listing.compression_chains(children)
 
     # -- filters ------------------------------------------------------------------------------
 
@@ -671,12 +685,15 @@ class SessionStore:
         if hit is not None and hit[0] != token and _only_appended(hit[0], token):
             hit = self._order_after_appends(hit, token, source, where, params, key, q)
         if hit is None or hit[0] != token:
-            rows = self.r.rows(
-                f"{with_sql}SELECT s.id AS id, {key} AS k FROM {from_sql} WHERE {where} "
-                f"ORDER BY k {direction}, s.id {direction}",
-                [*from_params, *params],
+            statement = (
+                f"{with_sql}SELECT {key} AS k, s.id AS id FROM {from_sql} WHERE {where} "
+                f"ORDER BY k {direction}, s.id {direction}"
             )
-            hit = (token, [(r["k"], r["id"]) for r in rows], time.monotonic())
+            # Tuples as SQLite gives them: 200,000 dicts for a moment are 60 MB more.
+            pairs = self.r.run(
+                lambda raw: raw.execute(statement, [*from_params, *params]).fetchall()
+            )
+            hit = (token, KeptOrder(pairs, q.descending), time.monotonic())
         if self._order_cache.get(cache_key) is not hit:
             if len(self._order_cache) >= 8:
                 try:
@@ -684,13 +701,7 @@ class SessionStore:
                 except (RuntimeError, StopIteration):  # another thread got there first
                     pass
             self._order_cache[cache_key] = hit
-        ordered = hit[1]
-        start = 0
-        if q.after:
-            after = decode_cursor(q.after)
-            beyond = (lambda kv: kv < after) if q.descending else (lambda kv: kv > after)
-            start = next((i for i, kv in enumerate(ordered) if beyond(kv)), len(ordered))
-        return [{"id": i, "k": k} for k, i in ordered[start : start + q.limit + 1]]
+        return hit[1].page(decode_cursor(q.after) if q.after else None, q.limit + 1)
 
     def _order_after_appends(self, hit, token, source, where, params, key, q):
         """A kept last-activity order brought up to date after messages were only appended
@@ -719,9 +730,9 @@ class SessionStore:
                 f"AND s.id IN ({sql.in_list(len(changed))})",
                 [*from_params, *params, *changed],
             )
-        ordered = [kv for kv in hit[1] if kv[1] not in changed]
+        ordered = hit[1].without(changed)
         for r in fresh:
-            _insert_ordered(ordered, (r["k"], r["id"]), q.descending)
+            ordered.insert(r["k"], r["id"])
         return (token, ordered, hit[2])
 
     def invalidate(self, soft: bool = False) -> None:
@@ -835,6 +846,18 @@ class SessionStore:
         )
         n = self._shared(statement, [*from_params, *params], self.r.scalar)
         return min(n, COUNT_CAP), n > COUNT_CAP
+
+    def matching_ids(self, q: SessionQuery) -> list[str]:
+        """The ids of the rows ``q`` lists (at most COUNT_CAP + 1), shared like its count:
+        for folding the copies a merged page over several stores leaves out."""
+        where, params = self.where(q)
+        with_sql, from_sql, from_params = self.source_sql(q, where)
+        statement = f"{with_sql}SELECT s.id FROM {from_sql} WHERE {where} LIMIT {COUNT_CAP + 1}"
+        return self._shared(
+            statement,
+            [*from_params, *params],
+            lambda st, ps: [r[0] for r in self.r.run(lambda raw: raw.execute(st, ps).fetchall())],
+        )
 
     def _shared(self, statement: str, params: list[Any], run):
         """A count over the whole table (Hermes's rows read every row's parent link and
@@ -950,6 +973,18 @@ class SessionStore:
     def get(self, session_id: str) -> dict[str, Any] | None:
         return self.r.one("SELECT * FROM sessions WHERE id = ?", [session_id])
 
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        """Which of these session ids this database holds (one primary-key probe each)."""
+        if not ids:
+            return set()
+        return {
+            r["id"]
+            for r in self.r.rows(
+                "SELECT s.id AS id FROM json_each(?) j CROSS JOIN sessions s ON s.id = j.value",
+                [json.dumps(list(ids))],
+            )
+        }
+
     def resolve_prefix(self, prefix: str, limit: int = 20) -> list[dict[str, Any]]:
         """Sessions whose id starts with ``prefix`` (LIKE wildcards escaped, as Hermes's
         resolve_session_id does), at most ``limit`` + 1 of them."""
@@ -1007,26 +1042,3 @@ def _only_appended(old: tuple, new: tuple) -> bool:
         and isinstance(new[0], int)
         and new[0] > old[0]
     )
-
-
-def _sqlite_order(value: Any) -> tuple[int, Any]:
-    """SQLite's ORDER BY for mixed types: NULL, numbers, text, blobs."""
-    if value is None:
-        return (0, 0)
-    if isinstance(value, (int, float)):
-        return (1, value)
-    return (2, value) if isinstance(value, str) else (3, bytes(value))
-
-
-def _insert_ordered(ordered: list[tuple[Any, str]], item: tuple[Any, str], desc: bool) -> None:
-    """Insert (key, id) where ``ORDER BY key, id`` (both DESC when ``desc``) puts it."""
-    mine = (_sqlite_order(item[0]), item[1])
-    lo, hi = 0, len(ordered)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        there = (_sqlite_order(ordered[mid][0]), ordered[mid][1])
-        if (there > mine) if desc else (there < mine):
-            lo = mid + 1
-        else:
-            hi = mid
-    ordered.insert(lo, item)

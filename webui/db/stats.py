@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from webui.db import sql, tz
+from webui.db import fts_record, sql, tz
+from webui.db.errors import QueryTimeout
 from webui.db.reader import Reader
 
 TOKEN_KINDS = (
@@ -320,14 +321,19 @@ class StatsStore:
         """When the oldest session started (the start of "all time")."""
         return self.r.scalar("SELECT MIN(started_at) FROM sessions")
 
-    def counts(self, rollup_messages: int | None = None) -> dict[str, int]:
+    def counts(self, rollup_messages: int | None = None) -> dict[str, int | None]:
         """Sessions and messages in the whole database; an up-to-date rollup already knows
-        the second."""
-        messages = (
-            rollup_messages
-            if rollup_messages is not None
-            else self.r.scalar("SELECT COUNT(*) FROM messages")
-        )
+        the second, and otherwise Hermes's FTS index does (one record: counting ten million
+        rows took longer than a page may). A file without that index is counted, and when
+        even that runs out of time the number is left out (None)."""
+        messages = rollup_messages
+        if messages is None:
+            messages = fts_record.indexed_messages(self.r)
+        if messages is None:
+            try:
+                messages = self.r.scalar("SELECT COUNT(*) FROM messages")
+            except QueryTimeout:
+                messages = None
         return {"sessions": self.r.scalar("SELECT COUNT(*) FROM sessions"), "messages": messages}
 
     def aux(self, q: StatsQuery) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

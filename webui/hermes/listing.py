@@ -102,33 +102,50 @@ def _preference(c: Continuation) -> tuple:
     # Hermes: a child that compressed again first, then a live one, then stale closed
     # siblings; newest activity, newest start, greatest id break ties.
     rank = 0 if c.end_reason == "compression" else 1 if c.ended_at is None else 2
-    return (rank, -(c.last_active or 0.0), -(c.started_at or 0.0), _desc(c.id))
-
-
-def _desc(text: str) -> tuple:
-    # Sorting ascending by this tuple sorts the ids descending.
-    return tuple(-ord(ch) for ch in text) + (1,)
+    return (rank, -(c.last_active or 0.0), -(c.started_at or 0.0))
 
 
 def next_segment(candidates: Iterable[Continuation]) -> Continuation | None:
-    ranked = sorted(candidates, key=_preference)
-    return ranked[0] if ranked else None
+    """The preferred continuation: the least by _preference, the greatest id among equals
+    (one pass, no sort: a chains walk picks among 70,000 children on ten million messages)."""
+    best: Continuation | None = None
+    best_key: tuple = ()
+    for c in candidates:
+        key = _preference(c)
+        if best is None or key < best_key or (key == best_key and c.id > best.id):
+            best, best_key = c, key
+    return best
 
 
-def compression_chain(start: str, children: Mapping[str, list[Continuation]]) -> list[str]:
+def compression_chain(
+    start: str,
+    children: Mapping[str, list[Continuation]],
+    following: Mapping[str, Continuation | None] | None = None,
+) -> list[str]:
     """The chain from ``start`` forward to its tip, as ``get_compression_tip`` walks it.
-    ``children`` maps a compression-ended session to its candidate continuations."""
+    ``children`` maps a compression-ended session to its candidate continuations;
+    ``following``, when given, each one's preferred continuation, worked out already."""
     chain = [start]
     seen = {start}
     current = start
     for _ in range(MAX_CHAIN):
-        step = next_segment(children.get(current, ()))
+        if following is not None:
+            step = following.get(current)
+        else:
+            step = next_segment(children.get(current, ()))
         if step is None or step.id in seen:
             break
         seen.add(step.id)
         chain.append(step.id)
         current = step.id
     return chain
+
+
+def compression_chains(children: Mapping[str, list[Continuation]]) -> dict[str, list[str]]:
+    """Every compression chain, from each compression-ended session with continuations to
+    its tip; each session's next segment picked once for all the walks."""
+    following = {parent: next_segment(kids) for parent, kids in children.items()}
+    return {root: compression_chain(root, children, following) for root in children}
 
 
 def project(root_row: Mapping[str, Any], tip_row: Mapping[str, Any]) -> dict[str, Any]:

@@ -91,6 +91,8 @@ def session_json(row: dict[str, Any]) -> dict[str, Any]:
         out["lineage_root_id"] = row["lineage_root_id"]
     if row.get("origin"):
         out["origin"] = row["origin"]
+    if "store" in row:
+        out["store"] = row["store"]
     if "profile" in row:
         out["profile"] = row["profile"]
     return out
@@ -526,4 +528,5 @@ def search_hit_json(row: dict[str, Any]) -> dict[str, Any]:
         "origin": origin_label(row, os.path.expanduser("~")),
         "context": row.get("context", []),
         **({"profile": row["profile"]} if "profile" in row else {}),
+        **({"store": row["store"]} if "store" in row else {}),
     }

@@ -21,6 +21,7 @@ from flask import (
     Flask,
     abort,
     current_app,
+    g,
     redirect,
     render_template,
     request,
@@ -101,6 +102,12 @@ def change_refusal() -> str | None:
     cfg = current_app.config
     if cfg["LOGBOOK_READ_ONLY"]:
         return "Logbook runs with --read-only: nothing can be changed."
+    pin = g.get("store_pin")
+    if pin:
+        return (
+            f"This is kept in “{pin}”, which Logbook only reads: changes apply to the live "
+            "database. Move it back from cold storage to change it there."
+        )
     from webui.db import LogbookDBError, get_logbook
 
     try:

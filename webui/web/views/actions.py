@@ -23,9 +23,10 @@ from flask import (
 from htmx_flask import make_response, request
 from markupsafe import escape
 
-from webui.db import BadRequest, get_logbook
+from webui.db import BadRequest, get_logbook, live_logbook
 from webui.db.actions import NotFound, TitleInUse
 from webui.db.backup import BackupFailed, ChangedSinceBackup
+from webui.db.stores import LIVE
 from webui.hermes.selection import (
     PARAMS,
     TIME_PARAMS,
@@ -38,6 +39,7 @@ from webui.hermes.selection import (
 from webui.hermes.titles import TitleError
 from webui.present.rows import session_label
 from webui.web.access import change_required, safe_next
+from webui.web.stores import find_session
 from webui.web.views import render_page, wants_json
 
 bp = Blueprint("actions", __name__)
@@ -67,6 +69,14 @@ def _session_or_404(session_id: str) -> dict:
                 description=f"“{session_id}” is the start of several session ids; give more of it.",
             )
     if row is None:
+        elsewhere = find_session(live_logbook(), session_id)
+        if elsewhere is not None and elsewhere.name != LIVE:
+            abort(
+                403,
+                description=f"This session is kept in “{elsewhere.name}”, which Logbook only "
+                "reads: nothing was changed. Changes apply to the live database (move it back "
+                "from cold storage first).",
+            )
         abort(404, description=f"No session has the id “{session_id}”.")
     return row
 
@@ -530,6 +540,8 @@ def prune_job(job_id: str):
                 "kept": job.kept,
                 "partial": job.partial,
                 "transcript_files_removed": job.files_removed,
+                "waiting_for_lock": job.waiting_since is not None,
+                "lock_waited_s": round(job.lock_waited_s, 1),
             }
         )
     if not request.htmx:

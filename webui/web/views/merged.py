@@ -1,20 +1,32 @@
-"""'All profiles': one list, search or stats page over every readable profile's database.
-Each database answers its own keyset page; the pages are merged, never whole tables, and the
-cursor remembers where each database stopped."""
+"""One list, search or stats page over several databases: every readable profile
+(``profile=all``) or every store (the live file, archives, replicas). Each database answers
+its own keyset page; the pages are merged, never whole tables, and the cursor remembers where
+each database stopped. Across stores a session kept in two of them (an old backup beside the
+live file) is shown once, from the first store that has it (live first), and the page says
+how many copies were folded."""
 
 from __future__ import annotations
 
 import base64
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flask import current_app
 
-from webui.db import BadRequest, SessionQuery
+from webui.db import BadRequest, Logbook, SessionQuery
+from webui.db.sessions import encode_cursor
 from webui.web.profiles import merged_logbooks
 
 DONE = "done"
+
+
+@dataclass
+class MergedPage:
+    rows: list[dict[str, Any]]
+    cursor: str | None
+    facets: dict[str, int]
+    folded: int = 0  # copies of a session already shown from an earlier store
 
 
 def encode(cursors: dict[str, Any]) -> str:
@@ -39,13 +51,25 @@ def decode(cursor: str | None) -> dict[str, Any]:
         ) from None
 
 
-def session_page(q: SessionQuery) -> tuple[list[dict[str, Any]], str | None, dict[str, int]]:
-    """A merged page: rows labelled with their profile, the next cursor, merged facets."""
+def _sort_key(r: dict[str, Any], label: str) -> tuple:
+    return (r["_sort_key"] if r["_sort_key"] is not None else 0, r[label], r["id"])
+
+
+def session_page(
+    q: SessionQuery,
+    books: list[tuple[str, Logbook]] | None = None,
+    label: str = "profile",
+    fold: bool = False,
+) -> MergedPage:
+    """A merged page: rows labelled with their database (``label``: "profile" or "store"),
+    the next cursor, merged facets. ``fold``: a session id already in an earlier database
+    is left out (counted in ``folded``)."""
+    books = books if books is not None else merged_logbooks(current_app)
     cursors = decode(q.after)
     fetched: list[dict[str, Any]] = []
     more: dict[str, bool] = {}
     facets: dict[str, int] = {}
-    for name, lb in merged_logbooks(current_app):
+    for name, lb in books:
         for src, n in lb.sessions.source_facets(replace(q, after=None)).items():
             facets[src] = facets.get(src, 0) + n
         state = cursors.get(name)
@@ -54,26 +78,54 @@ def session_page(q: SessionQuery) -> tuple[list[dict[str, Any]], str | None, dic
         rows, nxt = lb.sessions.page(replace(q, after=state))
         more[name] = nxt is not None
         for r in rows:
-            r["profile"] = name
+            r[label] = name
         fetched.extend(rows)
-    reverse = q.descending
-    fetched.sort(
-        key=lambda r: (r["_sort_key"] if r["_sort_key"] is not None else 0, r["profile"], r["id"]),
-        reverse=reverse,
-    )
-    page = fetched[: q.limit]
-    from webui.db.sessions import encode_cursor
-
+    if fold:
+        _mark_copies(fetched, books, label)
+    fetched.sort(key=lambda r: _sort_key(r, label), reverse=q.descending)
+    # Walk the merged order: shown rows up to the page size; folded copies met on the way
+    # are passed over (and their store's cursor moves past them too).
+    page: list[dict[str, Any]] = []
+    consumed: dict[str, dict[str, Any]] = {}
+    folded = 0
+    walked = 0
+    for r in fetched:
+        if len(page) >= q.limit:
+            break
+        walked += 1
+        consumed[r[label]] = r
+        if r.get("_copy"):
+            folded += 1
+        else:
+            page.append(r)
     new = dict(cursors)
     for name in more:
-        mine = [r for r in page if r["profile"] == name]
-        fetched_mine = [r for r in fetched if r["profile"] == name]
-        if mine:
-            last = mine[-1]
-            exhausted = len(mine) == len(fetched_mine) and not more[name]
+        mine = [r for r in fetched if r[label] == name]
+        last = consumed.get(name)
+        if last is not None:
+            exhausted = last is mine[-1] and not more[name]
             new[name] = DONE if exhausted else encode_cursor(last["_sort_key"], last["id"])
-        elif not fetched_mine:
+        elif not mine:
             new[name] = DONE
-    finished = all(new.get(n) == DONE for n in more) and len(fetched) <= q.limit
+    finished = all(new.get(n) == DONE for n in more) and walked >= len(fetched)
     cursor = None if finished or not page else encode(new)
-    return page, cursor, dict(sorted(facets.items(), key=lambda kv: (-kv[1], kv[0])))
+    return MergedPage(
+        page, cursor, dict(sorted(facets.items(), key=lambda kv: (-kv[1], kv[0]))), folded
+    )
+
+
+def _mark_copies(rows: list[dict[str, Any]], books: list[tuple[str, Logbook]], label: str) -> None:
+    """Mark (``_copy``) each row whose session an earlier database also holds."""
+    order = [name for name, _ in books]
+    by_name = dict(books)
+    for i, name in enumerate(order[1:], start=1):
+        mine = [r for r in rows if r[label] == name]
+        if not mine:
+            continue
+        ids = [r["id"] for r in mine]
+        earlier: set[str] = set()
+        for before in order[:i]:
+            earlier |= by_name[before].sessions.existing(ids)
+        for r in mine:
+            if r["id"] in earlier:
+                r["_copy"] = True

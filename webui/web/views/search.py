@@ -8,11 +8,13 @@ from flask import Blueprint, current_app, g, jsonify, request, url_for
 
 from webui.db import BadRequest, SearchFilters, get_logbook
 from webui.db.search import SearchResult, run, run_recent
+from webui.db.stores import LIVE
 from webui.hermes.search import plan, query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
 from webui.serve import is_heavy
 from webui.web.limits import search_slot
 from webui.web.profiles import merged_logbooks
+from webui.web.stores import readable, request_stores
 from webui.web.views import render_page, wants_json
 
 bp = Blueprint("search", __name__)
@@ -57,27 +59,53 @@ def _plan(book, query: str):
     return plan(query, **search_facts(book))
 
 
-def _merged(query: str, f: SearchFilters, page: int):
-    """Each profile's own ranked page, interleaved (rank 1 of each, then rank 2, …): scores
-    from different databases are not comparable, positions are."""
+def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "profile"):
+    """Each database's own ranked page, interleaved (rank 1 of each, then rank 2, …): scores
+    from different databases are not comparable, positions are. Across stores (``label``
+    "store") a hit in a session that an earlier store also holds (an old backup beside the
+    live file) is left out, and the notice says how many were."""
+    books = books if books is not None else merged_logbooks(current_app)
     per: list[list[dict]] = []
     total, capped, more, notices, searched, p = 0, False, False, [], query, None
-    for name, book in merged_logbooks(current_app):
+    folded = 0
+    for i, (name, book) in enumerate(books):
         p = _plan(book, query)
         res, searched = run(book.search, p, f, page)
-        complete_snippets(res.rows)
-        for row in res.rows:
-            row["profile"] = name
-        per.append(res.rows)
+        rows = res.rows
+        if label == "store" and i:
+            ids = list({r["session_id"] for r in rows})
+            earlier: set[str] = set()
+            for _before, other in books[:i]:
+                earlier |= other.sessions.existing(ids)
+            kept = [r for r in rows if r["session_id"] not in earlier]
+            folded += len(rows) - len(kept)
+            rows = kept
+        complete_snippets(rows)
+        for row in rows:
+            row[label] = name
+        per.append(rows)
         total += res.total
         capped = capped or res.capped
         more = more or res.has_more
         notices += [
             n if n.startswith(name) else f"{name}: {n}" for n in res.notices if n not in notices
         ]
+    if folded:
+        notices.append(
+            f"{folded} hit{'s' if folded != 1 else ''} in copies of sessions already shown "
+            "from another store left out."
+        )
     rows = [r for group in itertools.zip_longest(*per) for r in group if r is not None]
     result = SearchResult(rows, total, capped, False, more, list(dict.fromkeys(notices)))
     return result, searched, p
+
+
+def _store_books(lb) -> list | None:
+    """The stores this search spans when there are several (live first), else None."""
+    if g.get("all_profiles") or g.get("store_pin"):
+        return None
+    books = [(s.name, s.logbook) for s in readable(request_stores(lb))]
+    return books if len(books) > 1 or (books and books[0][0] != LIVE) else None
 
 
 @bp.get("/search")
@@ -92,7 +120,8 @@ def search():
     group = request.args.get("group") == "session"
     # Only searches whose plan may read the whole index take one of the few search slots;
     # the others run like any page (the server's dispatcher classes them the same way).
-    p = None if g.get("all_profiles") else _plan(lb, query)
+    stores = _store_books(lb) if not f.session else None
+    p = None if g.get("all_profiles") or stores else _plan(lb, query)
     heavy = is_heavy(request.path, request.query_string.decode("latin-1"), search_facts(lb))
     # A substring search's first page often lies among the newest messages: answered from
     # them without a slot when they prove it (webui.db.search.run_recent).
@@ -102,7 +131,9 @@ def search():
         complete_snippets(result.rows)
     else:
         with search_slot(heavy=heavy or (p is not None and p.route == "like")):
-            if p is None:
+            if stores:
+                result, searched, p = _merged(query, f, page, stores, label="store")
+            elif p is None:
                 result, searched, p = _merged(query, f, page)
             else:
                 result, searched = run(lb.search, p, f, page)
@@ -135,7 +166,7 @@ def search():
     if group:
         index: dict[tuple, dict] = {}
         for h in hits:
-            key = (h.get("profile"), h["session_id"])
+            key = (h.get("profile"), h.get("store"), h["session_id"])
             grp = index.get(key)
             if grp is None:
                 grp = index[key] = {
@@ -146,6 +177,7 @@ def search():
                     "model": h["model"],
                     "started": h["session_started"],
                     "profile": h.get("profile"),
+                    "store": h.get("store"),
                     "origin": h.get("origin"),
                 }
                 groups.append(grp)

