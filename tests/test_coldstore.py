@@ -4,8 +4,11 @@ index and the transcript files checked in both files; Hermes 0.19 itself opens t
 
 from __future__ import annotations
 
+import json
 import shutil
+import signal
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from support import copy_fixture, make_app, sql
 from support.http import fts_consistent, post
 from support.oracle import Hermes, ensure_venv
 
+ROOT = Path(__file__).resolve().parents[1]
 CHAIN = ["20251216_225305_346aef", "20251216_230519_71eb5c", "20251216_231538_b523c0"]
 
 
@@ -186,6 +190,9 @@ def test_hermes_itself_reads_the_archive_file(home, tmp_path):
 def test_a_conversation_split_across_stores_is_followed_both_ways(tmp_path):
     """The first session of a conversation in an archive file, the rest in the live file:
     each viewer links to the other side, naming the store."""
+    whole = copy_fixture("hermes-v22.db", tmp_path / "whole")
+    before = make_app(whole, tmp_path / "inst-whole").test_client()
+    family = before.get(f"/sessions/{CHAIN[1]}/lineage?format=json").get_json()
     live = copy_fixture("hermes-v22.db", tmp_path)
     folder = tmp_path / "archives"
     folder.mkdir()
@@ -211,3 +218,70 @@ def test_a_conversation_split_across_stores_is_followed_both_ways(tmp_path):
     assert r.status_code == 302
     page = client.get(r.headers["Location"]).get_data(as_text=True)
     assert f"/sessions/{CHAIN[1]}?store=live" in page and f"/sessions/{CHAIN[2]}?store=live" in page
+    # The lineage graph and the conversation's totals are the family's, as before the split.
+    split = client.get(f"/sessions/{CHAIN[1]}/lineage?format=json").get_json()
+    assert split["root"] == family["root"] == CHAIN[0]
+    assert {n["id"]: n["store"] for n in split["nodes"]} == {
+        n["id"]: ("archive older" if n["id"] == CHAIN[0] else "live") for n in family["nodes"]
+    }
+    assert split["totals"] == family["totals"]
+    graph = client.get(f"/sessions/{CHAIN[1]}/lineage").get_data(as_text=True)
+    assert f"/sessions/{CHAIN[0]}?store=archive+older" in graph
+
+
+@pytest.mark.oracle
+def test_a_move_beside_hermes_writing_leaves_what_hermes_exported(tmp_path):
+    """Hermes 0.19's own writer appends throughout a move of every ended conversation: it
+    never fails; the live file stays sound (integrity and both search indexes); and
+    `hermes sessions export` run on the archive gives, byte for byte, what it gave on the live
+    file before the move."""
+    venv = ensure_venv()
+    home = tmp_path / "home"
+    home.mkdir()
+    live = home / "state.db"
+    shutil.copyfile(copy_fixture("hermes-v22.db", tmp_path / "src"), live)
+    hermes = Hermes(venv, home)
+    before = {}
+    for sid in CHAIN:
+        out = tmp_path / f"before-{sid}.jsonl"
+        hermes.cli("sessions", "export", str(out), "--format", "jsonl", "--session-id", sid)
+        before[sid] = out.read_bytes()
+    writer = subprocess.Popen(
+        [
+            str(venv / "bin" / "python"),
+            str(ROOT / "benchmarks" / "hermes_writer.py"),
+            str(live),
+            "120",
+            "20",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout.readline().strip() == "ready"
+    try:
+        client = make_app(live, tmp_path / "inst").test_client()
+        time.sleep(0.5)
+        r = post(client, "/coldstore", {"older_than": "0", "confirm": "yes", "format": "json"})
+        job = r.get_json()
+        time.sleep(0.5)
+    finally:
+        writer.send_signal(signal.SIGTERM)
+        out, _ = writer.communicate(timeout=60)
+    written = json.loads(out.strip().splitlines()[-1])
+    assert written["failures"] == 0 and written["written"] > 10, written
+    assert r.status_code == 200 and job["error"] is None, job
+    assert job["conversations_moved"] > 1 and not set(CHAIN) & {
+        x[0] for x in sql(live, "SELECT id FROM sessions")
+    }
+    assert sql(live, "PRAGMA integrity_check") == [("ok",)]
+    fts_consistent(live)
+    archive = _month_file(tmp_path / "inst")
+    fts_consistent(archive)
+    ahome = tmp_path / "archive-home"
+    ahome.mkdir()
+    shutil.copyfile(archive, ahome / "state.db")
+    there = Hermes(venv, ahome)
+    for sid in CHAIN:
+        out = tmp_path / f"after-{sid}.jsonl"
+        there.cli("sessions", "export", str(out), "--format", "jsonl", "--session-id", sid)
+        assert out.read_bytes() == before[sid], sid

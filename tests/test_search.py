@@ -10,7 +10,15 @@ from urllib.parse import quote
 
 import pytest
 
-from support import DATA, copy_fixture, make_app, minimal_db, plant_tool_call_hit, sql
+from support import (
+    DATA,
+    copy_fixture,
+    make_app,
+    minimal_db,
+    patch_search_limit,
+    plant_tool_call_hit,
+    sql,
+)
 from support.htmlcheck import assert_inert
 from support.http import follow
 from support.reference import sanitizer_cases
@@ -536,10 +544,9 @@ def test_a_substring_search_answered_from_the_newest_messages_is_the_whole_first
     hold a whole first page, and (Hermes 0.19's timestamp order) no older message is dated
     after that page's last hit, the page comes from them alone, without a search slot, and
     equals the full scan's page. An older message dated later makes it search everything."""
-    from webui.db import search as search_db
 
-    monkeypatch.setattr(search_db, "RECENT_WINDOW", 60)
-    monkeypatch.setattr(search_db, "RECENT_STEP", 20)
+    patch_search_limit(monkeypatch, "RECENT_WINDOW", 60)
+    patch_search_limit(monkeypatch, "RECENT_STEP", 20)
     db = copy_fixture(fixture, tmp_path)
     with sqlite3.connect(db) as conn:
         sid = conn.execute("SELECT id FROM sessions LIMIT 1").fetchone()[0]
@@ -651,7 +658,7 @@ def test_ranked_pages_ranked_on_the_index_first_equal_the_full_query(tmp_path, m
     ]
     got = {q: pages(fast, q) for q in queries}
     assert calls["index"] > 0 and calls["full"] > 0  # both routes were taken
-    monkeypatch.setattr(search_db, "OVERFETCH_MAX", 0)  # the full query only
+    patch_search_limit(monkeypatch, "OVERFETCH_MAX", 0)  # the full query only
     full = make_app(db, tmp_path / "b").test_client()
     for q in queries:
         assert got[q] == pages(full, q), q
@@ -705,7 +712,7 @@ def test_a_prefix_counted_as_its_words_finds_the_same_messages(tmp_path, monkeyp
 
     db = copy_fixture(name, tmp_path)
     app = make_app(db, tmp_path / "inst")
-    monkeypatch.setattr(search_mod, "RANK_CAP", 3)
+    patch_search_limit(monkeypatch, "RANK_CAP", 3)
     words = {
         w[:2].lower()
         for (text,) in sql(db, "SELECT content FROM messages WHERE content IS NOT NULL")
@@ -729,7 +736,7 @@ def test_a_prefix_counted_as_its_words_finds_the_same_messages(tmp_path, monkeyp
             monkeypatch.setattr(store, "prefix_words", lambda table, expression: None)
             plain = store.fts("messages_fts", expression, f, 1)
             monkeypatch.undo()
-            monkeypatch.setattr(search_mod, "RANK_CAP", 3)
+            patch_search_limit(monkeypatch, "RANK_CAP", 3)
             assert (got.total, got.capped, got.ranked) == (plain.total, plain.capped, plain.ranked)
             assert [r["message_id"] for r in got.rows] == [r["message_id"] for r in plain.rows]
             checked += 1

@@ -130,10 +130,10 @@ def test_search_pages_show_the_same_snippets_with_and_without_the_mirror(tmp_pat
         calls.append(1)
         return real_snippets(*a, **kw)
 
-    monkeypatch.setattr("webui.db.search.mirror_snippets", counting)
+    monkeypatch.setattr("webui.db.search_reading.mirror_snippets", counting)
     again = [client.get(u).get_json() for u in urls]
     assert calls, "the mirror answered the snippets"
-    monkeypatch.setattr("webui.db.search.mirror_declaration", lambda _sql: None)
+    monkeypatch.setattr("webui.db.search_reading.mirror_declaration", lambda _sql: None)
     direct = [client.get(u).get_json() for u in urls]
     assert mirrored == again == direct
     assert sum(len(p["results"]) for p in direct) > 50

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from support import FIXTURE_NAMES, copy_fixture, make_app, minimal_db, sql
+from support import FIXTURE_NAMES, copy_fixture, make_app, minimal_db, patch_search_limit, sql
 from webui.db import get_logbook
 from webui.db import search as search_db
 
@@ -99,7 +99,7 @@ def test_source_filtered_searches_equal_the_full_query(tmp_path, monkeypatch, na
 def test_newest_first_past_the_cap_equals_the_full_query(tmp_path, monkeypatch):
     """Past RANK_CAP matches the pages come newest first, on the map's route too."""
     db = copy_fixture("hermes-v22-extended.db", tmp_path)
-    monkeypatch.setattr(search_db, "RANK_CAP", 25)
+    patch_search_limit(monkeypatch, "RANK_CAP", 25)
     taken = _routes(monkeypatch)
     app = make_app(db, tmp_path / "a")
     client = app.test_client()

@@ -86,7 +86,7 @@ def test_a_prune_whose_batches_all_run_too_long_still_removes_exactly_its_sessio
     long_db, tmp_path, monkeypatch
 ):
     db, sid = long_db
-    monkeypatch.setattr("webui.db.actions.STATEMENTS_BUDGET_S", 0.0)  # every cuttable batch
+    monkeypatch.setattr("webui.db.batches.STATEMENTS_BUDGET_S", 0.0)  # every cuttable batch
     app = make_app(db, tmp_path / "inst")
     before = _per_session(db)
     with app.app_context():
@@ -106,7 +106,8 @@ def test_a_prune_whose_batches_all_run_too_long_still_removes_exactly_its_sessio
 
 
 def test_a_batch_that_cannot_be_cut_is_tried_under_the_limit_a_few_times_then_runs_to_the_end():
-    from webui.db.actions import SMALLEST_TRIES, STATEMENTS_BUDGET_S, _limit
+    from webui.db.batches import SMALLEST_TRIES, STATEMENTS_BUDGET_S
+    from webui.db.batches import limit as _limit
 
     assert _limit(True, 0) == _limit(True, 99) == STATEMENTS_BUDGET_S
     assert [_limit(False, n) for n in range(SMALLEST_TRIES + 1)] == [

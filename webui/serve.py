@@ -31,15 +31,14 @@ import os
 import threading
 import time
 from collections import deque
-from urllib.parse import parse_qs
 
 from waitress import create_server
 from waitress.task import ThreadedTaskDispatcher
 
 from webui import gate, threads
-from webui.hermes.search import is_costly, plan, query_problem
 from webui.threads import cores
 from webui.web.streams import SPOOL_BYTES
+from webui.workclass import is_heavy
 
 SHED_AFTER_S = 1.0
 HEAVY_NICE = 10
@@ -58,31 +57,6 @@ QUEUE_HEADER = "X_LOGBOOK_QUEUE"
 
 # What the dispatcher knows of the database when it classes a search: its indexes and the
 # search rules of its Hermes (the app's own, set by make_server; Hermes 0.19's until then).
-DEFAULT_SEARCH_FACTS = {"has_fts": True, "has_trigram": True, "dialect": "v22"}
-
-
-def is_heavy(path: str, query: str, facts: dict | None = None) -> bool:
-    """Exports; a message rendered on request ("render it anyway"); and searches whose plan
-    may read much of the whole index (webui.hermes.search.is_costly: a substring scan of
-    every message, a short prefix, OR, NEAR, many words). The class follows the plan the
-    search will run, not the words typed: a search scoped to one session reads only that
-    session's index entries, so it is cheap whatever it asks."""
-    if path.startswith("/export."):
-        return True
-    args = parse_qs(query)
-    if path.startswith("/sessions/") and args.get("render"):
-        return True
-    if path != "/search":
-        return False
-    q = " ".join(args.get("q", []))
-    if not q.strip():
-        return False
-    facts = facts or DEFAULT_SEARCH_FACTS
-    if query_problem(q, facts["dialect"]):
-        return False  # answered 400 at once
-    return is_costly(plan(q, **facts), scoped=bool(args.get("session")))
-
-
 class FairDispatcher(ThreadedTaskDispatcher):
     def __init__(self, threads: int, shed_after_s: float = SHED_AFTER_S, facts: dict | None = None):
         super().__init__()

@@ -105,3 +105,13 @@ def plant_tool_call_hit(db: Path) -> str:
     finally:
         conn.close()
     return sid
+
+
+def patch_search_limit(monkeypatch, name: str, value) -> None:
+    """One of search's limits changed for one test, in every search module that reads it."""
+    import importlib
+
+    for mod in ("search", "search_limits", "search_scope", "search_substring", "search_reading"):
+        module = importlib.import_module(f"webui.db.{mod}")
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, value)

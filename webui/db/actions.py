@@ -7,59 +7,34 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flask import current_app
-
-from webui import threads
 from webui.db import backup, sql
 from webui.db import deadline as request_deadline
-from webui.db import selection as selection_sql
 from webui.db.backup import Backup, ChangedSinceBackup
-from webui.db.errors import DatabaseBusy, LogbookDBError
+from webui.db.batches import ONE_TXN_MESSAGES, adapt, limit
+from webui.db.errors import LogbookDBError, NotFound
 from webui.db.journal import Journal
+from webui.db.prune import PruneJob, Pruning
 from webui.db.reader import Reader
+from webui.db.selected import SelectionReads
 from webui.db.writer import (
     MESSAGE_BATCH,
     MESSAGE_BATCH_MAX,
     MESSAGE_BATCH_MIN,
-    STATEMENTS_BUDGET_S,
-    TARGET_TXN_S,
     TooSlow,
     Writer,
 )
 from webui.hermes.rules import Rules, rules_for
-from webui.hermes.selection import Selection, describe
 from webui.hermes.titles import sanitize_title
-
-# At most this many messages go in the same transaction as their sessions' rows (Hermes's
-# one-transaction delete); longer transcripts are trimmed to it first, in batches. A message
-# costs ~0.15 ms to delete on the 1M-message file (both FTS indexes' triggers): 150 take
-# ~25 ms alone. (60 was tried: the hostile benchmark's longest transactions did not shrink.)
-ONE_TXN_MESSAGES = 150
-
-# A prune or archive preview shows its sessions this many at a time (all reachable, in order).
-PREVIEW_PAGE = 50
-
-
-class NotFound(LogbookDBError):
-    status = 404
 
 
 class PartlyRemoved(LogbookDBError):
     """A removal stopped between its batches; the journal finishes it later."""
 
     status = 503
-
-
-class BadCursor(LogbookDBError):
-    status = 400
-
-    def __init__(self) -> None:
-        super().__init__("The preview's page cursor is not valid; start from the first page.")
 
 
 class TitleInUse(LogbookDBError):
@@ -87,37 +62,7 @@ class Deleted:
         return max(len(self.ids) - 1, 0)
 
 
-@dataclass
-class PruneJob:
-    id: str
-    selection: Selection
-    total: int
-    deleted: int = 0
-    messages_deleted: int = 0
-    done: bool = False
-    error: str | None = None
-    started: float = field(default_factory=time.time)
-    finished: float | None = None
-    longest_txn_s: float = 0.0
-    transactions: int = 0
-    txn_times: list[float] = field(default_factory=list, repr=False)
-    abandoned: int = 0  # transactions rolled back as too slow and retried smaller
-    # "Export, then delete what was verifiably exported": the backup folder, and the sessions
-    # kept because a message arrived after their backup.
-    backup_folder: Path | None = None
-    backed_up_messages: int = 0
-    kept: list[str] = field(default_factory=list)
-    # Sessions whose messages were partly removed and whose row was then kept because they
-    # stopped matching (a new message resumed them): named, never silently half-done.
-    partial: list[str] = field(default_factory=list)
-    files_removed: int = 0  # transcript files in the Hermes home's sessions/ folder
-    # Seconds spent waiting for the gateway's write lock (Hermes merges its search index
-    # every thousand writes, holding the lock for seconds to minutes on a large file).
-    lock_waited_s: float = 0.0
-    waiting_since: float | None = None  # now waiting for the lock (the job page says so)
-
-
-class Actions:
+class Actions(SelectionReads, Pruning):
     def __init__(
         self,
         reader: Reader,
@@ -433,7 +378,7 @@ class Actions:
                             (session_id, *params, used),
                         ).rowcount
                     ),
-                    give_up_after=_limit(used > MESSAGE_BATCH_MIN, slow),
+                    give_up_after=limit(used > MESSAGE_BATCH_MIN, slow),
                 )
             except TooSlow:
                 slow += used <= MESSAGE_BATCH_MIN
@@ -442,7 +387,7 @@ class Actions:
             slow = 0
             if not gone:
                 break
-            size = _adapt(used, self.w.last_transaction_s, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX)
+            size = adapt(used, self.w.last_transaction_s, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX)
             n -= gone
             total += gone
             if counter is not None:
@@ -568,427 +513,3 @@ class Actions:
             changed += n
         self.on_change()
         return matched, changed
-
-    # -- prune -------------------------------------------------------------------------------
-
-    def _rule(self, sel: Selection, alias: str = "sessions") -> tuple[str, list]:
-        """Hermes's prune filter (webui.db.selection), ended sessions only."""
-        return selection_sql.where(self.r.schema, sel, alias)
-
-    def prune_preview(
-        self, sel: Selection, limit: int = PREVIEW_PAGE, cursor: str | None = None
-    ) -> dict[str, Any]:
-        """Exactly what `hermes sessions prune <same filters>` would delete (its --dry-run):
-        ended sessions matching every filter. Active sessions never. The summary and totals
-        cover every session; ``sessions`` is one keyset page of them, oldest first."""
-        where, params = self._rule(sel)
-        cost = sql.cost(self.r.schema)
-        tok = sql.tokens(self.r.schema)
-        summary = (
-            self.r.one(
-                f"SELECT COUNT(*) AS count, {sql.total(tok)} AS tokens, "
-                f"{sql.total(cost, integer=False)} AS cost, {sql.price_counts(self.r.schema)}, "
-                "MIN(started_at) AS oldest, "
-                f"MAX(started_at) AS newest, "
-                f"{sql.total(sql.num(self.r.schema, 'message_count'))} AS messages "
-                f"FROM sessions WHERE {where}",
-                params,
-            )
-            or {}
-        )
-        page = self.selection_page(sel, cursor, limit, count=summary.get("count") or 0)
-        cw, cp = self._rule(sel, "p")
-        kw, kp = self._rule(sel, "c")
-        title = "c.title" if self.r.schema.has("sessions", "title") else "NULL"
-        orphans = self.r.rows(
-            f"SELECT c.id AS id, {title} AS title, c.parent_session_id AS parent FROM sessions c JOIN sessions p ON "
-            f"p.id = c.parent_session_id WHERE {cw} AND NOT ({kw}) ORDER BY c.started_at LIMIT 200",
-            [*cp, *kp],
-        )
-        return {
-            **summary,
-            "selection": sel,
-            "described": describe(sel),
-            **page,
-            "totals": self.selection_totals(sel) if summary.get("count") else {},
-            "orphaned_children": orphans,
-        }
-
-    def selection_page(
-        self,
-        sel: Selection,
-        cursor: str | None = None,
-        limit: int = PREVIEW_PAGE,
-        count: int | None = None,
-    ) -> dict[str, Any]:
-        """One page of the selected sessions, oldest first (the order `--dry-run` lists
-        them in), after ``cursor``; with the position of its first row, the selection's
-        ``count`` (counted here unless the caller knows it) and the next cursor. Keyset
-        paging, so the last of 100,000 sessions costs what the first does."""
-        where, params = self._rule(sel)
-        if count is None:
-            count = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
-        s = self.r.schema
-        key = "COALESCE(CAST(started_at AS REAL), 0)"
-        before = 0
-        if cursor:
-            try:
-                after = list(sql.decode_cursor(cursor))
-            except Exception:  # noqa: BLE001 - decode_cursor words its error for the list
-                raise BadCursor() from None
-            before = self.r.scalar(
-                f"SELECT COUNT(*) FROM sessions WHERE ({where}) AND ({key}, id) <= (?, ?)",
-                [*params, *after],
-            )
-            where, params = f"({where}) AND ({key}, id) > (?, ?)", [*params, *after]
-        title = "title" if s.has("sessions", "title") else "NULL"
-        rows = self.r.rows(
-            f"SELECT id, {title} AS title, source, {sql.col(s, 'model')} AS model, started_at, "
-            f"{sql.col(s, 'ended_at')} AS ended_at, {key} AS _key, "
-            f"{sql.num(s, 'message_count')} AS message_count, {sql.cost(s)} AS cost, "
-            f"{sql.col(s, 'cost_status')} AS cost_status, "
-            f"{sql.col(s, 'actual_cost_usd')} AS actual_cost_usd, "
-            f"{sql.col(s, 'estimated_cost_usd')} AS estimated_cost_usd "
-            f"FROM sessions WHERE {where} ORDER BY {key}, id LIMIT {int(limit) + 1}",
-            params,
-        )
-        more = len(rows) > limit
-        rows = rows[:limit]
-        return {
-            "sessions": rows,
-            "position": before,
-            "count": count,
-            "next_cursor": sql.encode_cursor(rows[-1]["_key"], rows[-1]["id"]) if more else None,
-        }
-
-    def selection_totals(self, sel: Selection, top: int = 8) -> dict[str, list[dict]]:
-        """The selection by source, model and month it started: sessions, messages and cost
-        in each, largest first; past ``top`` groups the rest are summed as one "other"."""
-        where, params = self._rule(sel)
-        s = self.r.schema
-        groups = {
-            "source": "COALESCE(source, '')",
-            "model": f"COALESCE({sql.col(s, 'model')}, '')",
-            "month": "COALESCE(strftime('%Y-%m', CAST(started_at AS REAL), 'unixepoch'), '')",
-        }
-        out: dict[str, list[dict]] = {}
-        for name, expr in groups.items():
-            # Months in order (a prune takes the oldest); sources and models largest first.
-            order = "label" if name == "month" else "sessions DESC, label"
-            cap = 3 * top if name == "month" else top
-            rows = self.r.rows(
-                f"SELECT {expr} AS label, COUNT(*) AS sessions, "
-                f"{sql.total(sql.num(s, 'message_count'))} AS messages, "
-                f"{sql.total(sql.cost(s), integer=False)} AS cost, {sql.price_counts(s)} "
-                f"FROM sessions WHERE {where} "
-                f"GROUP BY 1 ORDER BY {order}",
-                params,
-            )
-            if len(rows) > cap:
-                rest = rows[cap - 1 :]
-                rows = [
-                    *rows[: cap - 1],
-                    {
-                        "label": f"{len(rest)} {'later months' if name == 'month' else 'others'}",
-                        "other": True,
-                        "sessions": sum(r["sessions"] for r in rest),
-                        "messages": sum(r["messages"] or 0 for r in rest),
-                        "cost": sum(r["cost"] or 0 for r in rest),
-                        "included_sessions": sum(r["included_sessions"] or 0 for r in rest),
-                        "unpriced_sessions": sum(r["unpriced_sessions"] or 0 for r in rest),
-                    },
-                ]
-            out[name] = rows
-        return out
-
-    def prune_ids(self, sel: Selection) -> list[str]:
-        """The ids `hermes sessions prune --dry-run` lists, oldest first as it lists them."""
-        where, params = self._rule(sel)
-        return [
-            r["id"]
-            for r in self.r.rows(
-                f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id",
-                params,
-                time_limit_s=60,
-            )
-        ]
-
-    def start_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:
-        """Prune in a background thread. ``backup_to`` = (exporter, folder root): back every
-        session up first and delete only what verifiably was (webui.db.backup)."""
-        where, params = self._rule(sel)
-        total = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
-        job = PruneJob(uuid.uuid4().hex[:12], sel, total)
-        with self._jobs_lock:
-            self.jobs[job.id] = job
-        app = current_app._get_current_object()  # the pool lives in the app's context
-
-        def work() -> None:
-            with app.app_context():
-                if backup_to:
-                    self._run_backed_up_prune(job, *backup_to)
-                else:
-                    self._run_prune(job)
-
-        threads.start(work, f"prune-{job.id}")
-        return job
-
-    def run_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:
-        """The same as start_prune, in the calling thread (CLI, tests)."""
-        where, params = self._rule(sel)
-        job = PruneJob(
-            uuid.uuid4().hex[:12],
-            sel,
-            self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params),
-        )
-        with self._jobs_lock:
-            self.jobs[job.id] = job
-        with request_deadline.suspended():  # the prune's batches have budgets of their own
-            if backup_to:
-                self._run_backed_up_prune(job, *backup_to)
-            else:
-                self._run_prune(job)
-        return job
-
-    def _run_backed_up_prune(self, job: PruneJob, exporter, root: Path) -> None:
-        """The prune's sessions one at a time, each backed up, verified and then deleted
-        (delete_backed_up) into one folder. A session that changed after its backup is kept
-        and named; the rest go on."""
-        try:
-            job.backup_folder = backup.new_folder(root, "prune")
-            seen: set[str] = set()
-            for sid in self.prune_ids(job.selection):
-                if sid in seen:
-                    continue  # already gone as a subagent run of an earlier one
-                try:
-                    deleted, done = self._delete_into(sid, exporter, job.backup_folder)
-                except ChangedSinceBackup:
-                    job.kept.append(sid)
-                    continue
-                except NotFound:
-                    continue
-                seen.update(deleted.ids)
-                job.files_removed += deleted.files
-                job.deleted += len(deleted.ids)
-                job.backed_up_messages += done.messages
-                job.messages_deleted += done.messages
-                self._note(job, self.w.last_transaction_s)
-        except Exception as exc:  # noqa: BLE001 - reported to the user through the job
-            job.error = getattr(exc, "message", None) or str(exc)
-        finally:
-            job.done = True
-            job.finished = time.time()
-
-    def _run_prune(self, job: PruneJob) -> None:
-        entry = None
-        trimmed = False
-        try:
-            self.resume_interrupted()
-            batch = 20
-            msg_batch = MESSAGE_BATCH
-            while True:
-                where, params = self._rule(job.selection)
-                ids = [
-                    r["id"]
-                    for r in self.r.rows(
-                        f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id LIMIT ?",
-                        [*params, batch],
-                    )
-                ]
-                if not ids:
-                    break
-                marks = ",".join("?" * len(ids))
-                sw, sp = self._rule(job.selection, "s")
-                pending = self.r.scalar(
-                    f"SELECT COUNT(*) FROM messages WHERE session_id IN ({marks})", ids
-                )
-                whole_at = ONE_TXN_MESSAGES
-                slow = 0  # transactions that could not be cut smaller, rolled back in a row
-                # Journaled before its first transaction, closed once its rows and transcript
-                # files are gone: a kill anywhere in between is finished at the next start.
-                entry = self._journal_open("prune", dict.fromkeys(ids))
-                trimmed = False  # some messages went ahead of the rows (step 1)
-                while True:
-                    # 1. Only when the batch's transcripts are too long for one short
-                    #    transaction: their messages first, a bounded number per transaction,
-                    #    only of sessions that still match the rule (one may have been resumed
-                    #    meanwhile). Usually the batch goes whole in step 2, as Hermes does it:
-                    #    one transaction.
-                    while pending > whole_at:
-                        size = min(msg_batch, pending - whole_at)
-                        try:
-                            n = self._patient(
-                                job,
-                                lambda c, size=size: (
-                                    c.execute(
-                                        f"DELETE FROM messages WHERE id IN (SELECT m.id FROM "
-                                        f"messages m JOIN sessions s ON s.id = m.session_id "
-                                        f"WHERE m.session_id IN ({marks}) AND {sw} LIMIT ?)",
-                                        [*ids, *sp, size],
-                                    ).rowcount
-                                ),
-                                give_up_after=_limit(size > MESSAGE_BATCH_MIN, slow),
-                            )
-                        except TooSlow:
-                            self._note(job, self.w.last_transaction_s, abandoned=True)
-                            slow += size <= MESSAGE_BATCH_MIN
-                            msg_batch = max(MESSAGE_BATCH_MIN, size // 2)
-                            continue
-                        slow = 0
-                        trimmed = trimmed or n > 0
-                        self._note(job, self.w.last_transaction_s)
-                        job.messages_deleted += n
-                        msg_batch = _adapt(
-                            size, self.w.last_transaction_s, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX
-                        )
-                        pending -= n
-                        if n == 0:
-                            break
-
-                    # 2. the rows themselves, Hermes's order: orphan children, messages,
-                    #    sessions. Too slow (a merge, a busy core): rolled back whole, and the
-                    #    same sessions are tried again with fewer messages left to go with them.
-                    try:
-                        removed, messages_gone = self._patient(
-                            job,
-                            lambda c: self._remove_rows(c, ids, marks, sw, sp),
-                            give_up_after=_limit(whole_at > 0 and pending > 0, slow),
-                        )
-                        break
-                    except TooSlow:
-                        self._note(job, self.w.last_transaction_s, abandoned=True)
-                        if whole_at > 0 and pending > 0:
-                            whole_at = min(whole_at, pending) // 2
-                        else:
-                            slow += 1
-                        batch = max(1, batch // 2)
-                # As `hermes sessions prune`: the transcript files of what went.
-                if self.rules.removes_transcripts:
-                    job.files_removed += sum(self.remove_transcripts(sid) for sid in removed)
-                if trimmed:
-                    # A session that stopped matching between the steps (a new message resumed
-                    # it) keeps its row and what is left of its transcript: named in the result.
-                    job.partial.extend(
-                        sid
-                        for sid in ids
-                        if sid not in removed
-                        and self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [sid])
-                    )
-                self._journal_close(entry)
-                entry = None
-                sessions_gone = len(removed)
-                # A batch: pages read its effect on rows at once; whole-table figures catch
-                # up in the background (webui.db.sessions), the last batch makes them exact.
-                self.on_change(soft=True)
-                job.deleted += sessions_gone
-                job.messages_deleted += messages_gone
-                took = self.w.last_transaction_s
-                self._note(job, took)
-                batch = _adapt(batch, took, 1, 100)
-                self.w.checkpoint()
-        except Exception as exc:  # noqa: BLE001 - reported to the user through the job
-            if entry is not None and not trimmed:
-                # This batch changed nothing yet: nothing of it is left to finish.
-                self._journal_close(entry)
-                entry = None
-            reason = (getattr(exc, "message", None) or str(exc)).split(";")[0].rstrip(".")
-            job.error = (
-                f"{reason}. The prune stopped after removing {job.deleted:,} "
-                f"session{'s' if job.deleted != 1 else ''} and {job.messages_deleted:,} "
-                "messages"
-                + (
-                    f"; the removal of {len(entry.sessions)} more had begun and is finished at "
-                    "the next prune or delete, or when Logbook next starts."
-                    if entry is not None
-                    else "."
-                )
-            )
-        finally:
-            self.on_change()
-            job.done = True
-            job.finished = time.time()
-
-    @staticmethod
-    def _remove_rows(
-        conn: sqlite3.Connection, ids: list[str], marks: str, rule: str, params: list
-    ) -> tuple[list[str], int]:
-        """A prune batch's own transaction: of ``ids``, the sessions that still match the
-        rule go, with what is left of their messages; their children are orphaned. Returns
-        the ids removed and how many messages went with them."""
-        live = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT id FROM sessions s WHERE id IN ({marks}) AND {rule}", [*ids, *params]
-            )
-        ]
-        if not live:
-            return [], 0
-        lm = ",".join("?" * len(live))
-        conn.execute(
-            f"UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN ({lm})", live
-        )
-        msgs = conn.execute(f"DELETE FROM messages WHERE session_id IN ({lm})", live).rowcount
-        conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})", live)
-        return live, msgs
-
-    def _patient(self, job: PruneJob, fn, give_up_after: float | None):
-        """A prune batch's transaction, waiting out a gateway that holds the write lock for
-        long (Hermes's own index merge): each try is a short BEGIN IMMEDIATE with retries
-        (webui.db.writer), and between tries the job waits, a pause that grows to
-        LOCK_PAUSE_MAX_S, for up to LOCK_PATIENCE_S in a row before it stops. Nothing is held
-        while it waits."""
-        pause = 0.5
-        began = None
-        while True:
-            try:
-                result = self.w.run(fn, give_up_after=give_up_after)
-            except DatabaseBusy:
-                now = time.monotonic()
-                began = began if began is not None else now
-                if now - began > LOCK_PATIENCE_S:
-                    job.waiting_since = None
-                    raise
-                job.waiting_since = job.waiting_since or time.time()
-                time.sleep(pause)
-                job.lock_waited_s += pause
-                pause = min(LOCK_PAUSE_MAX_S, pause * 2)
-                continue
-            job.waiting_since = None
-            return result
-
-    def _note(self, job: PruneJob, took: float, abandoned: bool = False) -> None:
-        job.abandoned += abandoned
-        job.transactions += 1
-        job.longest_txn_s = max(job.longest_txn_s, took)
-        job.txn_times.append(took)
-
-    def job(self, job_id: str) -> PruneJob:
-        job = self.jobs.get(job_id)
-        if job is None:
-            raise NotFound("No such prune job (the server may have restarted).")
-        return job
-
-
-# A prune waits this long in a row for a gateway that holds the write lock before it stops,
-# pausing up to LOCK_PAUSE_MAX_S between tries.
-LOCK_PATIENCE_S = 600.0
-LOCK_PAUSE_MAX_S = 5.0
-
-# A batch that cannot be cut smaller is still tried this many times under the time limit (a
-# busy core or a merge passes) before it runs to the end: the work must make progress.
-SMALLEST_TRIES = 3
-
-
-def _limit(cut: bool, slow: int) -> float | None:
-    """The statements' time limit for a batch that can still be cut smaller, or whose
-    smallest size has not yet been rolled back SMALLEST_TRIES times in a row."""
-    return STATEMENTS_BUDGET_S if cut or slow < SMALLEST_TRIES else None
-
-
-def _adapt(size: int, took: float, lo: int, hi: int) -> int:
-    """Grow a batch while transactions stay fast, shrink it when one gets slow."""
-    if took < TARGET_TXN_S / 2:
-        return min(hi, max(size + 1, size * 3 // 2))
-    if took > TARGET_TXN_S:
-        return max(lo, size // 2)
-    return size

@@ -55,3 +55,9 @@ class BadRequest(LogbookDBError):
 
 class StartupError(Exception):
     """The database cannot be served at all; the CLI prints the message and exits 2."""
+
+
+class NotFound(LogbookDBError):
+    """No such session or job."""
+
+    status = 404

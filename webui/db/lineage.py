@@ -117,6 +117,16 @@ class LineageStore:
         classify_edges(lineage)
         return lineage
 
+    def children_of(self, ids: list[str]) -> list[str]:
+        """The sessions whose parent is one of ``ids`` (at most 500 ids a call)."""
+        return [
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT id FROM sessions WHERE parent_session_id IN ({sql.in_list(len(ids))})",
+                ids,
+            )
+        ]
+
     def has_family(self, session: dict[str, Any]) -> bool:
         if session.get("parent_session_id"):
             return True
@@ -154,6 +164,58 @@ class LineageStore:
             return row["id"]
         row = self.r.one("SELECT id FROM sessions WHERE title = ? LIMIT 1", [title])
         return row["id"] if row else None
+
+
+def tree_across(books: list[tuple[str, Any]], session_id: str, here: str) -> Lineage:
+    """The family of ``session_id`` (kept in store ``here``) followed through every store in
+    ``books`` [(name, Logbook)]: up through a parent kept in another store (an older segment
+    in an archive), down through children kept elsewhere (the newest in the live file). Each
+    node says its ``store``; a session kept in two stores is taken from the first that gives
+    it (the walk starts where the page is)."""
+    by_name = dict(books)
+    store, sid, dangling, cycle = here, session_id, None, False
+    seen_roots: set[str] = set()
+    while True:  # up, store by store
+        root, dangling, cycle = by_name[store].lineage._root_of(sid)
+        if cycle or dangling is None or root in seen_roots:
+            break
+        seen_roots.add(root)
+        elsewhere = next(
+            (n for n, b in books if n != store and b.sessions.brief(dangling) is not None), None
+        )
+        if elsewhere is None:
+            break
+        store, sid = elsewhere, dangling
+    nodes: dict[str, dict[str, Any]] = {}
+    todo = [(store, root)]
+    truncated = False
+    while todo and len(nodes) < MAX_NODES:
+        name, top = todo.pop()
+        part = by_name[name].lineage.tree(top)
+        truncated = truncated or part.truncated
+        fresh = []
+        for n in part.nodes:
+            if n["id"] not in nodes:
+                nodes[n["id"]] = {**n, "store": name}
+                fresh.append(n["id"])
+        for other, book in books:
+            if other == name or not fresh:
+                continue
+            for i in range(0, len(fresh), 500):
+                for c in book.lineage.children_of(fresh[i : i + 500]):
+                    if c not in nodes:
+                        todo.append((other, c))
+    rows = sorted(nodes.values(), key=lambda n: (_number(n["started_at"]), n["id"]))
+    lineage = Lineage(
+        root=root,
+        nodes=rows,
+        dangling_parent=dangling,
+        cycle=cycle,
+        truncated=truncated or bool(todo),
+    )
+    lineage.totals = totals(rows)
+    classify_edges(lineage)
+    return lineage
 
 
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -103,12 +103,29 @@ class Reader:
         self._watch: sqlite3.Connection | None = None
         self._watch_inode = 0
         self._watch_lock = threading.Lock()
+        self.watch_files = False  # see data_version: for files followed by Litestream
 
     def data_version(self) -> str:
         """Changes whenever anyone (the gateway, Hermes's CLI, Logbook's own writer) commits
         to the file, or the file is replaced: SQLite's data_version on one connection kept
         for this purpose, and the file's inode. Cheap (no page is read), so an answer may be
-        shared until it moves. On any error a value that never repeats: nothing is shared."""
+        shared until it moves. On any error a value that never repeats: nothing is shared.
+
+        A file another program rewrites page by page outside SQLite's own protocol (a
+        Litestream replica being followed) is watched by its files' sizes and times instead:
+        it must not be held open, and its changes never move data_version."""
+        if self.watch_files:
+            try:
+                parts = []
+                for suffix in ("", "-wal"):
+                    try:
+                        st = os.stat(f"{self.opened.path}{suffix}")
+                        parts.append(f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+                    except FileNotFoundError:
+                        parts.append("-")
+                return "files:" + "/".join(parts)
+            except OSError:
+                return f"unknown:{time.monotonic()}"
         with self._watch_lock:
             try:
                 inode = os.stat(self.opened.path).st_ino

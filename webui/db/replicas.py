@@ -101,6 +101,7 @@ class Follower:
         self.started_at: float | None = None
         self.last_current: float | None = None  # when it was last known to be following
         self.failures = 0
+        self.in_follow = False  # the running process has said it follows the replica
         self.problem = ""
         self.output: list[str] = []
         self._lock = threading.Lock()
@@ -132,6 +133,7 @@ class Follower:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait(timeout=5)
 
     def _spawn(self) -> bool:
         binary = litestream_binary()
@@ -157,18 +159,22 @@ class Follower:
         with self._lock:
             self.proc = proc
             self.started_at = time.time()
+            self.in_follow = False  # set once this process says it follows
         threading.Thread(target=self._read_output, args=(proc,), daemon=True).start()
         return True
 
     def _read_output(self, proc: subprocess.Popen) -> None:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            line = line.strip()
-            if not line:
-                continue
-            self.output = [*self.output[-49:], line]
-            if "level=ERROR" in line or "error" in line.lower() and "level=INFO" not in line:
-                self.problem = line[-300:]
+        with proc.stdout:  # closed at the end of the output: when the process has ended
+            for line in proc.stdout:
+                line = line.strip()
+                if not line:
+                    continue
+                self.output = [*self.output[-49:], line]
+                if proc is self.proc and ("follow mode" in line or "follow:" in line):
+                    self.in_follow = "cannot resume" not in line
+                if "level=ERROR" in line or "error" in line.lower() and "level=INFO" not in line:
+                    self.problem = line[-300:]
 
     def _supervise(self) -> None:
         backoff = BACKOFF_MIN_S
@@ -182,7 +188,7 @@ class Follower:
                 proc = self.proc
                 if proc is None or proc.poll() is not None:
                     break
-                if self.path.exists():
+                if self.following():
                     self.last_current = time.time()
                     self.failures = 0
                     backoff = BACKOFF_MIN_S
@@ -193,6 +199,13 @@ class Follower:
             code = proc.returncode if proc is not None else None
             self.failures += 1
             tail = self.output[-1] if self.output else ""
+            if "cannot resume follow mode" in tail or "re-restore" in tail:
+                # Litestream's saved position no longer matches the replica (the other side
+                # started a new snapshot): the copy is Litestream's own, made again whole.
+                self._forget_copy()
+                self.output.append("the local copy was removed to be restored afresh")
+                self._stop.wait(BACKOFF_MIN_S)
+                continue
             self.problem = f"litestream stopped (exit {code}){': ' + tail if tail else ''}"
             log.warning("replica %s: %s; restarting in %.0f s", self.name, self.problem, backoff)
             self._stop.wait(backoff)
@@ -200,9 +213,17 @@ class Follower:
 
     # -- the store ---------------------------------------------------------------------------
 
+    def _forget_copy(self) -> None:
+        for suffix in ("", "-txid", "-wal", "-shm"):
+            try:
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            except OSError:
+                pass
+
     def following(self) -> bool:
+        """Litestream runs and has said it follows the replica (not merely started)."""
         proc = self.proc
-        return proc is not None and proc.poll() is None and self.path.exists()
+        return proc is not None and proc.poll() is None and self.in_follow and self.path.exists()
 
     def as_of(self) -> float | None:
         """When the copy was last known to be current: now (to within Litestream's poll
@@ -243,11 +264,17 @@ class Follower:
             self.problem = str(exc).split(" (tried:")[0]
             return None
         from sqlalchemy import create_engine
+        from sqlalchemy.pool import NullPool
 
         from webui.db import build_logbook
         from webui.db.reader import engine_options
 
-        engine = create_engine("sqlite://", **engine_options(opened, pool_size=2))
+        # No pooled connections: an open connection to a WAL file holds a shared lock on it,
+        # and Litestream applies the other machine's changes only when nobody holds one. Each
+        # query opens and closes its own (a file open, well under a millisecond).
+        options = {k: v for k, v in engine_options(opened, pool_size=1).items() if k == "creator"}
+        engine = create_engine("sqlite://", poolclass=NullPool, **options)
         self._logbook = build_logbook(self.app, opened, engine=lambda: engine)
+        self._logbook.reader.watch_files = True
         self._opened_inode = inode
         return self._logbook

@@ -27,14 +27,9 @@ batches. Nothing is ever written into state.db.
 from __future__ import annotations
 
 import logging
-import math
 import sqlite3
 import threading
 import time
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,76 +38,31 @@ from webui.db import fts_record
 from webui.db import sql as sqlh
 from webui.db.errors import LogbookDBError, QueryTimeout
 from webui.db.reader import Reader
+from webui.db.rollup_follow import SessionFollowing
+from webui.db.rollup_panels import Panels
+from webui.db.rollup_schema import (
+    DAILY_TABLES,
+    DAY_OF,
+    FIRST_BATCH,
+    MAX_BATCH,
+    MIN_BATCH,
+    PER_SESSION,
+    READ_TARGET_S,
+    REWRITE_CHECK_MAX,
+    SCHEMA,
+    SESSIONS_PER_AUDIT_STEP,
+    VERSION,
+    Coverage,
+    _chunks,
+    _has_meta,
+    _pick,
+)
 from webui.db.schema import readonly_uri
 
 log = logging.getLogger(__name__)
 
-VERSION = "5"  # 3: hours in UTC, tool-call entries; 4: daily sums; 5: followed by what changed
-DAY_S = 86400
-# A batch of new ids is sized so that reading it takes about this long (its read transaction
-# is that long at most: Hermes's checkpoints wait for no reader longer).
-READ_TARGET_S = 0.25
-FIRST_BATCH = 20_000
-MIN_BATCH, MAX_BATCH = 100, 200_000
-SESSIONS_PER_AUDIT_STEP = 2_000
-# Sessions checked for a rewritten transcript on one batch, at most.
-REWRITE_CHECK_MAX = 1_000
-IN_CHUNK = 500  # ids per IN (...) list
-SESSIONS_PER_READ = 20_000  # sessions copied per read while catching up
-# Sessions whose start SQLite cannot read as a number have no day (NULL): they are always
-# counted through the per-session rows.
-DAY_OF = (
-    "CASE WHEN typeof(started_at) IN ('integer', 'real') "
-    f"THEN CAST(started_at / {DAY_S} AS INTEGER) - (started_at < 0 AND started_at % {DAY_S} != 0) END"
-)
-PER_SESSION = ("roles", "tools", "calls", "hours")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS roles (session_id TEXT, role TEXT, n INTEGER,
-                                  PRIMARY KEY (session_id, role));
-CREATE TABLE IF NOT EXISTS tools (session_id TEXT, tool_name TEXT, n INTEGER,
-                                  PRIMARY KEY (session_id, tool_name));
--- Entries in assistants' tool_calls lists, by function name (Hermes counts a tool by the
--- larger of these and its tool-result rows).
-CREATE TABLE IF NOT EXISTS calls (session_id TEXT, tool_name TEXT, n INTEGER,
-                                  PRIMARY KEY (session_id, tool_name));
-CREATE TABLE IF NOT EXISTS hours (session_id TEXT, dow INTEGER, hour INTEGER, n INTEGER,
-                                  PRIMARY KEY (session_id, dow, hour));
--- The filterable columns of every session, so panels never touch state.db's wide rows;
--- day: the UTC day it started (days since 1970), NULL when started_at is not a number.
-CREATE TABLE IF NOT EXISTS sess (session_id TEXT PRIMARY KEY, started_at REAL, source TEXT,
-                                 model TEXT, day INTEGER);
-CREATE INDEX IF NOT EXISTS sess_day ON sess(day);
--- The same counts summed per day the sessions started (and per source for messages): a
--- period's panels add up a few thousand daily rows instead of every session's.
-CREATE TABLE IF NOT EXISTS tools_day (day INTEGER, tool_name TEXT, results INTEGER,
-                                      entries INTEGER, PRIMARY KEY (day, tool_name))
-                                      WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS hours_day (day INTEGER, dow INTEGER, hour INTEGER, n INTEGER,
-                                      PRIMARY KEY (day, dow, hour)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS source_messages (source TEXT PRIMARY KEY, n INTEGER);
--- A period's panels group the daily rows by tool and by (weekday, hour): in these orders,
--- covering, they are added up as they are read instead of sorted first (4 ms → 1 ms a year).
-CREATE INDEX IF NOT EXISTS tools_day_by_tool ON tools_day(tool_name, day, results, entries);
-CREATE INDEX IF NOT EXISTS hours_day_by_cell ON hours_day(dow, hour, day, n);
-"""
-DAILY_TABLES = ("tools_day", "hours_day", "source_messages")
-
-
-@dataclass
-class Coverage:
-    seen_max_id: int
-    db_max_id: int
-    messages: int
-    auditing: bool = False  # some rows went away unexplained: every session is being checked
-
-    @property
-    def complete(self) -> bool:
-        return self.seen_max_id >= self.db_max_id and not self.auditing
-
-
-class Rollup:
+class Rollup(SessionFollowing, Panels):
     def __init__(self, reader: Reader, path: Path, read_limit_s: float = 5.0):
         self.r = reader
         self.path = path
@@ -269,190 +219,6 @@ class Rollup:
             return Coverage(max_id, db_max, int(meta["counted"]), "audit_after" in meta)
         finally:
             conn.close()
-
-    # -- reading state.db ----------------------------------------------------------------
-
-    def _read(
-        self, statement: str, params: Sequence[Any] = (), raw: bool = False
-    ) -> list[dict[str, Any]]:
-        """One statement on state.db (its own read transaction), timed. ``raw``: values as
-        SQLite gives them (an FTS record is a BLOB; rows for pages are coerced to their
-        columns' types, webui.db.values)."""
-        began = time.monotonic()
-        if raw:
-
-            def fetch(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-                cur = conn.execute(statement, tuple(params))
-                names = [d[0] for d in cur.description]
-                return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-
-            rows = self.r.run(fetch, time_limit_s=self.read_limit_s)
-        else:
-            rows = self.r.rows(statement, params, time_limit_s=self.read_limit_s)
-        self.longest_read_s = max(self.longest_read_s, time.monotonic() - began)
-        return rows
-
-    def _unexplained(self, conn: sqlite3.Connection, meta: dict[str, str]) -> bool:
-        """Did rows go away that no batch explained? Read once the rollup has caught up: the
-        FTS index's row count against the messages counted, in a moment when no message is
-        waiting to be read (a rewritten transcript's new rows, not read yet, would make its
-        deleted ones look unexplained). The difference measured after an audit (an index out
-        of step with the table) is the one expected from then on."""
-        max_id, counted = int(meta["max_id"]), int(meta["counted"])
-        row = self._read(
-            f"SELECT {fts_record.averages_sql(self._fts)} AS avg, "
-            "EXISTS (SELECT 1 FROM messages WHERE id > ?) AS waiting",
-            [max_id],
-            raw=True,
-        )[0]
-        total = fts_record.row_count(row["avg"])
-        if total is None or row["waiting"]:
-            return False
-        return total - counted != int(meta.get("fts_base", 0))
-
-    def _measure_base(self, conn: sqlite3.Connection) -> None:
-        """After an audit the counts are exact: the index's difference from them, from now."""
-        meta = self._meta(conn)
-        row = self._read(
-            f"SELECT {fts_record.averages_sql(self._fts)} AS avg, "
-            "(SELECT COUNT(*) FROM messages WHERE id > ?) AS tail",
-            [int(meta["max_id"])],
-            raw=True,
-        )[0]
-        total = fts_record.row_count(row["avg"])
-        if total is not None:
-            self._set(conn, fts_base=total - row["tail"] - int(meta["counted"]))
-
-    def _follow_sessions(self, conn: sqlite3.Connection, meta: dict[str, str]) -> None:
-        """New sessions (rowids above the highest seen) into ``sess``; when the count says some
-        went (or a rowid was reused), the lists are compared. One read gives both the count
-        and the new rows, so they describe the same moment."""
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
-        seen_rowid, seen_n = int(meta.get("sess_rowid", 0)), int(meta.get("sess_n", 0))
-        added = 0
-        # A first copy (200,000 sessions on ten million messages) in chunks, each its own
-        # short read; the last part comes with the count.
-        while True:
-            rows = self._read(
-                f"SELECT rowid AS rid, id, started_at, source, {model} AS model FROM sessions "
-                "WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                [seen_rowid, SESSIONS_PER_READ],
-            )
-            if len(rows) < SESSIONS_PER_READ:
-                break
-            conn.execute("BEGIN")
-            added += self._add_sessions(conn, rows)
-            seen_rowid = rows[-1]["rid"]
-            conn.execute("COMMIT")
-        rows = self._read(
-            "SELECT NULL AS rid, NULL AS id, NULL AS started_at, NULL AS source, NULL AS model, "
-            "COUNT(*) AS n FROM sessions UNION ALL "
-            f"SELECT rowid, id, started_at, source, {model}, NULL FROM sessions WHERE rowid > ?",
-            [seen_rowid],
-        )
-        total, new = rows[0]["n"], rows[1:]
-        if total == seen_n and not new and not added:
-            return
-        conn.execute("BEGIN")
-        added += self._add_sessions(conn, new)
-        top = max([seen_rowid, *(r["rid"] for r in new)])
-        if total != seen_n + added:
-            self._reconcile_sessions(conn)
-        self._set(conn, sess_rowid=top, sess_n=total)
-        conn.execute("COMMIT")
-
-    def _add_sessions(self, conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> int:
-        """Sessions into ``sess`` (those already there left alone); the counts rolled up for
-        them before they were known go into the daily sums. Returns how many were new."""
-        rows = list(rows)
-        if not rows:
-            return 0
-        _pick(conn, (r["id"] for r in rows))
-        conn.execute("DELETE FROM temp.pick WHERE session_id IN (SELECT session_id FROM main.sess)")
-        new = conn.execute("SELECT COUNT(*) FROM temp.pick").fetchone()[0]
-        conn.executemany(
-            "INSERT INTO main.sess (session_id, started_at, source, model) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            [(r["id"], r["started_at"], r["source"], r["model"]) for r in rows],
-        )
-        conn.execute(
-            f"UPDATE main.sess SET day = {DAY_OF} "
-            "WHERE session_id IN (SELECT session_id FROM temp.pick)"
-        )
-        self._daily(conn, +1)
-        return new
-
-    def _reconcile_sessions(self, conn: sqlite3.Connection) -> None:
-        """Compare the sessions known with state.db's (one pass over the sessions' primary
-        key): those gone leave every sum, those missing (a reused rowid) come in."""
-        gone = [
-            r[0]
-            for r in conn.execute(
-                "SELECT session_id FROM main.sess WHERE session_id NOT IN "
-                "(SELECT id FROM st.sessions)"
-            ).fetchall()
-        ]
-        if gone:
-            self._drop(conn, gone, keep_session=False)
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
-        missing = conn.execute(
-            f"SELECT id, started_at, source, {model} FROM st.sessions WHERE id NOT IN "
-            "(SELECT session_id FROM main.sess)"
-        ).fetchall()
-        self._add_sessions(
-            conn,
-            ({"id": m[0], "started_at": m[1], "source": m[2], "model": m[3]} for m in missing),
-        )
-
-    def _drop(self, conn: sqlite3.Connection, ids: Sequence[str], keep_session: bool) -> None:
-        """Take these sessions' counts out of every sum (inside the caller's transaction)."""
-        _pick(conn, ids)
-        self._daily(conn, -1)
-        n = conn.execute(
-            "SELECT TOTAL(n) FROM main.roles WHERE session_id IN (SELECT session_id FROM temp.pick)"
-        ).fetchone()[0]
-        for table in PER_SESSION:
-            conn.execute(
-                f"DELETE FROM main.{table} WHERE session_id IN (SELECT session_id FROM temp.pick)"
-            )
-        if not keep_session:
-            conn.execute(
-                "DELETE FROM main.sess WHERE session_id IN (SELECT session_id FROM temp.pick)"
-            )
-        counted = int(self._meta(conn)["counted"]) - int(n)
-        self._set(conn, counted=counted)
-
-    def _daily(self, conn: sqlite3.Connection, sign: int) -> None:
-        """Add (``sign`` +1) or take away (-1) the per-session rows of the sessions in
-        temp.pick to or from the daily sums, by each session's day and source."""
-        picked = "SELECT session_id FROM temp.pick"
-        conn.execute(
-            f"INSERT INTO main.tools_day SELECT s.day, t.tool_name, {sign} * SUM(t.n), 0 "
-            f"FROM main.sess s JOIN main.tools t ON t.session_id = s.session_id "
-            f"WHERE s.session_id IN ({picked}) AND s.day IS NOT NULL GROUP BY 1, 2 "
-            "ON CONFLICT DO UPDATE SET results = results + excluded.results"
-        )
-        conn.execute(
-            f"INSERT INTO main.tools_day SELECT s.day, c.tool_name, 0, {sign} * SUM(c.n) "
-            f"FROM main.sess s JOIN main.calls c ON c.session_id = s.session_id "
-            f"WHERE s.session_id IN ({picked}) AND s.day IS NOT NULL GROUP BY 1, 2 "
-            "ON CONFLICT DO UPDATE SET entries = entries + excluded.entries"
-        )
-        conn.execute(
-            f"INSERT INTO main.hours_day SELECT s.day, h.dow, h.hour, {sign} * SUM(h.n) "
-            f"FROM main.sess s JOIN main.hours h ON h.session_id = s.session_id "
-            f"WHERE s.session_id IN ({picked}) AND s.day IS NOT NULL AND h.dow IS NOT NULL "
-            "AND h.hour IS NOT NULL GROUP BY 1, 2, 3 ON CONFLICT DO UPDATE SET n = n + excluded.n"
-        )
-        conn.execute(
-            f"INSERT INTO main.source_messages SELECT IFNULL(s.source, '(none)'), {sign} * SUM(r.n) "
-            f"FROM main.sess s JOIN main.roles r ON r.session_id = s.session_id "
-            f"WHERE s.session_id IN ({picked}) GROUP BY 1 "
-            "ON CONFLICT DO UPDATE SET n = n + excluded.n"
-        )
-        if sign < 0:
-            conn.execute("DELETE FROM main.tools_day WHERE results = 0 AND entries = 0")
-            conn.execute("DELETE FROM main.hours_day WHERE n = 0")
 
     # -- new messages ------------------------------------------------------------------
 
@@ -724,171 +490,3 @@ class Rollup:
             params,
         )
         return {(r["session_id"], r["name"]): r["n"] for r in rows if isinstance(r["name"], str)}
-
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        """The panels' queries inside share one connection: opening one (the schema check
-        and attaching the state database) costs ~0.8 ms, six times per stats report."""
-        if getattr(self._local, "conn", None) is not None:
-            yield
-            return
-        self._local.conn = self._connect()
-        try:
-            yield
-        finally:
-            conn, self._local.conn = self._local.conn, None
-            conn.close()
-
-    def query(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-        # No lock: readers of our own file run side by side (WAL); only refresh() serialises.
-        shared = getattr(self._local, "conn", None)
-        conn = shared or self._connect()
-        try:
-            deadline = time.monotonic() + self.r.time_limit_s
-            conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
-            cur = conn.execute(sql, params)
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, r, strict=False)) for r in cur.fetchall()]
-        finally:
-            conn.set_progress_handler(None, 0)
-            if shared is None:
-                conn.close()
-
-    # -- panels ------------------------------------------------------------------------
-
-    @staticmethod
-    def _days(span: tuple[float | None, float | None]) -> tuple[str, list[Any], list[Any]]:
-        """For a period [start, end): the condition on the daily sums (the days strictly
-        inside it) and the days (first, last) whose sessions are counted one by one, with
-        the exact time test; sessions with no day always are."""
-        start, end = span
-        first = None if start is None else math.floor(start / DAY_S)
-        last = None if end is None else math.floor(end / DAY_S)
-        clauses, params = ["1"], []
-        if first is not None:
-            clauses.append("day > ?")
-            params.append(first)
-        if last is not None:
-            clauses.append("day < ?")
-            params.append(last)
-        return " AND ".join(clauses), params, [first, last]
-
-    def tools(
-        self,
-        where: str,
-        params: list[Any],
-        span: tuple[float | None, float | None] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Per tool, as Hermes's analytics count it: the larger of its tool-result rows and
-        its entries in assistants' tool_calls (both also given). ``span`` (start, end), when
-        the only filter is the period: whole days come from the daily sums."""
-
-        def per_tool(table: str, extra: str = "", extra_params: Sequence[Any] = ()) -> Counter:
-            return Counter(
-                {
-                    r["tool"]: r["n"]
-                    for r in self.query(
-                        # CROSS JOIN keeps SQLite's order: the period's sessions first, then
-                        # each one's rows by their primary key (not every row, then its session).
-                        f"SELECT t.tool_name AS tool, SUM(t.n) AS n FROM main.sess s CROSS JOIN "
-                        f"main.{table} t ON t.session_id = s.session_id WHERE {extra}({where}) "
-                        "GROUP BY 1",
-                        [*extra_params, *params],
-                    )
-                }
-            )
-
-        if span is None:
-            results, entries = per_tool("tools"), per_tool("calls")
-        else:
-            inside, inside_params, edges = self._days(span)
-            edge = "(s.day IS NULL OR s.day IN (?, ?)) AND "
-            results, entries = per_tool("tools", edge, edges), per_tool("calls", edge, edges)
-            for r in self.query(
-                "SELECT tool_name AS tool, SUM(results) AS results, SUM(entries) AS entries "
-                f"FROM main.tools_day WHERE {inside} GROUP BY 1",
-                inside_params,
-            ):
-                results[r["tool"]] += r["results"]
-                entries[r["tool"]] += r["entries"]
-        out = [
-            {
-                "tool": name,
-                "calls": max(results.get(name, 0), entries.get(name, 0)),
-                "results": results.get(name, 0),
-                "call_entries": entries.get(name, 0),
-            }
-            for name in set(results) | set(entries)
-            if results.get(name, 0) or entries.get(name, 0)
-        ]
-        return sorted(out, key=lambda t: (-t["calls"], t["tool"]))
-
-    def heatmap(
-        self,
-        where: str,
-        params: list[Any],
-        offset_s: int = 0,
-        span: tuple[float | None, float | None] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Messages per weekday and hour, counted in UTC and shown in the reader's zone
-        (shifted by its offset now: an hour off for the part of the year on the other side
-        of a daylight-saving change). ``span`` as for :meth:`tools`."""
-        shift = round(offset_s / 3600)
-        per_session = (
-            "SELECT h.dow AS dow, h.hour AS hour, SUM(h.n) AS messages FROM main.sess s CROSS "
-            "JOIN main.hours h ON h.session_id = s.session_id WHERE {extra}({where}) GROUP BY 1, 2"
-        )
-        if span is None:
-            rows = self.query(per_session.format(extra="", where=where), params)
-        else:
-            inside, inside_params, edges = self._days(span)
-            cells: Counter = Counter()
-            for r in self.query(
-                per_session.format(extra="(s.day IS NULL OR s.day IN (?, ?)) AND ", where=where),
-                [*edges, *params],
-            ):
-                cells[(r["dow"], r["hour"])] += r["messages"]
-            for r in self.query(
-                "SELECT dow, hour, SUM(n) AS messages FROM main.hours_day "
-                f"WHERE {inside} GROUP BY 1, 2",
-                inside_params,
-            ):
-                cells[(r["dow"], r["hour"])] += r["messages"]
-            rows = [{"dow": d, "hour": h, "messages": n} for (d, h), n in cells.items()]
-        out = []
-        for r in rows:
-            if r["dow"] is None or r["hour"] is None:  # a timestamp SQLite cannot read
-                continue
-            slot = (r["dow"] * 24 + r["hour"] + shift) % 168
-            r["dow"], r["hour"] = divmod(slot, 24)
-            out.append(r)
-        return out
-
-    def messages_by_source(self) -> list[dict[str, Any]]:
-        return self.query(
-            "SELECT source, n AS messages FROM main.source_messages WHERE n > 0 "
-            "ORDER BY messages DESC, source",
-            [],
-        )
-
-
-def _has_meta(conn: sqlite3.Connection) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-        ).fetchone()
-        is not None
-    )
-
-
-def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
-    ids = list(ids)
-    for i in range(0, len(ids), IN_CHUNK):
-        yield ids[i : i + IN_CHUNK]
-
-
-def _pick(conn: sqlite3.Connection, ids: Iterable[str]) -> None:
-    """temp.pick: the sessions the next statements work on."""
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS pick (session_id TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM temp.pick")
-    conn.executemany("INSERT OR IGNORE INTO temp.pick VALUES (?)", ((i,) for i in ids))

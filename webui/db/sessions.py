@@ -5,261 +5,32 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import date, datetime, timedelta, tzinfo
-from datetime import time as dtime
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from flask import current_app, g, has_app_context, has_request_context
-
-from webui import threads
-from webui.db import deadline as request_deadline
 from webui.db import selection as selection_sql
 from webui.db import sql
-from webui.db.errors import BadRequest
-from webui.db.kept_order import KeptOrder
 from webui.db.reader import Reader
+from webui.db.session_keeping import Keeping
+from webui.db.session_orders import KeptOrders
+from webui.db.session_query import (  # noqa: F401 - LIST_PARAMS, parse_day: imported from here
+    COUNT_CAP,
+    KEPT_ORDERS,
+    LIST_PARAMS,
+    SessionQuery,
+    date_range,
+    like_escape,
+    parse_day,
+)
 from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor, is_cursor  # noqa: F401 - the list's cursor
 from webui.hermes import listing
 from webui.hermes.selection import (
     EVERYTHING,
-    NARROWING,
-    TIME_PARAMS,
-    Selection,
-    SelectionError,
-    narrowing_args,
-    narrowing_from_args,
 )
 
-PAGE_SIZE = 50
-COUNT_CAP = 10_000
-# Figures that scan every session row are shared this long (SessionStore.shared).
-SHARED_TTL_S = 10.0
-# While a prune runs: figures up to STALE_MAX_S old are served (and refreshed in the background)
-# until SOFT_S after its last batch.
-SOFT_S = 3.0
-STALE_MAX_S = 10.0
-# A source filter holding at least this share of the sessions lists by walking start times.
-WALK_SHARE = 0.04
-# Sort keys whose order is kept between requests (SessionStore._kept_order_page), and how long
-# an order of counters Hermes can change without a message is trusted.
-KEPT_ORDERS = ("last_active", "tokens", "cost", "messages")
-ORDER_MAX_AGE_S = 10.0
-# A kept order is updated in place when at most this many sessions got messages.
-APPENDED_MAX = 200
-# A shared figure past its ttl but with the same key is served (and refreshed behind) this long.
-AGED_MAX_S = 60.0
-# Background refreshes of shared figures running at once (each is one scan of the sessions).
-REFRESHERS = 2
-SORT_KEYS = ("started", "last_active", "messages", "tokens", "cost")
-STATES = ("active", "ended")
-# A title or id filter longer than any title (Hermes caps them at 100 characters) is cut here:
-# a 200 KB LIKE pattern is "too complex" for SQLite.
-MAX_FILTER_CHARS = 500
 
-
-def like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def parse_day(value: str, *, end: bool = False, tz: tzinfo | None = None) -> float:
-    """An ISO date (or date-time) as epoch seconds, read in ``tz`` (the reader's zone; the
-    server's local zone when None). ``end`` makes a bare date inclusive: until=2026-03-01
-    means before March 2nd."""
-    try:
-        if len(value) == 10:
-            d = date.fromisoformat(value)
-            moment = datetime.combine(d + timedelta(days=1) if end else d, dtime())
-        else:
-            moment = datetime.fromisoformat(value)
-        if not 1970 <= moment.year <= 9998:
-            raise ValueError("out of range")
-        if moment.tzinfo is None:
-            return moment.replace(tzinfo=tz).timestamp() if tz else moment.astimezone().timestamp()
-        return moment.timestamp()
-    except (ValueError, OverflowError, OSError):
-        raise BadRequest(f"'{value}' is not a usable date; use YYYY-MM-DD.") from None
-
-
-def date_range(column: str, since: str | None, until: str | None) -> tuple[list[str], list]:
-    """SQL conditions for an inclusive date range (ISO dates, the server's local time)."""
-    clauses, params = [], []
-    if since:
-        clauses.append(f"{column} >= ?")
-        params.append(parse_day(since))
-    if until:
-        clauses.append(f"{column} < ?")
-        params.append(parse_day(until, end=True))
-    return clauses, params
-
-
-# Every URL parameter the session list reads (and so every export made from it): its own
-# filters, Hermes's selection options, the page cursor. Anything else is refused, never dropped.
-LIST_PARAMS = frozenset(
-    {
-        "source", "model", "state", "since", "until", "q", "sort", "after", "active",
-        "workspace", "branch", "user", "chat_id", "chat_type", "session_key", "archived",
-        "rows", "session", "limit", "store", *NARROWING, *TIME_PARAMS,
-    }
-)  # fmt: skip
-MAX_PAGE_SIZE = 500
-
-
-@dataclass
-class SessionQuery:
-    sources: list[str] = field(default_factory=list)
-    models: list[str] = field(default_factory=list)
-    state: str | None = None
-    since: str | None = None
-    until: str | None = None
-    q: str = ""
-    sort: str = "-started"
-    after: str | None = None
-    # Where a conversation comes from (schema 22): Hermes's meanings, as `hermes sessions
-    # list --workspace` and the prune filters read them.
-    workspace: str = ""
-    branch: str = ""
-    user: str = ""
-    chat_id: str = ""
-    chat_type: str = ""
-    session_key: str = ""  # one chat across its resets (Hermes's gateway routing key)
-    active_minutes: int | None = None  # active in the last N minutes (a message or its start)
-    archived: str = "hide"  # hide (Hermes's default) | include | only
-    rows: str = "conversations"  # Hermes's rows (webui.hermes.listing) | all: every row
-    limit: int = PAGE_SIZE
-    # Hermes's selection options beyond the list's own (older_than, title, cwd, min_cost, …),
-    # each with its meaning in `hermes sessions prune/export`; and as they were given.
-    narrow: Selection = EVERYTHING
-    narrow_args: dict[str, str] = field(default_factory=dict)
-    # The stores the page spans (``store=``, webui.db.stores; none: every store). Read by the
-    # web layer, which picks the databases; kept here so every link keeps it.
-    stores: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_args(cls, args: Mapping) -> SessionQuery:
-        getlist = getattr(args, "getlist", lambda k: [args[k]] if k in args else [])
-        sort = (args.get("sort") or "-started").strip()
-        if sort.lstrip("-") not in SORT_KEYS:
-            raise BadRequest(
-                f"Unknown sort '{sort}'. Use one of {', '.join(SORT_KEYS)} "
-                "(prefix '-' for descending)."
-            )
-        state = (args.get("state") or "").strip() or None
-        if state not in (None, *STATES):
-            raise BadRequest("state must be 'active' or 'ended'.")
-        try:
-            rows = listing.row_mode(args.get("rows"))
-            archived = listing.archived_mode(args.get("archived"))
-        except ValueError as exc:
-            raise BadRequest(str(exc)) from None
-        active = (args.get("active") or "").strip()
-        if active and not (active.isdigit() and 1 <= int(active) <= 525_600):
-            raise BadRequest("active must be a number of minutes (1 to 525600).")
-        limit = (args.get("limit") or "").strip()
-        if limit and not (limit.isdigit() and 1 <= int(limit) <= MAX_PAGE_SIZE):
-            raise BadRequest(f"limit is the page size: a whole number from 1 to {MAX_PAGE_SIZE}.")
-        # ``after`` is the page cursor when it is one, else Hermes's --after (a time).
-        cursor = (args.get("after") or "").strip() or None
-        narrowing = args
-        if cursor and not is_cursor(cursor):
-            cursor = None
-        elif cursor:
-            narrowing = args.copy()  # a MultiDict stays one: session= repeats
-            narrowing.pop("after", None)
-        try:
-            narrow = narrowing_from_args(narrowing)
-        except SelectionError as exc:
-            raise BadRequest(str(exc)) from None
-        query = cls(
-            active_minutes=int(active) if active else None,
-            sources=[s for s in getlist("source") if s],
-            models=[m for m in getlist("model") if m],
-            state=state,
-            since=(args.get("since") or "").strip() or None,
-            until=(args.get("until") or "").strip() or None,
-            q=(args.get("q") or "").strip()[:MAX_FILTER_CHARS],
-            sort=sort,
-            after=cursor,
-            archived=archived,
-            rows=rows,
-            limit=int(limit) if limit else PAGE_SIZE,
-            narrow=narrow,
-            narrow_args=narrowing_args(narrowing, narrow) if narrow is not EVERYTHING else {},
-            stores=[s for s in getlist("store") if s],
-            **{
-                k: (args.get(k) or "").strip()[:MAX_FILTER_CHARS]
-                for k in ("workspace", "branch", "user", "chat_id", "chat_type", "session_key")
-            },
-        )
-        # Validate dates now so a bad one is a 400 before any SQL runs.
-        for value, end in ((query.since, False), (query.until, True)):
-            if value:
-                parse_day(value, end=end)
-        return query
-
-    @property
-    def active_filter_count(self) -> int:
-        """How many filters narrow the list (for the folded filter form's summary)."""
-        given = (
-            self.sources,
-            self.models,
-            self.state,
-            self.since,
-            self.until,
-            self.active_minutes,
-            self.workspace,
-            self.branch,
-            self.user,
-            self.chat_id,
-            self.chat_type,
-            self.session_key,
-            self.archived != "hide",
-            self.rows != "conversations",
-        )
-        return sum(1 for value in given if value) + len(self.narrow_args)
-
-    @property
-    def conversations(self) -> bool:
-        """Hermes's rows: one per conversation, a compression chain shown as its tip."""
-        return self.rows == "conversations"
-
-    @property
-    def sort_key(self) -> str:
-        return self.sort.lstrip("-")
-
-    @property
-    def descending(self) -> bool:
-        return self.sort.startswith("-")
-
-    def url_args(self, **override: Any) -> dict[str, Any]:
-        """The query as URL parameters (all page state lives in the URL)."""
-        args: dict[str, Any] = {
-            "source": self.sources,
-            "model": self.models,
-            "state": self.state,
-            "since": self.since,
-            "until": self.until,
-            "q": self.q or None,
-            "sort": None if self.sort == "-started" else self.sort,
-            "active": self.active_minutes,
-            "workspace": self.workspace or None,
-            "branch": self.branch or None,
-            "user": self.user or None,
-            "chat_id": self.chat_id or None,
-            "chat_type": self.chat_type or None,
-            "session_key": self.session_key or None,
-            "archived": None if self.archived == "hide" else self.archived,
-            "rows": None if self.rows == "conversations" else self.rows,
-            "limit": None if self.limit == PAGE_SIZE else self.limit,
-            **self.narrow_args,
-            "store": self.stores,
-        }
-        args.update(override)
-        return {k: v for k, v in args.items() if v not in (None, [], "")}
-
-
-class SessionStore:
+class SessionStore(Keeping, KeptOrders):
     """Named queries over the sessions table, built from the columns that exist."""
 
     def __init__(self, reader: Reader):
@@ -273,6 +44,7 @@ class SessionStore:
         self._order_cache: dict[tuple, tuple[tuple, list, float]] = {}
         # The sessions token as last read, under the file's data_version at that moment.
         self._token_kept: tuple[str, dict[str, Any]] | None = None
+        self._token_lock = threading.Lock()
         # Every chain's tip as JSON, for the chains walk it was made from (source_sql).
         self._tips_json: tuple[dict, str | None] | None = None
 
@@ -620,24 +392,6 @@ class SessionStore:
         cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
         return rows, cursor
 
-    def _walk_started(self, q: SessionQuery) -> bool:
-        """Newest first within common sources: walking the start-time index and testing each
-        row's source stops after a page's worth (about limit / share rows read), where the
-        source index would read every row of the source to sort them (a third of the table
-        for 'cli'). Rare sources keep the source index. Sizes come from the source index
-        alone (shared)."""
-        if not q.sources or q.sort_key != "started":
-            return False
-        sizes = self.shared(
-            "source-sizes",
-            lambda: {
-                r["source"]: r["n"]
-                for r in self.r.rows("SELECT source, COUNT(*) AS n FROM sessions GROUP BY source")
-            },
-        )
-        total = sum(sizes.values())
-        return total > 0 and sum(sizes.get(src, 0) for src in q.sources) >= WALK_SHARE * total
-
     def _chain_totals(self, members: list[str]) -> dict[str, Any]:
         summed = ("message_count", *sql.TOKEN_COLUMNS)
         row = (
@@ -656,185 +410,6 @@ class SessionStore:
         out["root"] = members[0]
         out["members"] = list(members)
         return out
-
-    def _kept_order_page(
-        self,
-        q: SessionQuery,
-        source: tuple[str, str, list[Any]],
-        where: str,
-        params: list[Any],
-        key: str,
-        direction: str,
-    ) -> list[dict[str, Any]]:
-        """Orders no index serves (last activity: one index seek per session; tokens, cost,
-        message count: every wide session row read and sorted) are worked out once per
-        filter and kept: the (key, id) list is reused until the database changes, and moved
-        in place when messages were only appended (see _order_after_appends). Counters that
-        Hermes updates without a message (tokens after a turn) may leave an order out by
-        one turn for at most ORDER_MAX_AGE_S; the rows shown are always read fresh."""
-        with_sql, from_sql, from_params = source
-        token = self.order_marks()
-        cache_key = (key, with_sql, from_sql, tuple(from_params), where, tuple(params), direction)
-        hit = self._order_cache.get(cache_key)
-        if (
-            hit is not None
-            and q.sort_key != "last_active"
-            and time.monotonic() - hit[2] > ORDER_MAX_AGE_S
-        ):
-            hit = None
-        if hit is not None and hit[0] != token and _only_appended(hit[0], token):
-            hit = self._order_after_appends(hit, token, source, where, params, key, q)
-        if hit is None or hit[0] != token:
-            statement = (
-                f"{with_sql}SELECT {key} AS k, s.id AS id FROM {from_sql} WHERE {where} "
-                f"ORDER BY k {direction}, s.id {direction}"
-            )
-            # Tuples as SQLite gives them: 200,000 dicts for a moment are 60 MB more.
-            pairs = self.r.run(
-                lambda raw: raw.execute(statement, [*from_params, *params]).fetchall()
-            )
-            hit = (token, KeptOrder(pairs, q.descending), time.monotonic())
-        if self._order_cache.get(cache_key) is not hit:
-            if len(self._order_cache) >= 8:
-                try:
-                    self._order_cache.pop(next(iter(self._order_cache)), None)
-                except (RuntimeError, StopIteration):  # another thread got there first
-                    pass
-            self._order_cache[cache_key] = hit
-        return hit[1].page(decode_cursor(q.after) if q.after else None, q.limit + 1)
-
-    def _order_after_appends(self, hit, token, source, where, params, key, q):
-        """A kept last-activity order brought up to date after messages were only appended
-        (a live gateway's steady state): just the sessions that got them (and, in Hermes's
-        rows, the compression roots they are the tip of) are read again and moved, instead
-        of one index seek per session. None when too much changed: order afresh."""
-        changed = {
-            r["session_id"]
-            for r in self.r.rows(
-                # NOT INDEXED: a rowid range, where the planner would rather walk the whole
-                # session index to get DISTINCT for free.
-                "SELECT DISTINCT session_id FROM messages NOT INDEXED WHERE id > ? LIMIT ?",
-                [hit[0][0], APPENDED_MAX + 1],
-            )
-        }
-        if len(changed) > APPENDED_MAX:
-            return None
-        if q.conversations:
-            tip_of = {chain[-1]: root for root, chain in self.chains().items()}
-            changed |= {tip_of[i] for i in changed if i in tip_of}
-        with_sql, from_sql, from_params = source
-        fresh = []
-        if changed:
-            fresh = self.r.rows(
-                f"{with_sql}SELECT s.id AS id, {key} AS k FROM {from_sql} WHERE {where} "
-                f"AND s.id IN ({sql.in_list(len(changed))})",
-                [*from_params, *params, *changed],
-            )
-        ordered = hit[1].without(changed)
-        for r in fresh:
-            ordered.insert(r["k"], r["id"])
-        return (token, ordered, hit[2])
-
-    def invalidate(self, soft: bool = False) -> None:
-        """After one of Logbook's own writes: nothing cached may outlive it. ``soft``: one
-        batch of a prune still running. Its rows are read fresh as always, but the figures
-        that scan every session (counts, facets, compression chains: a third of a second on a
-        million messages) are not recomputed by every request after every batch: for
-        SOFT_S after the last batch, requests get the previous figures while one background
-        thread works out the new ones."""
-        self._order_cache.clear()
-        self._token_kept = None
-        if soft:
-            self._soft_until = time.monotonic() + SOFT_S
-            return
-        self._soft_until = 0.0
-        self._cache.clear()
-
-    def _fresh_or_stale(self, slot: str, key: Any, compute, ttl: float, keep=None):
-        """``compute()``, kept in ``slot`` while the key stays ``key`` (for ``ttl`` s).
-
-        Served as it is, while one background thread works out the new value:
-        * a value past its ``ttl`` whose key has not moved (no session appeared or went), up
-          to AGED_MAX_S old: the ttl only bounds how late in-place edits by others show, and
-          a crowd of requests must not each rescan every session row when it runs out;
-        * during a prune (soft changes), a value whose key moved, up to STALE_MAX_S old.
-        Otherwise the request computes it itself; requests that find the same slot already
-        being computed get the previous value if there is one (else wait for that one
-        answer), instead of rescanning alongside it."""
-        now = time.monotonic()
-        hit = self._cache.get(slot)
-        if hit:
-            age, same = now - hit[0], hit[1] == key
-            if same and age < ttl:
-                return hit[2]
-            if (same and age < AGED_MAX_S) or (now < self._soft_until and age < STALE_MAX_S):
-                self._refresh_later(slot, key, compute, keep)
-                return hit[2]
-        with self._refresh_lock:
-            if len(self._flights) > 512:
-                self._flights = {k: v for k, v in self._flights.items() if v.locked()}
-            flight = self._flights.setdefault(slot, threading.Lock())
-        if hit and flight.locked() and now - hit[0] < AGED_MAX_S:
-            # Another request is already working out the new value: answer with the
-            # previous one rather than queue behind it (the one computing pays, not a crowd).
-            return hit[2]
-        left = request_deadline.remaining()
-        # Waiting is bounded by this request's own deadline; past it, compute regardless
-        # (its queries then stop at once with "took too long").
-        waited = time.monotonic()
-        got = flight.acquire(timeout=max(left, 0.0) if left is not None else -1)
-        waited = time.monotonic() - waited
-        if waited > 1.0 and has_app_context():
-            current_app.logger.warning(
-                "waited %.1f s for another request to work out %s", waited, slot[:60]
-            )
-        try:
-            hit = self._cache.get(slot)
-            if got and hit and hit[1] == key and hit[0] >= now:
-                return hit[2]  # computed by the request this one waited for
-            value = compute()
-            self._store(slot, key, value, keep)
-            return value
-        finally:
-            if got:
-                flight.release()
-
-    def _store(self, slot: str, key: Any, value: Any, keep) -> None:
-        if keep is not None and not keep(value):
-            return
-        if len(self._cache) > 256:
-            self._cache.clear()
-        self._cache[slot] = (time.monotonic(), key, value)
-
-    def _refresh_later(self, slot: str, key: Any, compute, keep) -> None:
-        """One thread per slot, and at most REFRESHERS at once: when all are busy the old
-        value is served again and a later request asks anew."""
-        with self._refresh_lock:
-            if slot in self._refreshing or len(self._refreshing) >= REFRESHERS:
-                return
-            self._refreshing.add(slot)
-
-        def work() -> None:
-            try:
-                self._store(slot, key, compute(), keep)
-            except Exception:  # noqa: BLE001 - the next request computes it itself
-                self._cache.pop(slot, None)
-                if has_app_context():
-                    current_app.logger.exception("refreshing %s failed", slot)
-            finally:
-                with self._refresh_lock:
-                    self._refreshing.discard(slot)
-
-        # In the app's context: without it every refresh failed, the slot was dropped and
-        # the next request recounted in line (what the pages under a prune waited for).
-        threads.start_in_app(work, f"refresh-{slot[:20]}")
-
-    def order_marks(self) -> tuple[Any, Any, Any]:
-        """(newest message id, number of sessions, newest start): moves whenever a message is
-        added or a session appears or goes; cheap (a rowid maximum, and the sessions token
-        this request has already read)."""
-        token = self._sessions_token()
-        return (self.r.scalar("SELECT MAX(id) FROM messages"), token.get("n"), token.get("s"))
 
     def count(self, q: SessionQuery) -> tuple[int, bool]:
         """The number of matching rows, capped: (n, capped?)."""
@@ -857,53 +432,6 @@ class SessionStore:
             statement,
             [*from_params, *params],
             lambda st, ps: [r[0] for r in self.r.run(lambda raw: raw.execute(st, ps).fetchall())],
-        )
-
-    def _shared(self, statement: str, params: list[Any], run):
-        """A count over the whole table (Hermes's rows read every row's parent link and
-        markers), shared by the requests of the next seconds while no session appears or
-        goes. Counts are a guide; the rows themselves are always read fresh."""
-        return self.shared(f"{statement}:{params!r}", lambda: run(statement, params))
-
-    def recall(self, key: str) -> Any:
-        """A value kept by ``keep_value`` (None when absent or dropped by one of Logbook's own
-        changes): for callers that decide themselves how old is too old."""
-        hit = self._cache.get(f"kept:{key}")
-        return hit[2] if hit else None
-
-    def keep_value(self, key: str, value: Any) -> None:
-        if len(self._cache) > 256:
-            self._cache.clear()
-        self._cache[f"kept:{key}"] = (time.monotonic(), None, value)
-
-    def _sessions_token(self) -> dict[str, Any]:
-        """How many sessions there are and the newest start: read once per request (a page
-        asks for several shared figures; on schema 22 each read costs over a millisecond)."""
-        holder = g if has_request_context() else None
-        key = f"_sessions_token_{id(self)}"
-        if holder is not None and key in holder:
-            return holder.get(key)
-        # Nobody has committed since it was last read (data_version reads no page): the
-        # same token, without counting every session's index entry again.
-        version = self.r.data_version()
-        kept = self._token_kept
-        if kept is not None and kept[0] == version:
-            token = kept[1]
-        else:
-            token = self.r.one("SELECT COUNT(*) AS n, MAX(started_at) AS s FROM sessions") or {}
-            self._token_kept = (version, token)
-        if holder is not None:
-            setattr(holder, key, token)
-        return token
-
-    def shared(self, name: str, compute, ttl: float = SHARED_TTL_S, keep=None):
-        """``compute()``, shared by the requests of the next ``ttl`` seconds while no session
-        appears or goes (and until Logbook's own next change): for figures that scan every
-        session row, which a gateway's steady appends hardly move. ``keep(value)`` false:
-        not shared (a partial answer)."""
-        token = self._sessions_token()
-        return self._fresh_or_stale(
-            f"shared:{name}", (token.get("n"), token.get("s")), compute, ttl, keep
         )
 
     def hidden_count(self, q: SessionQuery, shown: int) -> int | None:
@@ -954,21 +482,6 @@ class SessionStore:
                 "GROUP BY model ORDER BY n DESC, model"
             ),
         )
-
-    def _cached(self, key: str, compute, ttl: float = 10.0):
-        return self._fresh_or_stale(key, None, compute, ttl)
-
-    def change_token(self) -> str:
-        """Cheap: MAX over two rowid/index orders and a count of live sessions."""
-        row = (
-            self.r.one(
-                "SELECT (SELECT MAX(id) FROM messages) AS m, (SELECT MAX(started_at) FROM sessions) "
-                f"AS s, (SELECT COUNT(*) FROM sessions WHERE {self.col('ended_at', 'sessions')} IS NULL) "
-                "AS live"
-            )
-            or {}
-        )
-        return f"{row.get('m')}-{row.get('s')}-{row.get('live')}"
 
     def get(self, session_id: str) -> dict[str, Any] | None:
         return self.r.one("SELECT * FROM sessions WHERE id = ?", [session_id])
@@ -1032,13 +545,3 @@ class SessionStore:
             "ORDER BY timestamp, id LIMIT 1",
             [session_id],
         )
-
-
-def _only_appended(old: tuple, new: tuple) -> bool:
-    """Between two order_marks: messages were added and no session appeared or went."""
-    return (
-        old[1:] == new[1:]
-        and isinstance(old[0], int)
-        and isinstance(new[0], int)
-        and new[0] > old[0]
-    )

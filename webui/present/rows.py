@@ -29,6 +29,7 @@ from webui.hermes.content import (
 from webui.hermes.origin import origin_label
 from webui.present import fragments, memo, slow_render
 from webui.present.filters import local_datetime
+from webui.present.json_view import json_result, lift_long_strings  # noqa: F401 - lift_long_strings: tests
 from webui.present.markdown import highlight_code, markdown
 
 MARKDOWN_ROLES = {"user", "assistant"}
@@ -222,15 +223,6 @@ def _row_view(made_of: tuple, m: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-@memo.by_text(8_000_000, cost=lambda v: len(v[0]) + sum(len(t["text"]) for t in v[1]))
-def json_result(text: str) -> tuple[Markup, tuple[dict[str, str], ...]]:
-    """(highlighted JSON, lifted strings) for a JSON tool result. File contents and command
-    output inside it read as text, not as one line of "\\n" escapes: long multi-line strings
-    are lifted out of the JSON. Shared between requests: read it, never change it."""
-    short, texts = lift_long_strings(text)
-    return highlight_code(pretty_json(short), "json"), tuple(texts)
-
-
 @memo.by_text(4_000_000, cost=lambda calls: sum(len(c["pretty"]) * 2 for c in calls))
 def tool_calls_view(raw: Any) -> tuple[dict[str, Any], ...]:
     """A message's tool calls, parsed, with highlighted arguments and the hint that tells
@@ -245,27 +237,6 @@ def tool_calls_view(raw: Any) -> tuple[dict[str, Any], ...]:
         }
         for call in parse_tool_calls(raw)
     )
-
-
-# Over this many characters with a line break, a string in a JSON tool result is shown as text.
-LIFT_CHARS = 120
-
-
-def lift_long_strings(text: str) -> tuple[Any, list[dict[str, str]]]:
-    """(the JSON with long multi-line top-level strings replaced by a pointer, those strings
-    as [{"key", "text"}]). Anything that is not a JSON object comes back unchanged."""
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError):
-        return text, []
-    if not isinstance(obj, dict):
-        return obj, []
-    lifted = []
-    for key, value in obj.items():
-        if isinstance(value, str) and len(value) > LIFT_CHARS and "\n" in value:
-            lifted.append({"key": str(key), "text": value})
-            obj[key] = f"[{len(value):,} characters, shown below]"
-    return obj, lifted
 
 
 def call_hint(arguments: Any) -> str:

@@ -58,8 +58,8 @@ def _executor() -> concurrent.futures.ProcessPoolExecutor:
 
 def _work(kind: str, text: str) -> Any:
     """In the render process: what the page would have made inline."""
+    from webui.present.json_view import json_result
     from webui.present.markdown import markdown
-    from webui.present.rows import json_result
 
     if kind == "markdown":
         return str(markdown(text))

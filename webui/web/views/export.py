@@ -17,6 +17,7 @@ from flask import (
     Blueprint,
     Response,
     abort,
+    g,
     jsonify,
     make_response,
     render_template,
@@ -25,15 +26,17 @@ from flask import (
 )
 from jinja2_fragments.flask import render_block
 
-from webui.db import BadRequest, SessionQuery, get_logbook
+from webui.db import BadRequest, SessionQuery, get_logbook, live_logbook
 from webui.db.sessions import LIST_PARAMS
 from webui.db.sql import is_cursor
+from webui.db.stores import LIVE
 from webui.hermes import export_markdown, export_prompts, exports
 from webui.hermes.exports import ExportFormatError
 from webui.hermes.redaction import redact_record
 from webui.hermes.selection import SelectionError, selection_from_args
 from webui.present import export_html
 from webui.present.zipstream import zip_stream
+from webui.web.stores import readable, request_stores
 from webui.web.streams import guarded
 from webui.web.views import refuse_unknown, wants_json
 
@@ -252,6 +255,16 @@ def jsonl():
     # asked for (rewound=1).
     rewound, redact = _flag("rewound"), _flag("redact")
     ex = get_logbook().exporter
+    across = _other_stores(only)
+    if across:
+        # The list's filters over every store: each store's sessions after the live file's,
+        # a session kept in an earlier store (a copy) once.
+        return _download(
+            _jsonl_across(ids, across, rewound, whole, redact),
+            name,
+            "jsonl",
+            "application/x-ndjson",
+        )
     if only == "user-prompts":
         chunks = (
             line.encode()
@@ -265,6 +278,53 @@ def jsonl():
         "jsonl",
         "application/x-ndjson",
     )
+
+
+def _other_stores(only: str | None) -> list:
+    """The stores besides the live one a filtered JSONL export also reads (none when the
+    request names sessions, a lineage, a prune/export selection or one store)."""
+    a = request.args
+    if only or g.get("store_pin") or g.get("all_profiles"):
+        return []
+    if a.getlist("session") or a.get("lineage") or a.get("selection") or a.get("prune_cutoff"):
+        return []
+    stores = readable(request_stores(live_logbook()))
+    if not stores or stores[0].name != LIVE:
+        return []
+    return [(s.name, s.logbook) for s in stores[1:]]
+
+
+def _jsonl_across(live_ids, others, rewound: bool, whole: bool, redact: bool):
+    books = [(LIVE, get_logbook()), *others]
+    args = _without_cursor(request.args)
+    args.setdefault("archived", "include")
+    args["rows"] = "all"
+    q = SessionQuery.from_args(args)
+    yield from books[0][1].exporter.jsonl(
+        live_ids, include_rewound=rewound, last_active=whole, redact=redact
+    )
+    for i, (_name, book) in enumerate(others, start=1):
+        earlier = [b for _n, b in books[:i]]
+
+        def fresh(book=book, earlier=earlier):
+            batch: list[str] = []
+            for sid in book.exporter.session_ids(q):
+                batch.append(sid)
+                if len(batch) == 500:
+                    yield from _not_in(batch, earlier)
+                    batch = []
+            yield from _not_in(batch, earlier)
+
+        yield from book.exporter.jsonl(
+            fresh(), include_rewound=rewound, last_active=whole, redact=redact
+        )
+
+
+def _not_in(ids: list[str], books) -> list[str]:
+    seen: set[str] = set()
+    for b in books:
+        seen |= b.sessions.existing(ids)
+    return [i for i in ids if i not in seen]
 
 
 def _hermes_records(ids, rewound: bool, redact: bool, logical: bool):

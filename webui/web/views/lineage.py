@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, jsonify, redirect, url_for
+from flask import Blueprint, abort, g, jsonify, redirect, url_for
 
-from webui.db import get_logbook
+from webui.db import get_logbook, live_logbook
+from webui.db.lineage import tree_across
 from webui.db.sql import SESSION_FIGURES
+from webui.db.stores import LIVE
 from webui.present.lineage_layout import clip, layout
 from webui.present.rows import session_label, with_origin
+from webui.web.stores import elsewhere
 from webui.web.views import query_args, render_page, wants_json
 
 bp = Blueprint("lineage", __name__)
@@ -28,6 +31,7 @@ NODE_KEYS = (
     "last_active",
     "edge",
     "origin",
+    "store",
 )
 
 
@@ -53,8 +57,18 @@ def lineage(session_id: str):
         if len(matches) == 1:
             return redirect(url_for("lineage.lineage", session_id=matches[0]["id"], **query_args()))
         abort(404, description=f"No session has the id “{session_id}”.")
-    tree = lb.lineage.tree(session_id)
+    everywhere = elsewhere(live_logbook(), g.get("store_pin") or LIVE)
+    if everywhere:
+        # A family split across stores (an archive holds its older segments): followed into
+        # every store, each node naming where it is kept.
+        here = g.get("store_pin") or LIVE
+        tree = tree_across(
+            [(here, lb), *((s.name, s.logbook) for s in everywhere)], session_id, here
+        )
+    else:
+        tree = lb.lineage.tree(session_id)
     for n in tree.nodes:
+        n.setdefault("store", g.get("store_pin") or LIVE)
         with_origin(n)
     if wants_json():
         return jsonify(

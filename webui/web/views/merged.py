@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flask import current_app
 
-from webui.db import BadRequest, Logbook, SessionQuery
+from webui.db import BadRequest, Logbook, LogbookDBError, SessionQuery
 from webui.db.sessions import encode_cursor
 from webui.web.profiles import merged_logbooks
+from webui.web.stores import kept_answer
 
 DONE = "done"
 
@@ -27,6 +28,8 @@ class MergedPage:
     cursor: str | None
     facets: dict[str, int]
     folded: int = 0  # copies of a session already shown from an earlier store
+    # Stores that could not answer in time (or at all): named on the page, never a failed page.
+    missing: list[str] = field(default_factory=list)
 
 
 def encode(cursors: dict[str, Any]) -> str:
@@ -69,13 +72,40 @@ def session_page(
     fetched: list[dict[str, Any]] = []
     more: dict[str, bool] = {}
     facets: dict[str, int] = {}
-    for name, lb in books:
-        for src, n in lb.sessions.source_facets(replace(q, after=None)).items():
-            facets[src] = facets.get(src, 0) + n
+    missing: list[str] = []
+    for i, (name, lb) in enumerate(books):
         state = cursors.get(name)
-        if state == DONE:
+        try:
+            by_source = (
+                kept_answer(
+                    lb,
+                    ("facets", repr(replace(q, after=None))),
+                    lambda lb=lb: lb.sessions.source_facets(replace(q, after=None)),
+                )
+                if i and label == "store"
+                else lb.sessions.source_facets(replace(q, after=None))
+            )
+            for src, n in by_source.items():
+                facets[src] = facets.get(src, 0) + n
+            if state == DONE:
+                continue
+            if i and label == "store":
+                # An archive's or replica's page: kept while its file stands still.
+                rows, nxt = kept_answer(
+                    lb,
+                    ("page", repr(replace(q, after=state))),
+                    lambda lb=lb, state=state: lb.sessions.page(replace(q, after=state)),
+                )
+                rows = [dict(r) for r in rows]
+            else:
+                rows, nxt = lb.sessions.page(replace(q, after=state))
+        except LogbookDBError as exc:
+            if i == 0 and label == "profile":
+                raise
+            # An archive or replica that is slow, locked or gone: its part is named as missing
+            # and the others are shown (its cursor stays where it was).
+            missing.append(f"{name}: {exc.message}")
             continue
-        rows, nxt = lb.sessions.page(replace(q, after=state))
         more[name] = nxt is not None
         for r in rows:
             r[label] = name
@@ -110,7 +140,11 @@ def session_page(
     finished = all(new.get(n) == DONE for n in more) and walked >= len(fetched)
     cursor = None if finished or not page else encode(new)
     return MergedPage(
-        page, cursor, dict(sorted(facets.items(), key=lambda kv: (-kv[1], kv[0]))), folded
+        page,
+        cursor,
+        dict(sorted(facets.items(), key=lambda kv: (-kv[1], kv[0]))),
+        folded,
+        missing,
     )
 
 
@@ -124,8 +158,22 @@ def _mark_copies(rows: list[dict[str, Any]], books: list[tuple[str, Logbook]], l
             continue
         ids = [r["id"] for r in mine]
         earlier: set[str] = set()
-        for before in order[:i]:
-            earlier |= by_name[before].sessions.existing(ids)
+        for j, before in enumerate(order[:i]):
+            book = by_name[before]
+            try:
+                # Two read-only stores (archives, replicas) answer the same while they stand
+                # still: their probe is kept; the live file is asked each time.
+                earlier |= (
+                    kept_answer(
+                        book,
+                        ("existing", tuple(ids)),
+                        lambda b=book, ids=ids: b.sessions.existing(ids),
+                    )
+                    if j and label == "store"
+                    else book.sessions.existing(ids)
+                )
+            except LogbookDBError:
+                continue  # that store is named as missing; its copies cannot be told
         for r in mine:
             if r["id"] in earlier:
                 r["_copy"] = True

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, g, jsonify, url_for
+from flask import Blueprint, abort, g, jsonify, redirect, url_for
 from htmx_flask import request
 
-from webui.db import get_logbook, live_logbook
+from webui.db import LogbookDBError, get_logbook, live_logbook
+from webui.db.origins import PAGE as CHATS_PAGE
+from webui.db.sql import encode_cursor
 from webui.db.stores import LIVE
 from webui.present.rows import message_json
-from webui.web.stores import readable, request_stores
-from webui.web.views import render_page, wants_json
+from webui.web.stores import elsewhere, readable, request_stores
+from webui.web.views import merged, render_page, wants_json
 from webui.web.views.sessions import prepare_messages
 
 bp = Blueprint("origins", __name__)
@@ -27,7 +29,12 @@ def _missing(lb, *columns: str) -> str | None:
 @bp.get("/chats")
 def chats():
     lb = get_logbook()
-    rows, cursor = lb.origins.chats(request.args.get("after") or None)
+    books = _books(lb)
+    after = request.args.get("after") or None
+    if len(books) > 1:
+        rows, cursor = _merged_chats(books, after)
+    else:
+        rows, cursor = lb.origins.chats(after)
     nxt = url_for("origins.chats", after=cursor) if cursor else None
     if wants_json():
         json_next = url_for("origins.chats", after=cursor, format="json") if cursor else None
@@ -35,6 +42,51 @@ def chats():
     return render_page(
         "chats.html", {}, rows=rows, next_url=nxt, notice=_missing(lb, "session_key")
     )
+
+
+def _merged_chats(books, after: str | None):
+    """Each store's chats, most recently active first, merged page by page (a cursor per
+    store, as the merged list keeps them). A chat whose older sessions are kept in an archive
+    has a row there too, labelled with its store."""
+    cursors = merged.decode(after)
+    fetched: list[dict] = []
+    more: dict[str, bool] = {}
+    for name, book in books:
+        state = cursors.get(name)
+        if state == merged.DONE:
+            continue
+        rows, nxt = book.origins.chats(state)
+        more[name] = nxt is not None
+        for r in rows:
+            r["store"] = name
+        fetched.extend(rows)
+    order = {name: i for i, (name, _book) in enumerate(books)}
+    fetched.sort(key=lambda r: (-(r["last_active"] or 0), r["session_key"], order[r["store"]]))
+    # The same chat with the same sessions in a later store (an old backup beside the live
+    # file) is a copy: left out, as the list leaves out copies of sessions.
+    seen: set[tuple] = set()
+    for r in fetched:
+        same = (r["session_key"], r["sessions"], r["first_active"], r["last_active"])
+        r["_copy"] = same in seen
+        seen.add(same)
+    page = fetched[:CHATS_PAGE]
+    new = dict(cursors)
+    for name in more:
+        mine = [r for r in fetched if r["store"] == name]
+        shown = [r for r in page if r["store"] == name]
+        if shown:
+            last = shown[-1]
+            done = last is mine[-1] and not more[name]
+            new[name] = (
+                merged.DONE if done else encode_cursor(last["last_active"], last["session_key"])
+            )
+        elif not mine:
+            new[name] = merged.DONE
+    finished = all(new.get(n) == merged.DONE for n in more) and len(page) == len(fetched)
+    shown = [r for r in page if not r.pop("_copy")]
+    for r in fetched[CHATS_PAGE:]:
+        r.pop("_copy", None)
+    return shown, None if finished or not page else merged.encode(new)
 
 
 @bp.get("/chats/<path:session_key>")
@@ -45,6 +97,11 @@ def chat(session_key: str):
     lb = get_logbook()
     head = lb.origins.chat(session_key)
     if head is None:
+        kept = _chat_elsewhere(session_key) if not g.get("store_pin") else []
+        if kept:  # a chat kept only in an archive or on another machine: read it there
+            return redirect(
+                url_for("origins.chat", session_key=session_key, store=kept[0]["store"])
+            )
         abort(404, description=f"No chat has the key “{session_key}”.")
     rows, cursor = lb.origins.chat_sessions(session_key, request.args.get("after") or None)
     timeline = lb.origins.timeline(
@@ -107,6 +164,7 @@ def chat(session_key: str):
         parts=parts,
         timeline_next=timeline_url(),
         latest=lb.origins.last_session(session_key),
+        elsewhere=_chat_elsewhere(session_key),
     )
 
 
@@ -143,6 +201,20 @@ def merge_groups(per_store: list[tuple[str, list[dict]]], key: str, joined: tupl
                 cur[k] = ",".join(x for x in (cur.get(k), r.get(k)) if x)
             cur["stores"].append(name)
     return list(out.values())
+
+
+def _chat_elsewhere(session_key: str) -> list[dict]:
+    """The same chat's sessions kept in other stores (its older days in an archive, or the
+    newest on another machine): each store's part, to open there."""
+    out = []
+    for store in elsewhere(live_logbook(), g.get("store_pin") or LIVE):
+        try:
+            head = store.logbook.origins.chat(session_key)
+        except LogbookDBError:
+            continue
+        if head:
+            out.append({**head, "store": store.name})
+    return out
 
 
 @bp.get("/workspaces")

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 from flask import Blueprint, current_app, g, jsonify, request, url_for
 
-from webui.db import BadRequest, SearchFilters, get_logbook
+from webui.db import BadRequest, LogbookDBError, SearchFilters, get_logbook
 from webui.db.search import SearchResult, run, run_recent
 from webui.db.stores import LIVE
 from webui.hermes.search import plan, query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
-from webui.serve import is_heavy
 from webui.web.limits import search_slot
 from webui.web.profiles import merged_logbooks
-from webui.web.stores import readable, request_stores
+from webui.web.stores import kept_answer, readable, request_stores
 from webui.web.views import render_page, wants_json
+from webui.workclass import is_heavy
 
 bp = Blueprint("search", __name__)
 
@@ -69,8 +70,24 @@ def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "p
     total, capped, more, notices, searched, p = 0, False, False, [], query, None
     folded = 0
     for i, (name, book) in enumerate(books):
-        p = _plan(book, query)
-        res, searched = run(book.search, p, f, page)
+        try:
+            p = _plan(book, query)
+            if i and label == "store":
+                # An archive's or replica's hits: kept while its file stands still.
+                res, searched = kept_answer(
+                    book,
+                    ("search", query, repr(f), page),
+                    lambda book=book, p=p: run(book.search, p, f, page),
+                )
+                res = replace(res, rows=[dict(r) for r in res.rows])
+            else:
+                res, searched = run(book.search, p, f, page)
+        except LogbookDBError as exc:
+            if not i:
+                raise
+            # An archive or replica that is slow, locked or gone: named, the others shown.
+            notices.append(f"{name} was not searched: {exc.message}")
+            continue
         rows = res.rows
         if label == "store" and i:
             ids = list({r["session_id"] for r in rows})

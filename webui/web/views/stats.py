@@ -7,6 +7,7 @@ import io
 import json
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,7 +30,7 @@ from webui.present import charts, fragments
 from webui.present.filters import compact, group_cost, money, num
 from webui.present.headline import headline, leaders
 from webui.web.profiles import merged_logbooks
-from webui.web.stores import readable, request_stores
+from webui.web.stores import kept_answer, readable, request_stores
 from webui.web.views import render_page, wants_json
 
 bp = Blueprint("stats", __name__)
@@ -439,7 +440,18 @@ def store_rows(q: StatsQuery) -> list[dict[str, Any]]:
     rows = []
     for s in stores:
         try:
-            rows.append({"store": s.name, "kind": s.kind, "totals": s.logbook.stats.totals(q)})
+            totals = (
+                s.logbook.stats.totals(q)
+                if s.kind == "live"
+                # An archive's totals for a period that moves with the clock: kept for the
+                # minute (the window's edge moves by at most that much).
+                else kept_answer(
+                    s.logbook,
+                    ("totals", repr(replace(q, now=0.0)), int(q.now // 60)),
+                    lambda s=s: s.logbook.stats.totals(q),
+                )
+            )
+            rows.append({"store": s.name, "kind": s.kind, "totals": totals})
         except LogbookDBError as exc:
             rows.append({"store": s.name, "kind": s.kind, "totals": None, "error": exc.message})
     return rows

@@ -1,0 +1,137 @@
+"""What a page of hits shows: FTS5 snippets for the rows on the page only, each hit's session
+and origin, and the messages around it. A mixin of SearchStore."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from webui.db import sql
+from webui.db.search_limits import (
+    MARK_END,
+    MARK_START,
+    RANGE_SNIPPETS,
+    SNIPPET_TOKENS,
+)
+from webui.db.snippets import mirror_declaration
+from webui.db.snippets import snippets as mirror_snippets
+from webui.hermes.content import plain_text
+from webui.hermes.origin import ORIGIN_COLUMNS
+
+
+class HitReading:
+    """Snippets, rows and context of a page of hits (``self.r``: the Reader)."""
+
+    # -- shared --------------------------------------------------------------------------
+
+    @property
+    def _content(self) -> str:
+        return "m.content" if self.schema.has("messages", "content") else "NULL"
+
+    def _snippets(self, table: str, expression: str, ids: list[int]) -> dict[int, str]:
+        """rowid -> snippet for a page's hits: from a mirror of the page's rows
+        (webui.db.snippets) when the table's declaration can be copied, else from the table."""
+        declaration = mirror_declaration(
+            self.r.scalar("SELECT sql FROM sqlite_master WHERE name = ?", [table]) or ""
+        )
+        if declaration is not None:
+            docs = self.r.rows(
+                f"SELECT rowid AS id, * FROM {table} WHERE rowid IN ({sql.in_list(len(ids))})",
+                ids,
+            )
+            try:
+                return mirror_snippets(
+                    declaration, docs, expression, (MARK_START, MARK_END), SNIPPET_TOKENS
+                )
+            except sqlite3.Error:
+                pass  # the table itself answers (and a passed deadline is reported there)
+        select = (
+            f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) "
+            f"AS snippet FROM {table} WHERE {table} MATCH ? AND "
+        )
+        # snippet() for "rowid IN (…)" evaluates the query once per id, which for a prefix
+        # (deploy*) means expanding it each time. When the page's ids lie in a range holding
+        # few other matches (newest-first pages are consecutive matches, less the
+        # filtered-out ones), one scan of that range does it in a single pass.
+        in_range = self.r.scalar(
+            f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ?",
+            [expression, min(ids), max(ids)],
+        )
+        if in_range > max(4 * len(ids), RANGE_SNIPPETS if "*" in expression else 0):
+            rows = self.r.rows(
+                select + f"rowid IN ({','.join('?' * len(ids))})",
+                [MARK_START, MARK_END, expression, *ids],
+            )
+        else:
+            wanted = set(ids)
+            rows = [
+                r
+                for r in self.r.rows(
+                    select + "rowid BETWEEN ? AND ?",
+                    [MARK_START, MARK_END, expression, min(ids), max(ids)],
+                )
+                if r["id"] in wanted
+            ]
+        return {r["id"]: r["snippet"] for r in rows}
+
+    def _hydrate(self, ids: list[int]) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        content = self._content
+        title = "s.title" if self.schema.has("sessions", "title") else "NULL"
+        model = "s.model" if self.schema.has("sessions", "model") else "NULL"
+        tool_calls = "m.tool_calls" if self.schema.has("messages", "tool_calls") else "NULL"
+        tool_name = "m.tool_name" if self.schema.has("messages", "tool_name") else "NULL"
+        rows = self.r.rows(
+            f"SELECT m.id AS message_id, m.session_id AS session_id, m.role AS role, "
+            f"m.timestamp AS timestamp, {tool_name} AS tool_name, {tool_calls} AS tool_calls, "
+            f"{content} AS _text, s.source AS source, {model} AS model, {title} AS session_title, "
+            # An untitled session is named by its first user message, as in the list.
+            f"CASE WHEN {title} IS NULL THEN (SELECT substr({content.replace('m.', 'p.')}, 1, 300) FROM messages p "
+            f"WHERE p.session_id = s.id AND p.role = 'user' ORDER BY p.timestamp, p.id LIMIT 1) "
+            f"END AS session_preview, "
+            f"s.started_at AS session_started, {self._origin_columns()} FROM messages m "
+            "JOIN sessions s ON "
+            f"s.id = m.session_id WHERE m.id IN ({','.join('?' * len(ids))})",
+            ids,
+        )
+        by_id = {r["message_id"]: r for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def _origin_columns(self) -> str:
+        """Where each hit's conversation came from (schema 22; NULL before)."""
+        return ", ".join(f"{sql.col(self.schema, c, 's')} AS {c}" for c in ORIGIN_COLUMNS)
+
+    def contexts(self, rows: list[dict[str, Any]]) -> None:
+        """Set each hit's ``context``: the message before it, itself and the one after, in its
+        session, as Hermes returns them. One statement for the whole page of hits."""
+        if not rows:
+            return
+        content = self._content
+        values = ", ".join("(?, ?, ?)" for _ in rows)
+        params = [x for r in rows for x in (r["message_id"], r["session_id"], r["timestamp"])]
+        neighbours = self.r.rows(
+            f"WITH hits(hid, sid, ts) AS (VALUES {values}), "
+            "near AS (SELECT hid, "
+            " (SELECT m.id FROM messages m WHERE m.session_id = h.sid AND (m.timestamp, m.id) < "
+            "  (h.ts, h.hid) ORDER BY m.timestamp DESC, m.id DESC LIMIT 1) AS before_id, "
+            " (SELECT m.id FROM messages m WHERE m.session_id = h.sid AND (m.timestamp, m.id) > "
+            "  (h.ts, h.hid) ORDER BY m.timestamp, m.id LIMIT 1) AS after_id FROM hits h) "
+            f"SELECT n.hid AS hid, n.side AS side, m.role AS role, {content} AS content FROM ("
+            " SELECT hid, 0 AS side, before_id AS mid FROM near UNION ALL "
+            " SELECT hid, 1 AS side, after_id AS mid FROM near) n "
+            "JOIN messages m ON m.id = n.mid",
+            params,
+        )
+        by_hit: dict[Any, dict[int, dict[str, str]]] = {}
+        for n in neighbours:
+            by_hit.setdefault(n["hid"], {})[n["side"]] = {
+                "role": n["role"],
+                "content": plain_text(n["content"], 200) if n["content"] else "",
+            }
+        for row in rows:
+            near = by_hit.get(row["message_id"], {})
+            current = {"role": row["role"], "content": plain_text(row.get("_text") or "", 200)}
+            row["context"] = (
+                ([near[0]] if 0 in near else []) + [current] + ([near[1]] if 1 in near else [])
+            )

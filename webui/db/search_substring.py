@@ -1,0 +1,121 @@
+"""The substring route: searches the index cannot answer (short CJK words, invalid FTS5 read
+literally, databases without an FTS table) as LIKE scans, bounded, and answered from the
+newest messages first when they prove the page. A mixin of SearchStore."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webui.db.errors import LogbookDBError
+from webui.db.search_limits import (
+    MAX_RESULTS,
+    PAGE_SIZE,
+    RECENT_STEP,
+    RECENT_WINDOW,
+    SearchFilters,
+    SearchResult,
+)
+from webui.db.sessions import like_escape
+
+
+class SubstringRoute:
+    """LIKE searches (``self.r``: the Reader)."""
+
+    # -- substring route -----------------------------------------------------------------
+
+    def _like_clauses(self, terms: list[str], *, any_term: bool) -> tuple[str, list[Any]]:
+        """Each term as a substring of the content, tool name or tool calls; ALL terms or ANY."""
+        columns = ["m.content"] if self.schema.has("messages", "content") else []
+        if self.schema.has("messages", "tool_name"):
+            columns.append("m.tool_name")
+        if self.schema.has("messages", "tool_calls"):
+            columns.append("m.tool_calls")
+        if not columns:
+            return "0", []
+        clauses: list[str] = []
+        like_params: list[Any] = []
+        for term in terms:
+            pattern = f"%{like_escape(term)}%"
+            clauses.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")")
+            like_params += [pattern] * len(columns)
+        return "(" + (" OR " if any_term else " AND ").join(clauses) + ")", like_params
+
+    def like(
+        self,
+        terms: list[str],
+        f: SearchFilters,
+        page: int,
+        *,
+        any_term: bool = False,
+        include_inactive: bool = False,
+        id_floor: int | None = None,
+    ) -> SearchResult:
+        if not terms:
+            return SearchResult([], 0, False, False, False, [])
+        where, params = self._filters(f, include_inactive=include_inactive)
+        if id_floor is not None:
+            where += " AND m.id > ?"
+            params.append(id_floor)
+        like_sql, like_params = self._like_clauses(terms, any_term=any_term)
+        base = f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {like_sql}{where}"
+        offset = (page - 1) * PAGE_SIZE
+        # Newest first. By id, the scan walks the table backwards and stops after one page;
+        # Hermes 0.19 orders by timestamp (clocks can jump back), which needs the whole scan.
+        order = "m.timestamp DESC, m.id DESC" if any_term else "m.id DESC"
+        ids = [
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT m.id AS id {base} ORDER BY {order} LIMIT ? OFFSET ?",
+                [*like_params, *params, PAGE_SIZE + 1, offset],
+            )
+        ]
+        has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
+        ids = ids[:PAGE_SIZE]
+        rows = self._hydrate(ids)
+        for row in rows:
+            # No snippet() on this route: presentation cuts one around the terms.
+            row["snippet"] = None
+            row["match_terms"] = terms
+        total = offset + len(rows) + (1 if has_more else 0)
+        return SearchResult(rows, total, has_more, False, has_more, [])
+
+    def _recent_floor(self) -> int | None:
+        top = self.r.scalar("SELECT MAX(id) FROM messages") or 0
+        floor = (top - RECENT_WINDOW) // RECENT_STEP * RECENT_STEP
+        return floor if floor > 0 else None
+
+    def learn_recent_bound(self) -> None:
+        """Read the newest timestamp of the messages below the current floor, once (a scan
+        of them: run it where a substring search already holds a search slot)."""
+        floor = self._recent_floor()
+        if floor is not None and floor not in self._older_newest:
+            try:
+                newest = self.r.scalar("SELECT MAX(timestamp) FROM messages WHERE id <= ?", [floor])
+            except LogbookDBError:
+                return  # out of this request's time: a later search learns it
+            if len(self._older_newest) > 64:
+                self._older_newest.clear()
+            self._older_newest[floor] = newest
+
+    def like_recent(
+        self, terms: list[str], f: SearchFilters, *, any_term: bool, include_inactive: bool
+    ) -> SearchResult | None:
+        """The first page of a substring search from the newest messages alone, or None when
+        they cannot prove it is the whole answer's first page (then search everything)."""
+        floor = self._recent_floor()
+        if floor is None:
+            return None
+        bound = self._older_newest.get(floor) if any_term else None
+        if any_term and not isinstance(bound, (int, float)):
+            return None  # not learnt yet, or text timestamps: SQLite orders text above numbers
+        result = self.like(
+            terms, f, 1, any_term=any_term, include_inactive=include_inactive, id_floor=floor
+        )
+        if not result.has_more:
+            return None  # fewer than a page up there: the rest may be anywhere below
+        if any_term:
+            last = result.rows[-1].get("timestamp") if result.rows else None
+            # Timestamp order: every older message must sort after the page's last hit.
+            if not isinstance(last, (int, float)) or bound > last:
+                return None
+        return result
