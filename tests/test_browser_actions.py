@@ -226,3 +226,41 @@ def test_a_big_prune_preview_reaches_every_session_with_totals_and_a_download(ma
     body = page.request.get(f"{many.url}{href}").text()
     ids = [line.split(",", 1)[0] for line in body.splitlines()[1:]]
     assert ids == expected["sessions"]
+
+
+def test_cold_storage_preview_move_and_read_back_from_the_archive(fresh, page):
+    """In the browser: the preview names the conversations, the move runs with its own
+    address, its result says where they went and how much of the live file is free pages; the
+    list still shows them, from the archive, and /stores names the new file; both pages pass
+    axe's serious checks."""
+    from support.browser import axe_problems
+
+    db, srv, _ = fresh
+    before = sql(
+        db,
+        "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND "
+        "started_at < strftime('%s','now') - 300 * 86400",
+    )[0][0]
+    assert before
+    page.goto(f"{srv.url}/coldstore?older_than=300")
+    summary = page.locator("#coldstore-preview .summary")
+    assert f"{before:,} session" in summary.inner_text() and "would move" in summary.inner_text()
+    assert axe_problems(page, "coldstore") == []
+    page.locator("form.coldstore-run button").click()
+    page.wait_for_url(re.compile(r"/coldstore/jobs/[0-9a-f]+$"))
+    job = page.locator(".prune-job", has_text="Moved")
+    job.wait_for(timeout=60_000)
+    text = job.inner_text()
+    assert "hermes-archive-" in text and "free pages" in text and "optimize" in text
+    left = sql(
+        db,
+        "SELECT COUNT(*) FROM sessions WHERE ended_at IS NOT NULL AND "
+        "started_at < strftime('%s','now') - 300 * 86400",
+    )[0][0]
+    assert left < before
+    page.goto(f"{srv.url}/stores")
+    month = page.locator("table.stores td a", has_text="archive 20")
+    month.first.wait_for()
+    assert axe_problems(page, "stores") == []
+    page.goto(f"{srv.url}/sessions?sort=started&archived=include")
+    page.locator("#results .badge.store").first.wait_for()

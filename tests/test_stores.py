@@ -314,3 +314,47 @@ def test_a_chat_kept_in_two_stores_points_to_its_other_part(tmp_path):
     r = client.get("/chats/only-here")
     assert r.status_code == 302 and "store=archive+older" in r.headers["Location"]
     assert client.get(r.headers["Location"]).status_code == 200
+
+
+def test_a_filtered_markdown_export_spans_the_stores_as_the_jsonl_does(history):
+    import io
+    import zipfile
+
+    live, folder, _app, client = history
+    lines = client.get("/export.jsonl?source=cli").get_data(as_text=True).splitlines()
+    ids = {json.loads(line)["id"] for line in lines if line}
+    r = client.get("/export.md?source=cli")
+    assert r.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(r.get_data())) as z:
+        names = [n for n in z.namelist() if n != "manifest.jsonl"]
+        manifest = [json.loads(x) for x in z.read("manifest.jsonl").decode().splitlines() if x]
+    assert len(names) == len(ids) == len(manifest)
+    assert {m.get("session_id") or m.get("id") for m in manifest} == ids
+
+
+def test_a_filtered_csv_spans_the_stores_under_one_header(history):
+    import csv as csvmod
+    import io
+
+    live, folder, _app, client = history
+    lines = client.get("/export.jsonl?source=cli").get_data(as_text=True).splitlines()
+    ids = {json.loads(line)["id"] for line in lines if line}
+    rows = list(
+        csvmod.reader(io.StringIO(client.get("/export.csv?source=cli").get_data(as_text=True)))
+    )
+    header, body = rows[0], rows[1:]
+    assert header[0] == "id" and sum(1 for r in rows if r == header) == 1
+    assert {r[0] for r in body} == ids and len(body) == len(ids)
+    assert all(len(r) == len(header) for r in body)
+
+
+def test_a_filtered_html_page_spans_the_stores(history):
+    live, folder, _app, client = history
+    lines = client.get("/export.jsonl?source=cli").get_data(as_text=True).splitlines()
+    ids = {json.loads(line)["id"] for line in lines if line}
+    page = client.get("/export.html?source=cli").get_data(as_text=True)
+    laptop = {
+        x[0] for x in sql(folder / "old-laptop.db", "SELECT id FROM sessions WHERE source = 'cli'")
+    }
+    assert laptop and laptop <= ids
+    assert all(sid in page for sid in ids)

@@ -295,8 +295,25 @@ class Exporter:
             }
             yield from (found[sid] for sid in batch if sid in found)
 
-    def csv(self, ids: Iterator[str]) -> Iterator[str]:
-        cols = [
+    def csv(
+        self, ids: Iterator[str], columns: list[str] | None = None, header: bool = True
+    ) -> Iterator[str]:
+        """A metadata row per session. ``columns``: another store's header to follow (a column
+        this file lacks is left empty); ``header``: False for a store after the first."""
+        cols = columns or self.csv_columns()
+        if header:
+            yield _csv_line(cols)
+        batch: list[str] = []
+        for sid in ids:
+            batch.append(sid)
+            if len(batch) >= BATCH:
+                yield from self._csv_rows(batch, cols)
+                batch = []
+        if batch:
+            yield from self._csv_rows(batch, cols)
+
+    def csv_columns(self) -> list[str]:
+        return [
             c
             for c in (
                 "id",
@@ -316,21 +333,13 @@ class Exporter:
             )
             if self.schema.has("sessions", c)
         ]
-        yield _csv_line(cols)
-        batch: list[str] = []
-        for sid in ids:
-            batch.append(sid)
-            if len(batch) >= BATCH:
-                yield from self._csv_rows(batch, cols)
-                batch = []
-        if batch:
-            yield from self._csv_rows(batch, cols)
 
     def _csv_rows(self, ids: list[str], cols: list[str]) -> Iterator[str]:
+        picked = ", ".join(c if self.schema.has("sessions", c) else f"NULL AS {c}" for c in cols)
         rows = {
             r["id"]: r
             for r in self.r.rows(
-                f"SELECT {', '.join(cols)} FROM sessions WHERE id IN ({','.join('?' * len(ids))})",
+                f"SELECT {picked} FROM sessions WHERE id IN ({','.join('?' * len(ids))})",
                 ids,
             )
         }

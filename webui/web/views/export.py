@@ -295,29 +295,37 @@ def _other_stores(only: str | None) -> list:
 
 
 def _jsonl_across(live_ids, others, rewound: bool, whole: bool, redact: bool):
-    books = [(LIVE, get_logbook()), *others]
+    books = [get_logbook(), *(b for _n, b in others)]
+    for i, book in enumerate(books):
+        ids = live_ids if not i else _store_ids(book, books[:i])
+        yield from book.exporter.jsonl(
+            ids, include_rewound=rewound, last_active=whole, redact=redact
+        )
+
+
+def _store_ids(book, earlier):
+    """A later store's ids for the request's filters, less those an earlier store holds."""
     args = _without_cursor(request.args)
     args.setdefault("archived", "include")
     args["rows"] = "all"
     q = SessionQuery.from_args(args)
-    yield from books[0][1].exporter.jsonl(
-        live_ids, include_rewound=rewound, last_active=whole, redact=redact
-    )
-    for i, (_name, book) in enumerate(others, start=1):
-        earlier = [b for _n, b in books[:i]]
-
-        def fresh(book=book, earlier=earlier):
-            batch: list[str] = []
-            for sid in book.exporter.session_ids(q):
-                batch.append(sid)
-                if len(batch) == 500:
-                    yield from _not_in(batch, earlier)
-                    batch = []
+    batch: list[str] = []
+    for sid in book.exporter.session_ids(q):
+        batch.append(sid)
+        if len(batch) == 500:
             yield from _not_in(batch, earlier)
+            batch = []
+    yield from _not_in(batch, earlier)
 
-        yield from book.exporter.jsonl(
-            fresh(), include_rewound=rewound, last_active=whole, redact=redact
-        )
+
+def _records_across(live_ids, others, rewound: bool, redact: bool):
+    """Hermes's export records over every store: the live file's, then each store's sessions
+    that no earlier store holds (for the Markdown and QMD files of a filtered export)."""
+    books = [get_logbook(), *(b for _n, b in others)]
+    for i, book in enumerate(books):
+        ids = live_ids if not i else _store_ids(book, books[:i])
+        for rec in book.exporter.records(ids, include_rewound=rewound):
+            yield redact_record(rec) if redact else rec
 
 
 def _not_in(ids: list[str], books) -> list[str]:
@@ -368,7 +376,12 @@ def _hermes_document(fmt: str):
             export_prompts.markdown_chunks(records), f"{name}-user-prompts", "md", "text/markdown"
         )
     ids, name = _ids()
-    records = _hermes_records(ids, rewound, redact, logical)
+    across = [] if logical else _other_stores(only)
+    records = (
+        _records_across(ids, across, rewound, redact)
+        if across
+        else _hermes_records(ids, rewound, redact, logical)
+    )
     first = next(records)
     second = next(records, None)
     if second is None:
@@ -421,6 +434,25 @@ def html():
     ids, name = _ids()
     rewound, redact = _flag("rewound"), _flag("redact")
     chosen = list(ids)
+    across = _other_stores(None)
+    if across:
+        # Every store's sessions (less the copies an earlier store holds), one sidebar.
+        books = [get_logbook(), *(b for _n, b in across)]
+        parts = [(books[0], chosen)] + [
+            (b, list(_store_ids(b, books[:i]))) for i, b in enumerate(books[1:], start=1)
+        ]
+        parts = [(b, mine) for b, mine in parts if mine]
+        if sum(len(mine) for _b, mine in parts) > 1:
+            records = (
+                redact_record(rec) if redact else rec
+                for b, mine in parts
+                for rec in b.exporter.records(iter(mine), include_rewound=rewound)
+            )
+            rows = (r for b, mine in parts for r in b.exporter.sidebar_rows(mine))
+            page = export_html.page_chunks(
+                records, (redact_record(r) if redact else r for r in rows)
+            )
+            return _download(page, name, "html", "text/html")
     records = _hermes_records(iter(chosen), rewound, redact, logical=False)
     if len(chosen) == 1:
         first = next(records, None)
@@ -436,7 +468,19 @@ def html():
 @bp.get("/export.csv")
 def csv():
     ids, name = _ids()
-    return _download(get_logbook().exporter.csv(ids), name, "csv", "text/csv")
+    across = _other_stores(None)
+    if not across:
+        return _download(get_logbook().exporter.csv(ids), name, "csv", "text/csv")
+    # Every store's rows under the live file's header (a column an older file lacks is empty).
+    books = [get_logbook(), *(b for _n, b in across)]
+    cols = books[0].exporter.csv_columns()
+
+    def rows():
+        for i, book in enumerate(books):
+            mine = ids if not i else _store_ids(book, books[:i])
+            yield from book.exporter.csv(mine, columns=cols, header=not i)
+
+    return _download(rows(), name, "csv", "text/csv")
 
 
 @bp.get("/export.md")
