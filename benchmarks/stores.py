@@ -169,7 +169,16 @@ def main(argv: list[str] | None = None) -> int:
         f"Machine: {m.get('cpu', '?')}, {m.get('nproc', '?')} cores, {m.get('memory', '?')}, "
         f"SQLite {m.get('sqlite', '?')}, Python {m.get('python', '?')}.",
     ]
-    text = "\n".join(lines)
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    text = "\n".join(
+        [
+            "<!-- stores:start -->",
+            f"## The whole history: the live file beside five archives ({stamp})",
+            "",
+            *lines,
+            "<!-- stores:end -->",
+        ]
+    )
     print(text)
     if args.out:
         write_section(args.out, "stores", text)

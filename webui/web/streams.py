@@ -127,7 +127,10 @@ class ExportSlots:
                     )
                 self.abandoned += 1
                 log.warning("export to %s abandoned: %s", stream.client, why)
-                stream.abandon()
+                try:
+                    stream.abandon()
+                except Exception:  # noqa: BLE001 - the watchdog outlives any one stream
+                    log.exception("abandoning the export to %s failed", stream.client)
 
 
 class GuardedStream:
@@ -194,11 +197,16 @@ class GuardedStream:
         # the loop, which owns it, close the connection. Closing wakes the worker waiting for
         # room in the spool, which then stops producing the export.
         channel.will_close = True
+        # The loop may have closed the connection meanwhile (its socket is then None): the
+        # reader is gone already, and the watchdog must live on for the other exports.
+        sock = channel.socket
+        if sock is None:
+            return
         try:
             # Reset, not a polite close: what the kernel still holds for a trickling reader
             # would otherwise take hours to reach it, and it must see the cut now.
-            channel.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            channel.socket.shutdown(socket.SHUT_RDWR)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # already gone
         channel.server.pull_trigger()
