@@ -181,10 +181,19 @@ SUMMED = ("sessions", "messages", "tokens", "cost", "included_sessions", "unpric
 def merge_groups(per_store: list[tuple[str, list[dict]]], key: str, joined: tuple[str, ...]):
     """Rows of the same group (a workspace, a person) from several stores as one: figures
     summed, first and last activity widened, names and sources joined; ``stores`` says where
-    its sessions are kept. A session kept in two stores counts in each."""
+    its sessions are kept. A group whose sessions in a later store are exactly those of an
+    earlier one is a copy and counts once; a session kept in two stores among others counts
+    in each."""
     out: dict[str, dict] = {}
+    seen: set[tuple] = set()
     for name, rows in per_store:
         for r in rows:
+            # The same group with the same sessions in a later store (an old backup beside
+            # the live file) is a copy: counted once, as the list folds copies of sessions.
+            same = (r[key], r.get("sessions"), r.get("first_active"), r.get("last_active"))
+            if same in seen:
+                continue
+            seen.add(same)
             cur = out.get(r[key])
             if cur is None:
                 out[r[key]] = cur = {**r, "stores": [name]}
