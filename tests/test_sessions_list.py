@@ -445,3 +445,40 @@ def test_the_sessions_token_is_read_again_only_after_a_commit(tmp_path, monkeypa
         )
     assert telegram() == before + 1
     assert len(reads) == first + 1
+
+
+def test_the_first_list_after_a_restart_starts_from_what_was_kept(tmp_path, monkeypatch):
+    """Hermes's chains and the menus' counts (reads of every session row: seconds on a big
+    file whose pages are not cached) are kept in the instance folder; after a restart the
+    first list is answered from them, the same as a fresh reading, and a new session makes
+    them fresh."""
+    import sqlite3
+    import threading
+    import time
+
+    from webui.db.sessions import SessionStore
+
+    db = copy_fixture("hermes-v22-extended.db", tmp_path)
+    first = make_app(db, tmp_path / "inst").test_client().get("/sessions?format=json").get_json()
+    kept = list((tmp_path / "inst").glob("kept-*/*.json"))
+    assert len(kept) >= 3
+    walks = []
+    real = SessionStore._walk_chains
+    monkeypatch.setattr(
+        SessionStore,
+        "_walk_chains",
+        lambda self: (
+            walks.append(threading.current_thread() is threading.main_thread()) or real(self)
+        ),
+    )
+    again = make_app(db, tmp_path / "inst").test_client().get("/sessions?format=json").get_json()
+    assert again["sessions"] == first["sessions"] and again["facets"] == first["facets"]
+    # No chains walk inside the request itself (one may run behind it, to refresh).
+    assert not any(walks)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO sessions (id, source, started_at) VALUES ('after-restart', 'telegram', ?)",
+            (time.time(),),
+        )
+    third = make_app(db, tmp_path / "inst").test_client().get("/sessions?format=json").get_json()
+    assert third["facets"]["source"]["telegram"] == first["facets"]["source"]["telegram"] + 1

@@ -163,6 +163,7 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
     digest = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
     rollup_path = _rollup_path(Path(app.instance_path), digest, opened.path)
     sessions = SessionStore(reader)
+    sessions.disk_dir = rollup_path.with_name(rollup_path.stem.replace("rollup-", "kept-"))
     logbook = Logbook(
         opened,
         reader,

@@ -5,6 +5,8 @@ SessionStore; its state is set up in SessionStore.__init__."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 from typing import Any
@@ -21,6 +23,12 @@ from webui.db.session_query import (
     STALE_MAX_S,
 )
 from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor, is_cursor  # noqa: F401 - the list's cursor
+
+# Slots kept across restarts (see Keeping._from_disk): Hermes's chains and every shared
+# whole-table figure (menus, counts), each written at most once a minute, DISK_SLOTS a run.
+PERSISTED = frozenset({"chains", "models", "sources"})
+DISK_EVERY_S = 60.0
+DISK_SLOTS = 48
 
 
 class Keeping:
@@ -53,7 +61,7 @@ class Keeping:
         being computed get the previous value if there is one (else wait for that one
         answer), instead of rescanning alongside it."""
         now = time.monotonic()
-        hit = self._cache.get(slot)
+        hit = self._cache.get(slot) or self._from_disk(slot, key, ttl)
         if hit:
             age, same = now - hit[0], hit[1] == key
             if same and age < ttl:
@@ -96,6 +104,51 @@ class Keeping:
         if len(self._cache) > 256:
             self._cache.clear()
         self._cache[slot] = (time.monotonic(), key, value)
+        self._to_disk(slot, key, value)
+
+    # -- across restarts ------------------------------------------------------------------
+    # The few values a first page waits for that read every session row (Hermes's chains,
+    # the origin menus: 3-4 s on a 16 GB file whose pages are not in the cache) are also
+    # written to the instance folder. After a restart, for the same sessions token, the
+    # saved value is served as an aged one (while a fresh one is worked out behind it), as a
+    # value a few seconds old is served between requests.
+
+    def _disk_path(self, slot: str):
+        folder = getattr(self, "disk_dir", None)
+        if folder is None or not (slot in PERSISTED or slot.startswith("shared:")):
+            return None
+        # Shared counts are named by their statement and its parameters (the chains' tips
+        # among them): a digest names their file.
+        return folder / (hashlib.sha1(slot.encode()).hexdigest()[:20] + ".json")
+
+    def _from_disk(self, slot: str, key: Any, ttl: float):
+        path = self._disk_path(slot)
+        if path is None or slot in self._disk_read:
+            return None
+        self._disk_read.add(slot)  # once per slot and run: later ones are in memory
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(saved, dict) or saved.get("key") != json.loads(json.dumps(key)):
+            return None
+        return (time.monotonic() - ttl - 0.001, key, saved.get("value"))
+
+    def _to_disk(self, slot: str, key: Any, value: Any) -> None:
+        path = self._disk_path(slot)
+        now = time.monotonic()
+        if path is None or now - self._disk_written.get(slot, -DISK_EVERY_S) < DISK_EVERY_S:
+            return
+        if slot not in self._disk_written and len(self._disk_written) >= DISK_SLOTS:
+            return  # the first few dozen of a run: a page's own, not every filter ever asked
+        self._disk_written[slot] = now
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".part")
+            tmp.write_text(json.dumps({"key": key, "value": value}), encoding="utf-8")
+            tmp.replace(path)
+        except (OSError, TypeError, ValueError):
+            pass  # a full disk or a value JSON cannot hold: kept in memory only
 
     def _refresh_later(self, slot: str, key: Any, compute, keep) -> None:
         """One thread per slot, and at most REFRESHERS at once: when all are busy the old

@@ -47,6 +47,11 @@ class SessionStore(Keeping, KeptOrders):
         self._token_lock = threading.Lock()
         # Every chain's tip as JSON, for the chains walk it was made from (source_sql).
         self._tips_json: tuple[dict, str | None] | None = None
+        # Values kept across restarts (session_keeping.PERSISTED): the folder, set by the
+        # app (None: memory only), what was read of it and when each was last written.
+        self.disk_dir = None
+        self._disk_read: set[str] = set()
+        self._disk_written: dict[str, float] = {}
 
     def col(self, name: str, alias: str = "s") -> str:
         return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
