@@ -69,6 +69,9 @@ class Rollup(SessionFollowing, Panels):
         # Every read of state.db has this time limit (the app's query limit); a batch is
         # sized to take half of it at most.
         self.read_limit_s = read_limit_s
+        # Grows when even the smallest read keeps running out of time (a busy machine, a cold
+        # disk): the pass must move forward, if more slowly; back to 1 after a good step.
+        self.patience = 1.0
         self.read_target_s = min(READ_TARGET_S, read_limit_s / 2)
         self.lock = threading.Lock()
         self.has_tool_name = reader.schema.has("messages", "tool_name")
@@ -152,13 +155,25 @@ class Rollup(SessionFollowing, Panels):
                 try:
                     cov = self.refresh(budget_s)
                     failures = 0
+                    self.patience = 1.0
                 except (LogbookDBError, sqlite3.Error) as exc:
                     failures += 1
+                    if isinstance(exc, QueryTimeout) and self._batch <= MIN_BATCH and failures >= 2:
+                        # The smallest read did not fit twice: give reads more time (up to a
+                        # minute) rather than retry the same read forever.
+                        self.patience = min(self.patience * 4, 60.0 / max(self.read_limit_s, 1e-3))
                     self._batch = max(MIN_BATCH, self._batch // 4)  # a cold disk: smaller reads
                     if failures >= 20:
                         raise
                     log.warning("the stats rollup paused (%s); trying again", exc)
-                    time.sleep(min(60.0, 0.5 * 2**failures))
+                    time.sleep(
+                        min(
+                            60.0,
+                            0.5 * 2 ** min(failures, 3)
+                            if isinstance(exc, QueryTimeout)
+                            else 0.5 * 2**failures,
+                        )
+                    )
                     continue
                 if cov.complete:
                     return cov

@@ -38,9 +38,9 @@ class SessionFollowing:
                 names = [d[0] for d in cur.description]
                 return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
-            rows = self.r.run(fetch, time_limit_s=self.read_limit_s)
+            rows = self.r.run(fetch, time_limit_s=self.read_limit_s * self.patience)
         else:
-            rows = self.r.rows(statement, params, time_limit_s=self.read_limit_s)
+            rows = self.r.rows(statement, params, time_limit_s=self.read_limit_s * self.patience)
         self.longest_read_s = max(self.longest_read_s, time.monotonic() - began)
         return rows
 
