@@ -401,17 +401,23 @@ def move_out(lb: Logbook, groups: list[list[str]], j: MoveJob) -> MoveJob:
                 finally:
                     src.close()
             conn = _attach(j.target, live_path, "ro")
-            try:
-                tables = _tables(conn, "live") & _tables(conn, "main")
-                for members in groups:
-                    _move_one(lb, conn, tables, members, j)
-            finally:
-                conn.close()
+            _each(conn, groups, lambda tables, members: _move_one(lb, conn, tables, members, j))
         except Exception as exc:  # noqa: BLE001 - said to the user through the job
             failure = exc
         finally:
             _finish(lb, j, failure)
     return j
+
+
+def _each(conn: sqlite3.Connection, groups: list[list[str]], step) -> None:
+    """``step(tables, members)`` for each conversation, over the tables both files hold;
+    the connection is closed however it ends."""
+    try:
+        tables = _tables(conn, "live") & _tables(conn, "main")
+        for members in groups:
+            step(tables, members)
+    finally:
+        conn.close()
 
 
 def _move_one(lb, conn, tables, members: list[str], j: MoveJob) -> None:
@@ -467,15 +473,12 @@ def move_back(lb: Logbook, archive_path: Path, groups: list[list[str]], j: MoveJ
     with _MOVES:
         try:
             conn = _attach(archive_path, lb.opened.path, "rw")
-            try:
-                conn.execute(
-                    "PRAGMA live.synchronous = NORMAL"
-                )  # per connection, as Logbook's writer
-                tables = _tables(conn, "live") & _tables(conn, "main")
-                for members in groups:
-                    _back_one(lb, conn, tables, archive_path, members, j)
-            finally:
-                conn.close()
+            conn.execute("PRAGMA live.synchronous = NORMAL")  # per connection, as Logbook's writer
+            _each(
+                conn,
+                groups,
+                lambda tables, members: _back_one(lb, conn, tables, archive_path, members, j),
+            )
         except Exception as exc:  # noqa: BLE001 - said to the user through the job
             failure = exc
         finally:
