@@ -89,7 +89,7 @@ def warm_times(client, url: str, n: int) -> tuple[float, float]:
 
 def forget_rendered(app) -> None:
     """Drop every kept rendering: rows and messages (present/fragments.py), message views
-    and the memoised Markdown, JSON and tool calls (present/memo.py)."""
+    and the memoised Markdown, JSON and tool calls (webui/keep.py)."""
     from webui.present import markdown, rows
 
     app.jinja_env.fragment_cache.kept.clear()

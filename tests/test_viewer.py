@@ -278,12 +278,12 @@ def test_rendered_text_is_kept_within_its_size_and_shared_entries_stay_unchanged
     """The rendering memo (Markdown, JSON results, tool calls) answers the same as rendering
     afresh, holds no more characters than its bound, keeps no entry over an eighth of it, and
     a viewer page adding links to a cached call does not change the cached one."""
-    from webui.present import memo
+    from webui import keep
     from webui.present.rows import message_view, tool_calls_view
 
     calls = []
 
-    @memo.by_text(8_000)
+    @keep.by_text(8_000)
     def shout(text: str) -> str:
         calls.append(text)
         return text.upper()

@@ -39,6 +39,7 @@ from webui.db.schema import (
     file_size,
 )
 from webui.db.search import SearchFilters, SearchStore
+from webui.db.session_keeping import new_keeper
 from webui.db.sessions import SessionQuery, SessionStore
 from webui.db.source_map import SourceMap
 from webui.db.stats import StatsStore
@@ -162,13 +163,14 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
     reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"], engine=engine)
     digest = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
     rollup_path = _rollup_path(Path(app.instance_path), digest, opened.path)
-    sessions = SessionStore(reader)
-    sessions.disk_dir = rollup_path.with_name(rollup_path.stem.replace("rollup-", "kept-"))
+    # One keeper of kept values per store (webui.keep); a few kept across restarts too.
+    keeper = new_keeper(rollup_path.with_name(rollup_path.stem.replace("rollup-", "kept-")))
+    sessions = SessionStore(reader, keeper)
     logbook = Logbook(
         opened,
         reader,
         sessions,
-        MessageStore(reader),
+        MessageStore(reader, keeper),
         SearchStore(reader, shared=sessions.shared, sources=SourceMap(reader)),
         LineageStore(reader),
         StatsStore(reader),

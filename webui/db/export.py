@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from webui import threads
+from webui import keep, threads
 from webui.db import sql
 from webui.db.reader import Reader
 from webui.db.sessions import SessionQuery, SessionStore
@@ -33,6 +33,9 @@ from webui.hermes.rules import rules_for
 
 BATCH = 100
 EXPORT_TIME_LIMIT = 600.0
+
+# The sizes behind an export's estimate: a sample's averages, at most five minutes old.
+SIZES = keep.Rule(fresh_s=300.0)
 
 
 class Exporter:
@@ -122,7 +125,7 @@ class Exporter:
     def sizes(self) -> tuple[float, float]:
         """Average bytes of a message and of a session's row in a JSONL export, from a
         sample spread over the ids (200 of each): kept while the file is unchanged."""
-        return self.sessions.shared("export-sizes", self._measure_sizes, ttl=300.0)
+        return self.sessions.shared("export-sizes", self._measure_sizes, SIZES)
 
     def _measure_sizes(self) -> tuple[float, float]:
         top = self.r.scalar("SELECT MAX(id) FROM messages") or 0

@@ -4,17 +4,15 @@ id), and the links between tool calls and their results."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any
-
-from cachetools import LRUCache
 
 from webui.db.errors import BadRequest
 from webui.db.reader import Reader
 from webui.db.sql import decode_cursor, encode_cursor
 from webui.hermes.content import parse_tool_calls
 from webui.hermes.rules import rules_for
+from webui.keep import Keeper
 
 PAGE_SIZE = 100
 # How many messages of context to show above a message opened by its anchor.
@@ -35,13 +33,14 @@ class MessagePage:
 
 
 class MessageStore:
-    def __init__(self, reader: Reader):
+    def __init__(self, reader: Reader, keeper: Keeper | None = None):
         self.r = reader
         self.schema = reader.schema
-        self._tool_results: LRUCache = LRUCache(maxsize=4096)  # see counts()
+        keeper = keeper or Keeper()
+        # A session's tool-result count, under its index fingerprint (see counts()).
+        self._tool_results = keeper.shelf(4096)
         # A session's header figures, under the file's data_version when they were read.
-        self._counts_kept: LRUCache = LRUCache(maxsize=256)
-        self._lock = threading.Lock()
+        self._counts_kept = keeper.shelf(256)
 
     @property
     def by_id(self) -> bool:
@@ -113,14 +112,9 @@ class MessageStore:
         While nobody commits to the file (SQLite's data_version, which reads no page, and
         which Logbook's own writes move too), the figures last read are still true: a page
         reloaded, or paged through, does not walk the session's index entries again."""
-        version = self.r.data_version()
-        with self._lock:
-            kept = self._counts_kept.get(session_id)
-        if kept is not None and kept[0] == version:
-            return dict(kept[1])
-        figures = self._count(session_id)
-        with self._lock:
-            self._counts_kept[session_id] = (version, figures)
+        figures = self._counts_kept.get_or(
+            session_id, self.r.data_version(), lambda: self._count(session_id)
+        )
         return dict(figures)
 
     def _count(self, session_id: str) -> dict[str, int]:
@@ -138,16 +132,14 @@ class MessageStore:
                 "AND active = 0",
                 [session_id],
             )
-        stamp = (session_id, row["total"], row["id_sum"])
-        with self._lock:
-            tool_results = self._tool_results.get(stamp)
-        if tool_results is None:
-            tool_results = self.r.scalar(
+        tool_results = self._tool_results.get_or(
+            session_id,
+            (row["total"], row["id_sum"]),
+            lambda: self.r.scalar(
                 "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'tool'",
                 [session_id],
-            )
-            with self._lock:
-                self._tool_results[stamp] = tool_results
+            ),
+        )
         return {
             "total": row["total"],
             "tool_results": tool_results,

@@ -9,13 +9,13 @@ corrupt or foreign one is shown as such and never breaks the others.
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import create_engine
 
+from webui import keep
 from webui.db.errors import LogbookDBError, StartupError
 from webui.db.reader import engine_options
 from webui.db.schema import check_database
@@ -76,28 +76,28 @@ class Profiles:
                 primary_name, primary.opened.path, version=primary.schema.version, logbook=primary
             )
         }
-        self._scanned = 0.0
+        self._scan = keep.Every(RESCAN_S)
 
     def all(self) -> list[Profile]:
         with self._lock:
-            if time.monotonic() - self._scanned > RESCAN_S:
+            if self._scan.due():
                 self._rescan()
             return sorted(
                 self._profiles.values(), key=lambda p: (p.name != self.primary_name, p.name)
             )
 
     def _rescan(self) -> None:
-        self._scanned = time.monotonic()
         seen = set()
         for name, path in discover(self.root):
             seen.add(name)
             current = self._profiles.get(name)
             if current and current.status == "ok":
                 continue
+            _retire(current)
             self._profiles[name] = self._open(name, path)
         for name in list(self._profiles):
             if name not in seen and name != self.primary_name:
-                del self._profiles[name]
+                _retire(self._profiles.pop(name))
 
     def _open(self, name: str, path: Path) -> Profile:
         if not path.exists():
@@ -116,6 +116,7 @@ class Profiles:
         """The primary's file was replaced: its fresh stores."""
         with self._lock:
             old = self._profiles[self.primary_name]
+            _retire(old)
             self._profiles[self.primary_name] = Profile(
                 old.name, old.path, version=logbook.schema.version, logbook=logbook
             )
@@ -125,8 +126,8 @@ class Profiles:
         with self._lock:
             for name, p in list(self._profiles.items()):
                 if name != self.primary_name and p.path == path:
-                    del self._profiles[name]
-            self._scanned = 0.0
+                    _retire(self._profiles.pop(name))
+            self._scan.now()
 
     def get(self, name: str) -> Profile:
         for p in self.all():
@@ -142,3 +143,9 @@ class Profiles:
 
     def ready(self) -> list[Profile]:
         return [p for p in self.all() if p.logbook is not None]
+
+
+def _retire(profile: Profile | None) -> None:
+    """A profile whose file went away (or is opened afresh) takes its kept values with it."""
+    if profile is not None and profile.logbook is not None:
+        profile.logbook.sessions.keeper.forget()

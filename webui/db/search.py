@@ -19,11 +19,12 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from webui import keep
 from webui.db.errors import BadRequest, LogbookDBError
 from webui.db.reader import Reader
 from webui.db.search_limits import (  # noqa: F401 - named from here by the pages
+    HIDDEN,
     HIDDEN_MAX,
-    HIDDEN_TTL_S,
     MARK_END,
     MARK_START,
     MAX_RESULTS,
@@ -63,11 +64,11 @@ class SearchStore(Scoping, SubstringRoute, HitReading):
         # Each message's source, for searches filtered by source (_by_source).
         self.sources = sources
         # SessionStore.shared: one computation for a crowd, refreshed behind the requests.
-        self._shared = shared or (lambda name, compute, ttl: compute())
+        self._shared = shared or (lambda name, compute, rule: compute())
         # floor id -> the newest timestamp of the messages up to it. Messages are appended
         # with growing ids and never re-dated, so a value stays an upper bound (deleting
-        # rows can only lower the truth): kept for the process.
-        self._older_newest: dict[int, Any] = {}
+        # rows can only lower the truth): kept for the process, whatever changes.
+        self._older_newest = keep.Shelf(64)
 
     # -- filters -------------------------------------------------------------------------
 
@@ -86,11 +87,11 @@ class SearchStore(Scoping, SubstringRoute, HitReading):
         an unfiltered search is counted on the FTS index without a join per hit. Finding them
         reads the whole (session_id, active, timestamp) index (~0.2 s on a million messages),
         so they are shared: computed once for a crowd, refreshed in the background after
-        HIDDEN_TTL_S while the previous set is served, recomputed after Logbook's own changes.
+        HIDDEN.fresh_s while the previous set is served, recomputed after Logbook's own changes.
         Only counts use it; the rows shown are always filtered in SQL."""
         if not self._active_clause():
             return frozenset()
-        return self._shared("hidden-ids", self._read_hidden_ids, HIDDEN_TTL_S)
+        return self._shared("hidden-ids", self._read_hidden_ids, HIDDEN)
 
     def _read_hidden_ids(self) -> frozenset[int]:
         indexed = (

@@ -4,11 +4,12 @@ and result of one search."""
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from webui import keep
 
 PAGE_SIZE = 50
 # Deepest result reachable by paging: every hit up to the ranking cap (Hermes pages without
@@ -36,9 +37,10 @@ RECENT_STEP = 20_000
 # Only for a word or two: each term is a LIKE per row, and these run beside the pages without
 # a search slot, so their cost must stay that of a page (a many-word bomb takes a slot).
 RECENT_TERMS = 2
-# The ids of hidden (rewound) messages, shared this long between searches; more of them than
-# HIDDEN_MAX and counts join per hit instead.
-HIDDEN_TTL_S = 10.0
+# The ids of hidden (rewound) messages, shared between searches: a message rewound by others
+# shows in counts within 10 s (the hits are filtered in SQL); more of them than HIDDEN_MAX and
+# counts join per hit instead.
+HIDDEN = keep.Rule(fresh_s=10.0, stale_s=60.0)
 HIDDEN_MAX = 50_000
 
 
@@ -52,7 +54,7 @@ PREFIX_TOKEN = re.compile(r"^([A-Za-z0-9]+)\*$")
 PREFIX_WORDS_MAX = 64
 
 
-@functools.lru_cache(maxsize=4)
+@keep.by_args(4)
 def _hidden_json(ids: frozenset[int]) -> str:
     return json.dumps(sorted(ids))
 

@@ -88,14 +88,12 @@ class SubstringRoute:
         """Read the newest timestamp of the messages below the current floor, once (a scan
         of them: run it where a substring search already holds a search slot)."""
         floor = self._recent_floor()
-        if floor is not None and floor not in self._older_newest:
+        if floor is not None and self._older_newest.find(floor) is None:
             try:
                 newest = self.r.scalar("SELECT MAX(timestamp) FROM messages WHERE id <= ?", [floor])
             except LogbookDBError:
                 return  # out of this request's time: a later search learns it
-            if len(self._older_newest) > 64:
-                self._older_newest.clear()
-            self._older_newest[floor] = newest
+            self._older_newest.put(floor, newest)
 
     def like_recent(
         self, terms: list[str], f: SearchFilters, *, any_term: bool, include_inactive: bool

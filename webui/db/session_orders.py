@@ -4,7 +4,6 @@ that got them are moved. A mixin of SessionStore."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from webui.db import sql
@@ -57,15 +56,15 @@ class KeptOrders:
         with_sql, from_sql, from_params = source
         token = self.order_marks()
         cache_key = (key, with_sql, from_sql, tuple(from_params), where, tuple(params), direction)
-        hit = self._order_cache.get(cache_key)
-        if (
-            hit is not None
-            and q.sort_key != "last_active"
-            and time.monotonic() - hit[2] > ORDER_MAX_AGE_S
-        ):
-            hit = None
+        # (mark, order, when ordered); an order of counters older than ORDER_MAX_AGE_S is
+        # worked out again (last activity moves only with messages, which the mark sees).
+        hit = self._order_cache.find(
+            cache_key, max_age_s=None if q.sort_key == "last_active" else ORDER_MAX_AGE_S
+        )
         if hit is not None and hit[0] != token and _only_appended(hit[0], token):
             hit = self._order_after_appends(hit, token, source, where, params, key, q)
+            if hit is not None:
+                self._order_cache.put(cache_key, hit[1], hit[0], when=hit[2])
         if hit is None or hit[0] != token:
             statement = (
                 f"{with_sql}SELECT {key} AS k, s.id AS id FROM {from_sql} WHERE {where} "
@@ -75,14 +74,8 @@ class KeptOrders:
             pairs = self.r.run(
                 lambda raw: raw.execute(statement, [*from_params, *params]).fetchall()
             )
-            hit = (token, KeptOrder(pairs, q.descending), time.monotonic())
-        if self._order_cache.get(cache_key) is not hit:
-            if len(self._order_cache) >= 8:
-                try:
-                    self._order_cache.pop(next(iter(self._order_cache)), None)
-                except (RuntimeError, StopIteration):  # another thread got there first
-                    pass
-            self._order_cache[cache_key] = hit
+            order = self._order_cache.put(cache_key, KeptOrder(pairs, q.descending), token)
+            hit = (token, order)
         return hit[1].page(decode_cursor(q.after) if q.after else None, q.limit + 1)
 
     def _order_after_appends(self, hit, token, source, where, params, key, q):

@@ -24,12 +24,6 @@ from webui.hermes.selection import (
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
-# Figures that scan every session row are shared this long (SessionStore.shared).
-SHARED_TTL_S = 10.0
-# While a prune runs: figures up to STALE_MAX_S old are served (and refreshed in the background)
-# until SOFT_S after its last batch.
-SOFT_S = 3.0
-STALE_MAX_S = 10.0
 # A source filter holding at least this share of the sessions lists by walking start times.
 WALK_SHARE = 0.04
 # Sort keys whose order is kept between requests (SessionStore._kept_order_page), and how long
@@ -38,10 +32,6 @@ KEPT_ORDERS = ("last_active", "tokens", "cost", "messages")
 ORDER_MAX_AGE_S = 10.0
 # A kept order is updated in place when at most this many sessions got messages.
 APPENDED_MAX = 200
-# A shared figure past its ttl but with the same key is served (and refreshed behind) this long.
-AGED_MAX_S = 60.0
-# Background refreshes of shared figures running at once (each is one scan of the sessions).
-REFRESHERS = 2
 SORT_KEYS = ("started", "last_active", "messages", "tokens", "cost")
 STATES = ("active", "ended")
 # A title or id filter longer than any title (Hermes caps them at 100 characters) is cut here:

@@ -12,7 +12,7 @@ from typing import Any
 from webui.db import selection as selection_sql
 from webui.db import sql
 from webui.db.reader import Reader
-from webui.db.session_keeping import Keeping
+from webui.db.session_keeping import CHAINS, Keeping, new_keeper
 from webui.db.session_orders import KeptOrders
 from webui.db.session_query import (  # noqa: F401 - LIST_PARAMS, parse_day: imported from here
     COUNT_CAP,
@@ -28,30 +28,23 @@ from webui.hermes import listing
 from webui.hermes.selection import (
     EVERYTHING,
 )
+from webui.keep import Keeper
 
 
 class SessionStore(Keeping, KeptOrders):
     """Named queries over the sessions table, built from the columns that exist."""
 
-    def __init__(self, reader: Reader):
+    def __init__(self, reader: Reader, keeper: Keeper | None = None):
         self.r = reader
         self.schema = reader.schema
-        self._cache: dict[str, tuple[float, Any, Any]] = {}  # slot: (when, key, value)
-        self._soft_until = 0.0
-        self._refresh_lock = threading.Lock()
-        self._refreshing: set[str] = set()
-        self._flights: dict[str, threading.Lock] = {}
-        self._order_cache: dict[tuple, tuple[tuple, list, float]] = {}
+        self.keeper = keeper or new_keeper()
+        # Kept orders of the list (session_orders), a prune's batches clear them too.
+        self._order_cache = self.keeper.shelf(8, soft_clear=True)
         # The sessions token as last read, under the file's data_version at that moment.
-        self._token_kept: tuple[str, dict[str, Any]] | None = None
+        self._token_kept = self.keeper.shelf(1, soft_clear=True)
         self._token_lock = threading.Lock()
         # Every chain's tip as JSON, for the chains walk it was made from (source_sql).
-        self._tips_json: tuple[dict, str | None] | None = None
-        # Values kept across restarts (session_keeping.PERSISTED): the folder, set by the
-        # app (None: memory only), what was read of it and when each was last written.
-        self.disk_dir = None
-        self._disk_read: set[str] = set()
-        self._disk_written: dict[str, float] = {}
+        self._tips_json = self.keeper.shelf(1, identity=True)
 
     def col(self, name: str, alias: str = "s") -> str:
         return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
@@ -157,11 +150,7 @@ class SessionStore(Keeping, KeptOrders):
         if only is None:
             # Every chain's tip, written out once per walk of the chains (on ten million
             # messages, 24,000 tips: 18 ms a request to rebuild and encode).
-            kept = self._tips_json
-            if kept is None or kept[0] is not chains:
-                tips = {root: chain[-1] for root, chain in chains.items() if len(chain) > 1}
-                kept = self._tips_json = (chains, json.dumps(tips) if tips else None)
-            encoded = kept[1]
+            encoded = self._tips_json.get_or("tips", chains, lambda: _tips_json(chains))
         else:
             tips = {r: chains[r][-1] for r in only if len(chains.get(r, ())) > 1}
             encoded = json.dumps(tips) if tips else None
@@ -184,9 +173,7 @@ class SessionStore(Keeping, KeptOrders):
         ):
             return {}
         token = self._sessions_token()
-        return self._fresh_or_stale(
-            "chains", (token.get("n"), token.get("s")), self._walk_chains, ttl=5.0
-        )
+        return self.kept("chains", (token.get("n"), token.get("s")), self._walk_chains, CHAINS)
 
     def _walk_chains(self) -> dict[str, list[str]]:
         edges = self.r.rows(
@@ -467,8 +454,9 @@ class SessionStore(Keeping, KeptOrders):
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def all_sources(self) -> list[str]:
-        return self._cached(
+        return self.kept(
             "sources",
+            None,
             lambda: [
                 r["source"]
                 for r in self.r.rows("SELECT DISTINCT source FROM sessions ORDER BY source")
@@ -480,8 +468,9 @@ class SessionStore(Keeping, KeptOrders):
         system prompts) is shared by the requests of the next few seconds."""
         if not self.schema.has("sessions", "model"):
             return []
-        return self._cached(
+        return self.kept(
             "models",
+            None,
             lambda: self.r.rows(
                 "SELECT model, COUNT(*) AS n FROM sessions WHERE model IS NOT NULL "
                 "GROUP BY model ORDER BY n DESC, model"
@@ -550,3 +539,8 @@ class SessionStore(Keeping, KeptOrders):
             "ORDER BY timestamp, id LIMIT 1",
             [session_id],
         )
+
+
+def _tips_json(chains: dict[str, list[str]]) -> str | None:
+    tips = {root: chain[-1] for root, chain in chains.items() if len(chain) > 1}
+    return json.dumps(tips) if tips else None

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine
 
+from webui import keep
 from webui.db.errors import BadRequest, LogbookDBError, StartupError
 from webui.db.reader import engine_options
 from webui.db.schema import SQLITE_MAGIC, check_database
@@ -127,14 +127,14 @@ class StoreSet:
         self.live_path = live_path
         self._lock = threading.Lock()
         self._archives: dict[Path, Store] = {}
-        self._scanned = 0.0
+        self._scan = keep.Every(RESCAN_S)
 
     # -- what there is ---------------------------------------------------------------------
 
     def others(self) -> list[Store]:
         """Archives (by name) then replicas, as they are now."""
         with self._lock:
-            if time.monotonic() - self._scanned > RESCAN_S:
+            if self._scan.due():
                 self._rescan()
             archives = sorted(self._archives.values(), key=lambda s: s.name)
         return [*archives, *(r.store() for r in self.replicas)]
@@ -142,15 +142,14 @@ class StoreSet:
     def forget(self, path: Path) -> None:
         """A file changed under us (a move to cold storage created or grew it): read again."""
         with self._lock:
-            self._archives.pop(path.resolve(), None)
-            self._scanned = 0.0
+            _retire(self._archives.pop(path.resolve(), None))
+            self._scan.now()
 
     def rescan_now(self) -> None:
         with self._lock:
-            self._scanned = 0.0
+            self._scan.now()
 
     def _rescan(self) -> None:
-        self._scanned = time.monotonic()
         live = _identity(self.live_path) if self.live_path else None
         found: dict[Path, Path] = {}
         for folder in self.archive_dirs:
@@ -167,11 +166,12 @@ class StoreSet:
                     found[p.resolve()] = p
         for key in list(self._archives):
             if key not in found:
-                del self._archives[key]
+                _retire(self._archives.pop(key))
         names = {s.name for s in self._archives.values()}
         for key, p in found.items():
             if key in self._archives and self._archives[key].status == "ok":
                 continue
+            _retire(self._archives.get(key))
             store = self._open(p)
             if store.name in names and key not in self._archives:
                 store.name = f"{store.name} ({p.parent.name})"
@@ -222,3 +222,9 @@ def _identity(path: Path | None) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino) if st else None
+
+
+def _retire(store: Store | None) -> None:
+    """A store that went away (or is opened afresh) takes its kept values with it."""
+    if store is not None and store.logbook is not None:
+        store.logbook.sessions.keeper.forget()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 from markupsafe import Markup
 
+from webui import keep
 from webui.hermes.cost import session_cost
 
 
@@ -147,7 +147,7 @@ def _dt(ts: Any) -> datetime | None:
         return None
 
 
-@lru_cache(maxsize=8192)
+@keep.by_args(8192)
 def local_datetime(ts: float) -> datetime:
     """A timestamp in the server's time zone. Each row shows its times three ways (ISO for
     the machine, exact on hover, relative), and astimezone() builds a zone each call: kept."""

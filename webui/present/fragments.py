@@ -8,7 +8,7 @@ that differs. The key functions below name those inputs, including the ones that
 the clock (a relative date, live or idle), so a cached row is always the row the template
 would render now.
 
-Bounded by the characters held (memo.SizedCache); a fragment over an eighth of the cache is
+Bounded by the characters held (keep.Sized); a fragment over an eighth of the cache is
 rendered and not kept.
 """
 
@@ -23,8 +23,8 @@ from jinja2.ext import Extension
 from markupsafe import Markup
 
 from webui.hermes.activity import session_state
+from webui.keep import Sized
 from webui.present.filters import relative
-from webui.present.memo import SizedCache
 
 MAX_CHARS = 4_000_000
 
@@ -74,7 +74,7 @@ class FragmentCache(Extension):
 
     def __init__(self, environment):
         super().__init__(environment)
-        self.kept = SizedCache(MAX_CHARS)
+        self.kept = Sized(MAX_CHARS)
         environment.extend(fragment_cache=self)
 
     def parse(self, parser):

@@ -9,8 +9,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from webui import keep
 from webui.hermes.content import pretty_json
-from webui.present import memo
 from webui.present.markdown import highlight_code
 
 # Over this many characters with a line break, a string in a JSON tool result is shown as text.
@@ -34,7 +34,7 @@ def lift_long_strings(text: str) -> tuple[Any, list[dict[str, str]]]:
     return obj, lifted
 
 
-@memo.by_text(8_000_000, cost=lambda v: len(v[0]) + sum(len(t["text"]) for t in v[1]))
+@keep.by_text(8_000_000, cost=lambda v: len(v[0]) + sum(len(t["text"]) for t in v[1]))
 def json_result(text: str) -> tuple[Markup, tuple[dict[str, str], ...]]:
     """(highlighted JSON, lifted strings) for a JSON tool result. File contents and command
     output inside it read as text, not as one line of "\\n" escapes: long multi-line strings

@@ -9,8 +9,6 @@ Pygments with CSS classes (no inline styles, so the Content-Security-Policy can 
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import nh3
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
@@ -19,7 +17,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from webui.present import memo
+from webui import keep
 
 ALLOWED_TAGS = {
     "a",
@@ -70,7 +68,7 @@ ALLOWED_ATTRIBUTES = {
 _formatter = HtmlFormatter(nowrap=True, classprefix="")
 
 
-@lru_cache(maxsize=128)
+@keep.by_args(128)
 def _lexer(name: str):
     """Pygments finds a lexer by name by scanning its whole registry (about 0.1 ms each); a
     viewer page asks for the same few (json, python, bash) dozens of times. Lexers keep no
@@ -121,7 +119,7 @@ def sanitize(html: str) -> str:
     )
 
 
-@memo.by_text(8_000_000)
+@keep.by_text(8_000_000)
 def markdown(text: str) -> Markup:
     """Safe HTML for one message's Markdown. Cached: live pages re-render the same text."""
     if not text:
@@ -136,7 +134,7 @@ def highlight_code(code: str, lang: str) -> Markup:
     return Markup(html) if html else escape(code)
 
 
-@memo.by_text(1_000_000)
+@keep.by_text(1_000_000)
 def highlight_json(text: str) -> Markup:
     """highlight_code(text, "json"), kept: a session's model config is shown on every visit."""
     return highlight_code(text, "json")

@@ -15,6 +15,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from webui import keep
 from webui.db.search import MARK_END, MARK_START
 from webui.db.sql import SESSION_FIGURES
 from webui.hermes.content import (
@@ -27,7 +28,7 @@ from webui.hermes.content import (
     pretty_json,
 )
 from webui.hermes.origin import origin_label
-from webui.present import fragments, memo, slow_render
+from webui.present import fragments, slow_render
 from webui.present.filters import local_datetime
 from webui.present.json_view import json_result, lift_long_strings  # noqa: F401 - lift_long_strings: tests
 from webui.present.markdown import highlight_code, markdown
@@ -185,7 +186,7 @@ def _row_key(m: dict[str, Any]) -> tuple:
         return (m["id"], fragments.digest(m))
 
 
-_ROW_VIEWS = memo.SizedCache(4_000_000, getsizeof=lambda v: v["_size"])
+_ROW_VIEWS = keep.Sized(4_000_000, getsizeof=lambda v: v["_size"])
 
 
 def _row_view(made_of: tuple, m: dict[str, Any]) -> dict[str, Any]:
@@ -223,7 +224,7 @@ def _row_view(made_of: tuple, m: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-@memo.by_text(4_000_000, cost=lambda calls: sum(len(c["pretty"]) * 2 for c in calls))
+@keep.by_text(4_000_000, cost=lambda calls: sum(len(c["pretty"]) * 2 for c in calls))
 def tool_calls_view(raw: Any) -> tuple[dict[str, Any], ...]:
     """A message's tool calls, parsed, with highlighted arguments and the hint that tells
     one call from the next. Shared between requests: copy a call before adding to it."""
@@ -286,7 +287,7 @@ def reasoning_blocks(m: dict[str, Any]) -> list[dict[str, str]]:
     return blocks
 
 
-@memo.by_text(4_000_000, cost=lambda v: len(v[1]) + sum(map(len, v[0])))
+@keep.by_text(4_000_000, cost=lambda v: len(v[1]) + sum(map(len, v[0])))
 def _structured(value: Any) -> tuple[tuple[str, ...], str]:
     """(its texts longer than 20 characters, indented JSON) of a structured reasoning field."""
     texts = tuple(t.strip() for t in _strings(value) if len(t.strip()) > 20)

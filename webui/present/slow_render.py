@@ -19,8 +19,8 @@ import os
 import threading
 from typing import Any
 
+from webui import keep
 from webui.db import deadline
-from webui.present import memo
 
 # Every kept render together, input and output counted; one render may hold an eighth of it
 # (a 0.8 MB table and its HTML fit).
@@ -30,7 +30,7 @@ MAX_PENDING = 4
 WAIT_AT_MOST_S = 4.0  # a page never waits longer than this for a render, whatever is left
 SPARE_S = 0.5  # left of the request's deadline for the rest of the page
 
-_kept = memo.SizedCache(KEPT_CHARS, getsizeof=lambda entry: entry[0])
+_kept = keep.Sized(KEPT_CHARS, getsizeof=lambda entry: entry[0])
 _running: dict[tuple[str, bytes], concurrent.futures.Future] = {}
 _lock = threading.Lock()
 _pool: concurrent.futures.ProcessPoolExecutor | None = None

@@ -5,10 +5,7 @@ and Logbook's links on that page keep it. Rows carry the store they come from.""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from pathlib import Path
-from typing import Any
 
 from flask import Flask, current_app, g, request
 
@@ -98,51 +95,25 @@ def find_session(live: Logbook, session_id: str) -> Store | None:
     return None
 
 
-# Answers of read-only stores (archives, replicas), kept while their file stands still: an
-# archive changes only when cold storage writes to it, so its part of a merged page is read
-# once, not on every request (five archives made each merged list 4x the live file's alone).
-_ANSWERS: OrderedDict[tuple, Any] = OrderedDict()
-_ANSWERS_MAX = 512
-_ANSWERS_LOCK = threading.Lock()
-
-
 def kept_answer(book: Logbook, key: tuple, compute):
-    """``compute()`` for a read-only store's ``book``, kept under ``key`` until its file
-    changes (SQLite's data_version, or for a followed replica its files' sizes and times).
-    Callers copy what they change in it."""
+    """``compute()`` for a read-only store's ``book`` (an archive, a replica), kept under
+    ``key`` until its file changes (SQLite's data_version, or for a followed replica its
+    files' sizes and times; an archive changes only when cold storage writes to it): its part
+    of a merged page is read once, not on every request (five archives made each merged list
+    4x the live file's alone). Callers copy what they change in it."""
     version = book.reader.data_version()
-    full = (id(book), version, key)
-    with _ANSWERS_LOCK:
-        if full in _ANSWERS:
-            _ANSWERS.move_to_end(full)
-            return _ANSWERS[full]
-    value = compute()
-    if not version.startswith("unknown"):
-        with _ANSWERS_LOCK:
-            _ANSWERS[full] = value
-            while len(_ANSWERS) > _ANSWERS_MAX:
-                _ANSWERS.popitem(last=False)
-    return value
-
-
-_COPIES: dict[tuple, int] = {}  # (query, every store's data_version) -> copies
-_COPIES_MAX = 64
+    answers = book.sessions.keeper.shelf(512, name="answers")
+    return answers.get_or(key, version, compute, keep=not version.startswith("unknown"))
 
 
 def copies_in_earlier(books: list[tuple[str, Logbook]], q: SessionQuery) -> int:
     """How many of the rows ``q`` lists in the later stores an earlier store also holds:
     what merged pages fold (each store's matching ids are shared like its count; the probes
-    run against the earlier stores' primary keys). Kept while no store changes: with five
-    archives of 20,000 sessions the probes are fifteen pairs of stores."""
-    key = (repr(q), tuple((name, book.reader.data_version()) for name, book in books))
-    kept = _COPIES.get(key)
-    if kept is not None:
-        return kept
-    total = _count_copies(books, q)
-    if len(_COPIES) >= _COPIES_MAX:
-        _COPIES.pop(next(iter(_COPIES)))
-    _COPIES[key] = total
-    return total
+    run against the earlier stores' primary keys). Kept by the first store while no store
+    changes or goes: with five archives of 20,000 sessions the probes are fifteen pairs."""
+    mark = tuple((name, book.reader.data_version()) for name, book in books)
+    copies = books[0][1].sessions.keeper.shelf(64, name="copies")
+    return copies.get_or(repr(q), mark, lambda: _count_copies(books, q))
 
 
 def _count_copies(books: list[tuple[str, Logbook]], q: SessionQuery) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import threading
 import time
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -13,7 +12,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
-from webui import threads
+from webui import keep, threads
 from webui.db import BadRequest, LogbookDBError, get_logbook, live_logbook, tz
 from webui.db.rollup import Coverage
 from webui.db.sessions import parse_day
@@ -147,82 +146,41 @@ def _period_json(q: StatsQuery) -> dict[str, Any]:
     }
 
 
-_flights: dict[str, threading.Lock] = {}
-_flights_guard = threading.Lock()
-# Stats reports computed in the background at once (each is one period's scan).
-STATS_REBUILDERS = 2
-_rebuilders = threading.BoundedSemaphore(STATS_REBUILDERS)
-
-
 def build_report(q: StatsQuery) -> dict[str, Any]:
-    """The report for ``q``, shared between requests (every figure scans the period's session
-    rows: half a second on a million messages):
+    """The report for ``q``, kept by the store's keeper (webui.keep) under the file's
+    data_version (every figure scans the period's session rows: half a second on a million
+    messages):
 
-    * while nobody commits to the file (SQLite's data_version), a report is reused as is;
+    * while nobody commits to the file, a report is reused as is;
     * beside a live gateway, whose every message is a commit, a report younger than
       LOGBOOK_STATS_REUSE_S (3 s) is reused all the same, so one query is computed at most
       once in that time however many readers ask; the report says when it was computed
       (``as_of``), and the page says so when it is not of this moment;
     * an older one, up to LOGBOOK_STATS_STALE_S, is still served at once while one
-      background thread computes its successor (at most STATS_REBUILDERS at a time), so a
-      reader beside a busy gateway does not wait for the computation either;
+      background thread computes its successor, so a reader beside a busy gateway does not
+      wait for the computation either;
     * requests asking for a report nobody has, while it is being computed, wait for that one
-      computation.
+      computation; a partial report (the rollup still building) is not kept.
 
-    Logbook's own changes drop every shared report."""
+    Logbook's own changes drop every kept report."""
     lb = get_logbook()
     asked = (q.period, q.since, q.until, q.sources, q.models, q.lineage, q.cost_by, q.tz)
-    key = f"stats:{asked!r}:{q.archived}"
     reuse_s = current_app.config["LOGBOOK_STATS_REUSE_S"]
-    stale_s = current_app.config["LOGBOOK_STATS_STALE_S"]
-    with _flights_guard:
-        flight = _flights.setdefault(f"{id(lb)}:{key}", threading.Lock())
-    version = lb.reader.data_version()
-    kept = lb.sessions.recall(key)
-    if kept is not None:
-        kept_version, report = kept
-        age = time.time() - report["as_of"]
-        if kept_version == version or age < reuse_s:
-            return report
-        if reuse_s > 0 and age < stale_s:
-            _rebuild_later(flight, q, key)
-            return report
-    with flight:
-        kept = lb.sessions.recall(key)
-        if kept is not None and (kept[0] == version or time.time() - kept[1]["as_of"] < reuse_s):
-            return kept[1]
-        return _keep_report(q, key)
+    rule = keep.Rule(
+        lag_s=reuse_s,
+        stale_s=current_app.config["LOGBOOK_STATS_STALE_S"] if reuse_s > 0 else 0.0,
+        stale_if_moved=True,
+        keep_if=lambda report: report["coverage"]["complete"],
+    )
+    return lb.sessions.kept(
+        f"stats:{asked!r}:{q.archived}", lb.reader.data_version(), lambda: _dated(q), rule
+    )
 
 
-def _keep_report(q: StatsQuery, key: str) -> dict[str, Any]:
-    lb = get_logbook()
-    version = lb.reader.data_version()
+def _dated(q: StatsQuery) -> dict[str, Any]:
     report = _build_report(q)
     report["as_of"] = time.time()
-    if report["coverage"]["complete"]:
-        lb.sessions.keep_value(key, (version, report))
     return report
-
-
-def _rebuild_later(flight: threading.Lock, q: StatsQuery, key: str) -> None:
-    """Compute the report anew in a background thread, unless it is already being computed
-    or STATS_REBUILDERS are busy (then a later request asks again)."""
-    if not flight.acquire(blocking=False):
-        return
-    if not _rebuilders.acquire(blocking=False):
-        flight.release()
-        return
-
-    def work() -> None:
-        try:
-            _keep_report(q, key)
-        except Exception:  # noqa: BLE001 - the next request computes it itself
-            current_app.logger.exception("stats report rebuild failed")
-        finally:
-            _rebuilders.release()
-            flight.release()
-
-    threads.start_in_app(work, "stats-rebuild")
 
 
 def _build_report(q: StatsQuery) -> dict[str, Any]:
