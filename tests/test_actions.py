@@ -518,7 +518,10 @@ def test_delete_on_schema_22_takes_delegates_and_their_transcripts(tmp_path):
     assert outside.read_text() == "keep me"  # the link went, not what it pointed to
 
 
-def test_delete_on_older_schemas_orphans_children_and_leaves_files(tmp_path):
+def test_delete_on_older_schemas_orphans_children_and_takes_its_transcripts(tmp_path):
+    """Hermes at schema 11 removes a deleted session's transcripts when it knows the sessions
+    folder; Logbook always knows it (beside the database): deleted conversations must not
+    stay on disk. Children are orphaned, as there; their files stay."""
     from support.http import post
 
     db = copy_fixture("hermes-v11.db", tmp_path)
@@ -526,10 +529,11 @@ def test_delete_on_older_schemas_orphans_children_and_leaves_files(tmp_path):
     parent, child = sql(
         db, "SELECT parent_session_id, id FROM sessions WHERE parent_session_id IS NOT NULL LIMIT 1"
     )[0]
-    made = _transcripts(tmp_path, [parent])
+    _transcripts(tmp_path, [parent])
+    kept = _transcripts(tmp_path, [child])
     assert post(client, f"/sessions/{parent}/delete", {}, htmx=True).status_code == 200
     assert sql(db, "SELECT parent_session_id FROM sessions WHERE id = ?", (child,)) == [(None,)]
-    assert sorted(p.name for p in (tmp_path / "sessions").iterdir()) == sorted(made)
+    assert sorted(p.name for p in (tmp_path / "sessions").iterdir()) == sorted(kept)
 
 
 def test_a_sessions_folder_linked_out_of_the_home_is_never_touched(tmp_path):
@@ -608,3 +612,29 @@ def test_maintenance_state_is_read_never_done(tmp_path):
     assert after["free_pages"] > before["free_pages"]
     assert sql(db, "PRAGMA page_count")[0][0] >= pages  # not vacuumed
     assert "hermes sessions optimize" in client.get("/prune").get_data(as_text=True)
+
+
+@pytest.mark.parametrize("name", ["hermes-v8.db", "hermes-v11.db"])
+def test_prune_on_an_older_schema_takes_the_pruned_sessions_transcripts(tmp_path, name):
+    """As on schema 22 (the oracle tier compares that with Hermes's own prune): the pruned
+    sessions' transcript files go, every other session's stay."""
+    db = copy_fixture(name, tmp_path)
+    everyone = [r[0] for r in sql(db, "SELECT id FROM sessions")]
+    made = set(_transcripts(tmp_path, everyone))
+    client = make_app(db, tmp_path / "inst").test_client()
+    preview = client.get("/prune?older_than=30&format=json").get_json()
+    doomed = set(preview["sessions"])
+    assert 0 < len(doomed) < len(everyone)
+    r = post(client, "/prune", {"older_than": 30, "cutoff": preview["cutoff"], "confirm": "yes"})
+    job = r.get_json()
+    assert r.status_code == 200 and job["error"] is None and job["deleted"] == len(doomed)
+    left = {p.name for p in (tmp_path / "sessions").iterdir()}
+    gone = made - left
+    assert left <= made
+    assert {
+        n.split(".")[0].removeprefix("request_dump_").rsplit("_", 1)[0]
+        if n.startswith("request_dump_")
+        else n.split(".")[0]
+        for n in gone
+    } == doomed
+    assert job["transcript_files_removed"] == 3 * len(doomed)

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from support import sql
-from support.browser import settled
+from support.browser import screenshot, settled
 
 pytestmark = pytest.mark.browser
 
@@ -246,11 +246,13 @@ def test_cold_storage_preview_move_and_read_back_from_the_archive(fresh, page):
     summary = page.locator("#coldstore-preview .summary")
     assert f"{before:,} session" in summary.inner_text() and "would move" in summary.inner_text()
     assert axe_problems(page, "coldstore") == []
+    screenshot(page, "coldstore.png")
     page.locator("form.coldstore-run button").click()
     page.wait_for_url(re.compile(r"/coldstore/jobs/[0-9a-f]+$"))
     job = page.locator(".prune-job", has_text="Moved")
     job.wait_for(timeout=60_000)
     text = job.inner_text()
+    screenshot(page, "coldstore-job.png")
     assert "hermes-archive-" in text and "free pages" in text and "optimize" in text
     left = sql(
         db,
@@ -262,5 +264,7 @@ def test_cold_storage_preview_move_and_read_back_from_the_archive(fresh, page):
     month = page.locator("table.stores td a", has_text="archive 20")
     month.first.wait_for()
     assert axe_problems(page, "stores") == []
+    screenshot(page, "stores.png")
     page.goto(f"{srv.url}/sessions?sort=started&archived=include")
     page.locator("#results .badge.store").first.wait_for()
+    screenshot(page, "sessions-stores.png")

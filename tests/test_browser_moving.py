@@ -135,6 +135,45 @@ def test_go_to_a_number_then_move_by_keys_across_unloaded_pages(long_chat, viewp
     assert _position(page) == 1
 
 
+def test_go_to_a_time_then_back_question_by_question_across_unloaded_pages(long_chat, viewport):
+    """The time box opens the conversation at the first message of that minute; "p" then
+    walks back a question at a time, past the first message the page holds."""
+    from datetime import datetime, timedelta
+
+    page = viewport
+    live, sid = long_chat
+    page.goto(f"{live.url}/sessions/{sid}")
+    box = page.locator(".viewer-nav input[name=date]")
+    first = datetime.fromisoformat(box.get_attribute("min"))
+    # Messages are a second apart: 50 minutes after the first minute is message ~3,000.
+    when = (first + timedelta(minutes=50)).strftime("%Y-%m-%dT%H:%M")
+    if box.is_visible():
+        box.fill(when)
+        box.press("Enter")
+    else:  # a phone hides the time box (room for the number); the address takes it
+        page.goto(f"{live.url}/sessions/{sid}?date={when}")
+    page.wait_for_url(re.compile(r"at=\d+#m-\d+"))
+    n = int(page.locator("article.msg:target").get_attribute("data-n"))
+    assert 2940 <= n <= 3001, n
+    earliest = int(page.locator("article.msg[data-n]").first.get_attribute("data-n"))
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    questions = []
+    for _ in range(80):
+        before = page.url
+        page.keyboard.press("p")
+        if page.url != before:
+            page.wait_for_load_state()
+        role, at = _current(page)
+        assert "role-user" in role, role
+        questions.append(at)
+        if at < earliest - 8:
+            break
+    assert questions[-1] < earliest, (earliest, questions[-5:])
+    # One question back each time: every fourth message, in order.
+    steps = {b - a for a, b in zip(questions[1:], questions[:-1], strict=True)}
+    assert steps <= {EVERY}, steps
+
+
 def test_moving_works_without_javascript_too(long_chat, chromium):
     live, sid = long_chat
     context = chromium.new_context(java_script_enabled=False)

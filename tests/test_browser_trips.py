@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -155,6 +156,82 @@ def test_the_footer_size_follows_a_prune(tmp_path, page):
         live.close()
 
 
+def test_archive_from_the_session_page_and_see_it_marked(tmp_path, page):
+    """Point 6: Archive is a button on the session page; the page then wears an "archived"
+    badge, the list hides the session unless asked, and marks it when it shows it."""
+    db = copy_fixture("hermes-v22-origins.db", tmp_path)
+    sid = sql(
+        db, "SELECT id FROM sessions WHERE ended_at IS NOT NULL ORDER BY started_at DESC LIMIT 1"
+    )[0][0]
+    live = LiveServer(make_app(db, tmp_path / "inst"))
+    try:
+        page.goto(f"{live.url}/sessions/{sid}")
+        assert page.locator(".session-head .badge.archived").count() == 0
+        page.get_by_role("button", name="Archive", exact=True).click()
+        page.locator(".badge.archived").first.wait_for()
+        screenshot(page, "archived-session.png")
+        assert page.get_by_role("button", name="Unarchive").count() == 1
+        assert sql(db, "SELECT archived FROM sessions WHERE id = ?", [sid])[0][0] == 1
+        page.goto(f"{live.url}/sessions")
+        assert page.locator(f'tr:has(a[href$="/sessions/{sid}"])').count() == 0
+        page.goto(f"{live.url}/sessions?archived=include")
+        row = page.locator(f'tr:has(a[href$="/sessions/{sid}"])').first
+        assert row.locator(".badge", has_text="archived").count() == 1
+        # The nav leads to the archive page from anywhere.
+        page.get_by_role("navigation", name="Main").get_by_role("link", name="Archive").click()
+        page.wait_for_url(re.compile(r"/archive"))
+    finally:
+        live.close()
+
+
+def test_the_delete_buttons_are_large_and_the_backup_comes_first(site, page):
+    """Point 10: the single-delete buttons were tiny and the un-backed-up one came first."""
+    db, live = site
+    sid = sql(db, "SELECT id FROM sessions LIMIT 1")[0][0]
+    page.goto(f"{live.url}/sessions/{sid}/delete")
+    buttons = page.locator("form.delete-choices button")
+    assert buttons.count() >= 2
+    first, second = buttons.nth(0).bounding_box(), buttons.nth(1).bounding_box()
+    assert buttons.nth(0).inner_text().startswith("Back up")
+    assert first["y"] < second["y"] or first["x"] < second["x"]
+    for box in (first, second):
+        assert box["height"] >= 40 and box["width"] >= 120, box  # WCAG's 24 px, well past
+
+
+def _summary(page) -> str:
+    return page.locator("#export-summary p[role=status]").inner_text()
+
+
+def test_the_export_form_counts_as_the_filters_change(site, page):
+    """Point 7: the form says how many sessions and messages a download will hold, and about
+    how big, as each filter changes; nothing matching says so and the buttons wait."""
+    db, live = site
+    page.goto(f"{live.url}/export")
+    every = sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
+    telegram = sql(db, "SELECT COUNT(*) FROM sessions WHERE source = 'telegram'")[0][0]
+    assert 0 < telegram < every
+
+    def count() -> int:
+        m = re.match(r"([\d,]+) sessions?, [\d,]+ messages?, about [\d.]+ [KMG]?B", _summary(page))
+        assert m, _summary(page)
+        return int(m.group(1).replace(",", ""))
+
+    page.select_option("#e-source", "telegram")
+    page.wait_for_function(
+        "n => document.querySelector('#export-summary p').innerText.startsWith(n + ' session')",
+        arg=f"{telegram:,}",
+    )
+    assert count() == telegram
+    page.fill("#e-q", "no title is like this zzqx")
+    page.locator("#export-summary p.nothing").wait_for()
+    assert "Nothing matches these filters" in _summary(page)
+    assert page.locator("#export-summary button[disabled]").count() >= 5
+    page.fill("#e-q", "")
+    page.wait_for_function("() => !document.querySelector('#export-summary p.nothing')")
+    settled(page)
+    assert count() == telegram and page.locator("#export-summary button[disabled]").count() == 0
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_changed_pages_in_both_themes(site, chromium, scheme):
     """The pages this issue changed, drawn for the README (LOGBOOK_SCREENSHOTS)."""
@@ -162,12 +239,13 @@ def test_the_changed_pages_in_both_themes(site, chromium, scheme):
     ctx = chromium.new_context(viewport=DESKTOP, color_scheme=scheme)
     page = ctx.new_page()
     page.goto(f"{live.url}/export?source=telegram")
-    assert (
-        "sessions</strong>" in page.locator("#export-summary").inner_text()
-        or page.locator("#export-summary strong").count()
-    )
+    assert re.search(r"\d+ sessions?, [\d,]+ messages?, about", _summary(page)), _summary(page)
     screenshot(page, f"export-{scheme}.png")
     page.goto(f"{live.url}/people")
     screenshot(page, f"people-{scheme}.png")
+    if scheme == "light":
+        page.goto(f"{live.url}/search?q=" + quote("deploy NEAR("))
+        assert "You typed" in page.locator("p.notice").first.inner_text()
+        screenshot(page, "search-notice.png")
     ctx.close()
     assert Path(AXE).exists()

@@ -325,3 +325,71 @@ def test_an_empty_selection_from_the_form_shows_the_form_again_saying_so(v22):
         "/export/summary?title=no+such+title+anywhere", headers={"HX-Request": "true"}
     )
     assert "Nothing matches these filters" in summary.get_data(as_text=True)
+
+
+# -- options a route does not read are refused, and redaction reaches every format -------------
+
+
+@pytest.mark.parametrize(
+    ("url", "option"),
+    [
+        ("/export.html?source=cli&only=user-prompts", "only"),
+        ("/export.csv?source=cli&only=user-prompts", "only"),
+        ("/export.html?source=cli&lineage_mode=logical", "lineage_mode"),
+        ("/export.csv?source=cli&lineage_mode=logical", "lineage_mode"),
+        ("/export.csv?source=cli&rewound=1", "rewound"),
+        ("/export.md?style=transcript&session=x_rewound&only=user-prompts", "only"),
+        ("/export.md?style=transcript&session=x_rewound&lineage_mode=logical", "lineage_mode"),
+    ],
+)
+def test_an_export_option_a_format_does_not_read_is_refused_naming_it(v22, url, option):
+    """Hermes refuses --only user-prompts outside jsonl and md; Logbook's own formats refuse
+    what they cannot honour instead of answering as if it had not been asked."""
+    _db, _app, client = v22
+    r = client.get(url)
+    assert r.status_code == 400, (url, r.status_code)
+    assert f"“{option}=" in r.get_data(as_text=True)
+    # From the export form in a browser: the form again, saying which box to clear.
+    form = client.get(url + "&from=form", headers={"Accept": "text/html"})
+    page = form.get_data(as_text=True)
+    assert form.status_code == 400 and 'id="export-form"' in page and f"“{option}=" in page
+
+
+def test_redaction_reaches_the_csv_and_the_transcript(v22):
+    """redact=1 was silently dropped by the CSV (titles) and the readable transcript: a
+    planted key survived both."""
+    db, _app, client = v22
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE sessions SET title = ? WHERE id = 'x_rewound'", (f"deploy {secret}",))
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp) "
+            "VALUES ('x_rewound', 'user', ?, (SELECT MAX(timestamp) + 1 FROM messages "
+            "WHERE session_id = 'x_rewound'))",
+            (f"my token is {secret}",),
+        )
+    for url in (
+        "/export.csv?session=x_rewound",
+        "/export.md?style=transcript&session=x_rewound",
+    ):
+        plain = client.get(url).get_data(as_text=True)
+        assert secret in plain, url  # the test plants what it then looks for
+        masked = client.get(url + "&redact=1")
+        assert masked.status_code == 200
+        body = masked.get_data(as_text=True)
+        assert secret not in body and "ghp_" in body, url  # masked as Hermes masks: prefix kept
+
+
+def test_the_export_form_offers_every_selection_option(v22):
+    """The export page offers the list's and Hermes's filters: every selection option has a
+    field of its own name (prune, archive and cold storage share the same fields)."""
+    import re
+
+    from webui.hermes.selection import PARAMS, TIME_PARAMS
+
+    _db, _app, client = v22
+    for route in ("/export", "/prune", "/coldstore"):
+        page = client.get(route).get_data(as_text=True)
+        names = set(re.findall(r'name="([a-z_]+)"', page))
+        missing = [p for p in [*PARAMS, *TIME_PARAMS] if p not in names]
+        assert not missing, (route, missing)

@@ -242,3 +242,55 @@ def test_a_kill_during_a_move_to_cold_storage_loses_nothing(many_db, tmp_path):
         fts_consistent(db)
         fts_consistent(archive)
     assert cuts >= RUNS // 2, f"only {cuts} of {RUNS} runs were cut mid-way: move the moments"
+
+
+COLD_BACK = (
+    "from pathlib import Path\n"
+    "            import sqlite3\n"
+    "            from webui.db import coldstore as cold, get_logbook as lb_\n"
+    "            lb = lb_()\n"
+    "            archive = Path(app.instance_path) / 'archives' / 'hermes-archive-2026-01.db'\n"
+    "            ids = [r[0] for r in sqlite3.connect(archive).execute('SELECT id FROM sessions')]\n"
+    "            groups = cold.archive_conversations(archive, ids)\n"
+    "            job = cold.new_job(archive, len(groups), True)\n"
+    "            cold.move_back(lb, archive, groups, job)\n"
+    "            assert job.error is None, job.error"
+)
+
+
+def test_a_kill_while_moving_back_from_cold_storage_loses_nothing(many_db, tmp_path):
+    """The way back: killed at any moment, every conversation is whole in the archive or
+    whole in the live file (or in both, copied and not yet removed); the next move back
+    finishes it and the archive is left empty."""
+    rnd = random.Random("cold-back")
+    moved = _copy(many_db, tmp_path / "moved")
+    _kill_at(moved, tmp_path / "inst-moved", COLD, None)  # everything ended goes out first
+    archive_of = lambda inst: inst / "archives" / "hermes-archive-2026-01.db"  # noqa: E731
+    whole_archive = _state(archive_of(tmp_path / "inst-moved"))
+    assert whole_archive, "the move out left nothing to bring back"
+    took = _kill_at(moved, tmp_path / "inst-moved", COLD_BACK, None)
+    cuts = 0
+    for run in range(RUNS):
+        db = _copy(many_db, tmp_path / f"run{run}")
+        instance = tmp_path / f"inst{run}"
+        _kill_at(db, instance, COLD, None)
+        archive = archive_of(instance)
+        live_before, kept_before = _state(db), _state(archive)
+        slot = 0.9 * took / RUNS
+        cuts += _kill_at(db, instance, COLD_BACK, slot * run + rnd.uniform(0, slot))
+        make_app(db, instance)  # the next start finishes what the journal holds
+        live, kept = _state(db), _state(archive)
+        _whole(live_before, live)
+        for sid, (n, _) in kept_before.items():
+            whole = live.get(sid, (None,))[0] == n or kept.get(sid, (None,))[0] == n
+            assert whole, f"{sid} is lost or partial on the way back"
+        _kill_at(db, instance, COLD_BACK, None)
+        live, kept = _state(db), _state(archive)
+        assert not kept, "the archive still holds conversations after the move back finished"
+        assert {sid: v[0] for sid, v in live.items()} == {
+            **{sid: v[0] for sid, v in live_before.items()},
+            **{sid: v[0] for sid, v in kept_before.items()},
+        }
+        fts_consistent(db)
+        fts_consistent(archive)
+    assert cuts >= RUNS // 2, f"only {cuts} of {RUNS} runs were cut mid-way: move the moments"

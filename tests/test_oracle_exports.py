@@ -35,19 +35,36 @@ def _plant_secrets(db) -> None:
     back into the file before it is copied."""
     conn = sqlite3.connect(db)
     with conn:
-        sid = conn.execute(
+        longest = conn.execute(
             "SELECT session_id FROM messages GROUP BY session_id ORDER BY COUNT(*) DESC LIMIT 1"
         ).fetchone()[0]
+        # The sessions the format tests export: the one with most tool calls besides the
+        # longest (see _ids) and the filtered set's (telegram, at least two messages).
+        tools = conn.execute(
+            "SELECT session_id FROM messages WHERE tool_calls IS NOT NULL AND tool_calls != '' "
+            "AND session_id != ? GROUP BY session_id ORDER BY COUNT(*) DESC LIMIT 1",
+            (longest,),
+        ).fetchone()[0]
+        telegram = conn.execute(
+            "SELECT s.id FROM sessions s JOIN messages m ON m.session_id = s.id "
+            "WHERE s.source = 'telegram' AND s.ended_at IS NOT NULL GROUP BY s.id "
+            "HAVING COUNT(*) >= 2 ORDER BY COUNT(*) DESC LIMIT 1"
+        ).fetchone()
         ts = conn.execute("SELECT MAX(timestamp) FROM messages").fetchone()[0] + 1
-        conn.execute(
-            "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
-            (sid, f"my key is OPENAI_API_KEY={SECRET} please keep it", ts),
-        )
-        conn.execute(
-            "INSERT INTO messages (session_id, role, content, tool_name, timestamp) "
-            "VALUES (?, 'tool', ?, 'terminal', ?)",
-            (sid, f'{{"output": "export GITHUB_TOKEN={GH_TOKEN}"}}', ts + 1),
-        )
+        for n, sid in enumerate(dict.fromkeys([longest, tools, *(telegram or ())])):
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp) "
+                "VALUES (?, 'user', ?, ?)",
+                (sid, f"my key is OPENAI_API_KEY={SECRET} please keep it", ts + 2 * n),
+            )
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, tool_name, timestamp) "
+                "VALUES (?, 'tool', ?, 'terminal', ?)",
+                (sid, f'{{"output": "export GITHUB_TOKEN={GH_TOKEN}"}}', ts + 2 * n + 1),
+            )
+            conn.execute(
+                "UPDATE sessions SET message_count = message_count + 2 WHERE id = ?", (sid,)
+            )
     conn.close()
 
 
@@ -191,9 +208,12 @@ def test_every_format_equals_hermes(pair, tmp_path, fmt, scope, redact):
             path.write_bytes(data)
             session = re.search(r'^session_id: "(.*)"$', data.decode(), re.M).group(1)
             assert hermes.call("verify_export", path=str(path), session_id=session) == [True, "ok"]
+    joined = b"".join(ours.values())
     if redact:
-        joined = b"".join(ours.values())
         assert SECRET.encode() not in joined and GH_TOKEN.encode() not in joined
+    else:
+        # The planted secrets are in what was exported: the redacted cell proves something.
+        assert SECRET.encode() in joined, (name, fmt, scope)
 
 
 @pytest.mark.parametrize("which", ["longest", "chain"])

@@ -19,15 +19,54 @@ from webui.hermes.redaction import KEY_SHAPES, RULES, redact_record, redact_text
 BODY = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
-def sample_key(literal: str, shape: str) -> str:
-    start = {"xapp-": "xapp-42-", "xox": "xoxb-", "SG": "SG."}.get(literal, literal)
-    body = "ABCDEFGHIJ0123456789" if literal == "AKIA" else BODY
-    key = start + body[: 16 if literal == "AKIA" else len(body)]
-    assert re.fullmatch(shape, key), (literal, key)
-    return key
-
-
-KEYS = [(literal, sample_key(literal, shape)) for literal, shape in KEY_SHAPES]
+# One sample of every vendor key Hermes 0.19 masks, written out here rather than made from
+# Logbook's own table: a prefix dropped from that table leaves its sample unmasked.
+KEY_SAMPLES = [
+    "sk-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "github_pat_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "gho_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "ghu_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "ghs_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "ghr_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "xapp-42-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "xoxb-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "AIzaA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "pplx-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "fal_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "fc-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "bb_live_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "gAAAAA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "AKIAABCDEFGHIJ012345",
+    "sk_live_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "sk_test_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "rk_live_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "SG.A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "hf_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "r8_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "npm_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "pypi-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "dop_v1_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "doo_v1_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "am_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "sk_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "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",
+    "exa_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "gsk_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "syt_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "retaindb_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "hsk-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "mem0_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "brv_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "xai-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "ntn_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "fw-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "fw_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "fpk_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+]
+# Shapes a wider one covers as well (removing them alone changes nothing that can be seen).
+COVERED_BY = {"sk_live_": "sk_", "sk_test_": "sk_"}
+KEYS = [(key.split("A1b2")[0] or key[:4], key) for key in KEY_SAMPLES]
 VENDOR = "vendor key prefix"
 
 # (text, the secret that must not survive, the rule that catches it)
@@ -38,6 +77,37 @@ for _literal, key in KEYS:
         (json.dumps({"command": f"curl -H 'X: {key}' https://api.example.com"}), key, VENDOR),
         (f"https://api.example.com/v1?q=1&k={key}", key, VENDOR),
     ]
+# Every JSON field name, header name and database scheme Hermes masks, one sample each.
+JSON_WORDS = (
+    "apiKey api_key apikey token secret password access_token refresh_token auth_token bearer "
+    "secret_value raw_secret secret_input key_material"
+)
+for word in JSON_WORDS.split():
+    CORPUS.append(
+        (
+            json.dumps({word: "opaqueval-314159"}),
+            "opaqueval-314159",
+            'JSON field ("api_key": "value")',
+        )
+    )
+for header in (
+    "x-api-key x-goog-api-key api-key apikey x-api-token x-auth-token x-access-token".split()  # noqa: SIM905
+):
+    CORPUS.append(
+        (
+            f"curl -s -H '{header}: hdrvalue271828' https://api.example.com/v1",
+            "hdrvalue271828",
+            "API key header (x-api-key: value)",
+        )
+    )
+for scheme in ("postgres", "postgresql", "mysql", "mongodb", "mongodb+srv", "redis", "amqp"):
+    CORPUS.append(
+        (
+            f"{scheme}://admin:dbpass161803@db.internal:5432/x",
+            "dbpass161803",
+            "database URL password",
+        )
+    )
 CORPUS += [
     (
         "OPENAI_API_KEY=plainopaquevalue123456",
@@ -148,6 +218,25 @@ def test_every_secret_is_masked_by_its_rule(text, secret, rule):
 @pytest.mark.parametrize("text", NEAR_MISSES)
 def test_near_misses_stay(text):
     assert redact_text(text) == text
+
+
+def test_every_key_prefix_is_needed():
+    """Remove any one vendor key shape and its sample survives (the samples are written out
+    above, not made from the table), unless a wider shape covers it (COVERED_BY)."""
+    from webui.hermes.redaction import Rule
+
+    for literal, shape in KEY_SHAPES:
+        assert any(re.fullmatch(shape, k) for k in KEY_SAMPLES), f"no sample for {literal!r}"
+    vendor = RULES[0]
+    for literal, _shape in KEY_SHAPES:
+        rest = "|".join(s for lit, s in KEY_SHAPES if lit != literal)
+        pattern = re.compile(rf"(?<![A-Za-z0-9_-])({rest})(?![A-Za-z0-9_-])")
+        fewer = (Rule(vendor.name, lambda t: True, pattern, vendor.masked), *RULES[1:])
+        survivors = [k for k in KEY_SAMPLES if k in redact_text(f"my key {k} here", fewer)]
+        if literal in COVERED_BY:
+            assert not survivors, (literal, survivors)
+        else:
+            assert survivors, f"no sample needs the prefix {literal!r}"
 
 
 def test_every_rule_is_needed():

@@ -142,6 +142,39 @@ def test_hits_in_tool_call_arguments_never_show_raw_json(fixture, tmp_path):
             assert not label, f"the tool's name twice: {text[:120]}"
 
 
+@pytest.mark.parametrize("fixture", ["hermes-v22.db", "hermes-v11.db"])
+def test_a_search_for_a_tools_name_shows_what_it_answered_in_words(fixture, tmp_path):
+    """Hermes indexes a tool result's tool name beside its content: a hit on the name alone
+    once read `{"success": true} browser_click`. It reads "browser_click result", and the
+    answer's fields as words."""
+    db = copy_fixture(fixture, tmp_path)
+    client = make_app(db, tmp_path / "inst").test_client()
+    names = [
+        r[0]
+        for r in sql(
+            db,
+            "SELECT tool_name FROM messages WHERE role = 'tool' AND tool_name GLOB '*_*' "
+            "AND content LIKE '{%' GROUP BY tool_name ORDER BY COUNT(*) DESC LIMIT 6",
+        )
+    ]
+    assert names, "the fixture holds JSON tool results"
+    for name in names:
+        page = client.get(f"/search?q={quote(name)}").get_data(as_text=True)
+        hits = re.findall(r'<a class="snippet".*?</a>', page, re.S)
+        assert hits, name
+        for hit in hits:
+            text = re.sub("<[^>]+>", "", hit).strip()
+            assert not text.startswith(("{", "[")) and "&#34;: " not in text, (name, text[:160])
+        labels = [
+            re.sub("<[^>]+>", "", lab)
+            for lab in re.findall(r'class="hit-in"[^>]*>(.*?)</span>', page)
+        ]
+        assert any(lab.startswith(name) for lab in labels), (name, labels[:5])
+        # Tool results around a hit read as words too, even where they are cut short.
+        for item in re.findall(r'<li><span class="role">tool</span>(.*?)</li>', page, re.S):
+            assert "&#34;: " not in item and not item.strip().startswith("{"), (name, item[:300])
+
+
 # -- 8. plain search notices ------------------------------------------------------------------
 
 
@@ -155,8 +188,8 @@ def test_search_notices_echo_the_words_typed_in_plain_language(origins, q):
     assert notice.count(". ") <= 1, f"one sentence: {notice}"
     for jargon in ("FTS5", "trigram", "syntax error", "MATCH", '"""'):
         assert jargon not in notice, (q, notice)
-    if q not in ("记忆",) and "Searched for" not in notice:
-        assert q in notice, notice
+    if q not in ("记忆",):
+        assert f"“{q}”" in notice, notice  # the user's own text, as typed
     page = client.get(f"/search?q={quote(q)}").get_data(as_text=True)
     empty = re.search(r'<p class="empty">No message matches <strong>(.*?)</strong>', page)
     if empty:
@@ -238,6 +271,46 @@ def test_the_delete_page_offers_the_backup_first_in_large_buttons(origins):
     assert buttons[0].startswith("Back up") and "without a backup" in buttons[1]
 
 
+def test_a_long_chains_breadcrumb_on_the_page_names_the_conversation_once(tmp_path):
+    """Seven compression parts of one conversation were seven near-identical titles in the
+    breadcrumb: the page shows the conversation once, with its number of parts."""
+    import time
+
+    db = copy_fixture("hermes-v22-origins.db", tmp_path)
+    now = time.time() - 3600
+    with sqlite3.connect(db) as conn:
+        parent = None
+        for i in range(7):
+            sid = f"chain-{i}"
+            conn.execute(
+                "INSERT INTO sessions (id, source, started_at, ended_at, end_reason, title, "
+                "parent_session_id) VALUES (?, 'cli', ?, ?, ?, ?, ?)",
+                (
+                    sid,
+                    now + i * 60,
+                    now + i * 60 + 50 if i < 6 else None,
+                    "compression" if i < 6 else None,
+                    "Project X" if i == 0 else f"Project X #{i + 1}",
+                    parent,
+                ),
+            )
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp) "
+                "VALUES (?, 'user', 'go on', ?)",
+                (sid, now + i * 60 + 1),
+            )
+            parent = sid
+    client = make_app(db, tmp_path / "inst").test_client()
+    page = client.get("/sessions/chain-6").get_data(as_text=True)
+    crumbs = re.search(
+        r'<nav[^>]*aria-label="[^"]*(?:[Bb]readcrumb|[Ll]ineage)[^"]*".*?</nav>', page, re.S
+    )
+    assert crumbs, "the page has a breadcrumb"
+    text = re.sub(r"\s+", " ", re.sub("<[^>]+>", " ", crumbs.group(0)))
+    assert text.count("Project X") <= 2, text  # the conversation once (and this part)
+    assert "(6 parts)" in text, text  # the six parts before this one
+
+
 def test_lineage_parents_and_children_are_named_not_ids(tmp_path):
     db = copy_fixture("hermes-v22-extended.db", tmp_path)
     client = make_app(db, tmp_path / "inst").test_client()
@@ -250,9 +323,10 @@ def test_lineage_parents_and_children_are_named_not_ids(tmp_path):
     table = re.search(r'<table class="sessions">.*?</table>', page, re.S).group(0)
     assert f"<code>{parent}</code>" not in table
     view = client.get(f"/sessions/{child}").get_data(as_text=True)
-    link = re.search(r'Child of <a href="[^"]+">([^<]+)</a>', view)
-    if link:
-        assert link.group(1) != parent and not link.group(1).startswith("20")
+    link = re.search(r'Child of <a href="([^"]+)">([^<]+)</a>', view)
+    assert link, "an untitled parent is named by its first message"
+    assert link.group(1).endswith(parent)
+    assert link.group(2) != parent and not link.group(2).startswith("20")
 
 
 def test_lineage_titles_fit_their_boxes():

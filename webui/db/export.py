@@ -28,7 +28,7 @@ from webui.hermes.content import (
     parse_tool_calls,
     pretty_json,
 )
-from webui.hermes.redaction import redact_record
+from webui.hermes.redaction import redact_record, redact_text
 from webui.hermes.rules import rules_for
 
 BATCH = 100
@@ -299,10 +299,15 @@ class Exporter:
             yield from (found[sid] for sid in batch if sid in found)
 
     def csv(
-        self, ids: Iterator[str], columns: list[str] | None = None, header: bool = True
+        self,
+        ids: Iterator[str],
+        columns: list[str] | None = None,
+        header: bool = True,
+        redact: bool = False,
     ) -> Iterator[str]:
         """A metadata row per session. ``columns``: another store's header to follow (a column
-        this file lacks is left empty); ``header``: False for a store after the first."""
+        this file lacks is left empty); ``header``: False for a store after the first;
+        ``redact``: every text value through Hermes's redaction (a title can hold a key)."""
         cols = columns or self.csv_columns()
         if header:
             yield _csv_line(cols)
@@ -310,10 +315,10 @@ class Exporter:
         for sid in ids:
             batch.append(sid)
             if len(batch) >= BATCH:
-                yield from self._csv_rows(batch, cols)
+                yield from self._csv_rows(batch, cols, redact)
                 batch = []
         if batch:
-            yield from self._csv_rows(batch, cols)
+            yield from self._csv_rows(batch, cols, redact)
 
     def csv_columns(self) -> list[str]:
         return [
@@ -337,7 +342,7 @@ class Exporter:
             if self.schema.has("sessions", c)
         ]
 
-    def _csv_rows(self, ids: list[str], cols: list[str]) -> Iterator[str]:
+    def _csv_rows(self, ids: list[str], cols: list[str], redact: bool) -> Iterator[str]:
         picked = ", ".join(c if self.schema.has("sessions", c) else f"NULL AS {c}" for c in cols)
         rows = {
             r["id"]: r
@@ -349,15 +354,19 @@ class Exporter:
         for sid in ids:
             r = rows.get(sid)
             if r:
-                yield _csv_line(
-                    [_iso(r[c]) if c in ("started_at", "ended_at") else r[c] for c in cols]
-                )
+                values = [_iso(r[c]) if c in ("started_at", "ended_at") else r[c] for c in cols]
+                if redact:
+                    values = [redact_text(v) if isinstance(v, str) else v for v in values]
+                yield _csv_line(values)
 
-    def markdown(self, ids: Iterator[str]) -> Iterator[str]:
+    def markdown(self, ids: Iterator[str], redact: bool = False) -> Iterator[str]:
+        """Logbook's readable transcript; ``redact``: every text through Hermes's redaction."""
         for n, sid in enumerate(ids):
             s = self.r.one("SELECT * FROM sessions WHERE id = ?", [sid])
             if s is None:
                 continue
+            if redact:
+                s = {k: redact_text(v) if isinstance(v, str) else v for k, v in s.items()}
             if n:
                 yield "\n\n---\n\n"
             yield f"# {_inline(s.get('title') or sid)}\n\n"
@@ -378,6 +387,8 @@ class Exporter:
                     value = _iso(s[key]) if key in ("started_at", "ended_at") else s[key]
                     yield f"- **{key}**: {_inline(value)}\n"
             for m in self._messages_in_batches(sid):
+                if redact:
+                    m = {k: redact_text(v) if isinstance(v, str) else v for k, v in m.items()}
                 who = _inline(m["role"]) + (
                     f" · {_inline(m['tool_name'])}" if m.get("tool_name") else ""
                 )

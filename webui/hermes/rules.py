@@ -24,7 +24,10 @@ class Rules:
     # Delete and prune remove the transcript files of what they removed from the Hermes home's
     # sessions/ folder (<id>.json, <id>.jsonl, request_dump_<id>_*.json), as Hermes 0.19's
     # `sessions delete` and `sessions prune` do.
-    removes_transcripts: bool = False
+    # Transcript files (<id>.json, <id>.jsonl, request_dump_<id>_*.json) beside the database
+    # go with a removed session: Hermes's delete and prune take them at schema 11 (given the
+    # sessions folder) and 22; on older files too, a deleted conversation must not stay on disk.
+    removes_transcripts: bool = True
     # Export records (get_messages): Hermes 0.19 leaves rewound messages out, orders by id
     # (clocks can jump back) and keeps a NULL tool_calls null; before, every message, by
     # timestamp, and [] for a missing tool_calls.
@@ -43,7 +46,6 @@ def rules_for(schema_version: int | None) -> Rules:
             "Hermes Agent 0.19.0",
             "v22",
             delete_cascades=True,
-            removes_transcripts=True,
             export_active_by_id=True,
             rename_takes_from_ancestor=True,
             messages_by_id=True,

@@ -215,14 +215,16 @@ def plan(
         raw.replace('"', "")
     ):
         note = (
-            f"Searched for {_shown(sanitized)}: like Hermes, Logbook leaves out characters "
-            "such as ( ) { } + ^ and an AND, OR or NOT at either end."
+            f"You typed “{raw}”; like Hermes, Logbook leaves out characters such as "
+            "( ) { } + ^ and an AND, OR or NOT at either end, so it searched for "
+            f"“{_shown(sanitized)}”."
         )
     elif raw.count('"') % 2 and sanitized.count('"') < raw.count('"'):
         # A quote without its partner: Hermes drops it and searches the words themselves.
         note = (
-            f"Searched for {_shown(sanitized)}: the quotation mark without a partner was "
-            "left out, as Hermes does; to find an exact phrase, close the quotes."
+            f"You typed “{raw}”; the quotation mark without a partner was left out, as "
+            f"Hermes does, so it searched for “{_shown(sanitized)}” (to find an exact phrase, "
+            "close the quotes)."
         )
     if not sanitized:
         notices.append(

@@ -385,7 +385,9 @@ def _leaves(value: Any, path: str = "", depth: int = 0) -> Iterator[tuple[str, s
     elif isinstance(value, list):
         for i, v in enumerate(value[:200]):
             yield from _leaves(v, f"{path}[{i}]", depth + 1)
-    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+    elif isinstance(value, bool):
+        yield path, "true" if value else "false"  # as JSON writes it, not Python's True
+    elif isinstance(value, (str, int, float)):
         yield path, str(value)
 
 
@@ -428,6 +430,12 @@ def tool_hit(row: dict[str, Any]) -> tuple[str, str] | None:
             if any(t in leaf.lower() for t in terms):
                 what = f"{row['tool_name']} result" if row.get("tool_name") else "result"
                 return f"{what} · {path}" if path else what, make_snippet(leaf, terms)
+    name = row.get("tool_name") or ""
+    if name and any(t in name.lower() for t in terms):
+        # The tool was searched for by name (Hermes indexes it beside the result): say what
+        # it answered, in words, rather than its raw JSON followed by its name.
+        answered = readable_json(text) if data is not None else text
+        return f"{name} result", make_snippet(str(answered or "(empty)"), terms)
     return None
 
 
@@ -436,9 +444,20 @@ def readable_json(text: Any, width: int = 200) -> Any:
     instead of braces and escaped quotes; any other text as it is."""
     data = _json_value(text) if isinstance(text, str) else None
     if data is None:
+        if isinstance(text, str) and text.lstrip().startswith(("{", "[")):
+            return _loose_fields(text, width)  # JSON cut short (context is read in part)
         return text
     fields = [f"{path}: {value}" if path else value for path, value in _leaves(data)]
     return plain_text(" · ".join(fields), width) if fields else text
+
+
+def _loose_fields(text: str, width: int) -> str:
+    """JSON that does not parse (cut at a length) read as fields all the same: no braces,
+    brackets or quotes, "key: value · key: value"."""
+    flat = re.sub(r'\\"', "'", text)
+    flat = re.sub(r'[{}\[\]"]', "", flat)
+    flat = re.sub(r",\s*", " · ", flat)
+    return plain_text(flat, width)
 
 
 def _first_argument(args: Any) -> str:
@@ -477,7 +496,9 @@ def search_hit_view(row: dict[str, Any]) -> dict[str, Any]:
         ],
         "hit_in": hit_in,
         "snippet_html": snippet_html(snippet),
-        "tools": [c["name"] for c in calls] or ([row["tool_name"]] if row.get("tool_name") else []),
+        # Each tool named once (a turn often calls the same tool several times).
+        "tools": list(dict.fromkeys(c["name"] for c in calls))
+        or ([row["tool_name"]] if row.get("tool_name") else []),
         "session_label": session_label(
             {"title": row.get("session_title"), "preview": row.get("session_preview")}
         ),

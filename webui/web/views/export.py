@@ -98,6 +98,22 @@ def _only() -> str | None:
         raise BadRequest(str(exc)) from None
 
 
+def _refuse(*options: str, why: str) -> None:
+    """An option this route does not read is refused, naming it, never dropped: a user who
+    asked for it must not get a download that silently ignores it."""
+    for name in options:
+        if request.args.get(name) not in (None, ""):
+            problem = f"“{name}={request.args.get(name)}” {why}"
+            if _browser_form():
+                # The form comes back as it was filled, saying which box to clear.
+                abort(make_response(_form_page(problem=problem), 400))
+            raise BadRequest(problem)
+
+
+ONLY_WHERE = "applies to the JSONL and Markdown exports (Hermes's --only user-prompts supports --format jsonl or md)."
+LINEAGE_WHERE = "applies to the Markdown and QMD exports (Hermes's --lineage logical)."
+
+
 def _whole() -> bool:
     """No session, lineage, prune preview or filter: everything, as `hermes sessions export`
     without arguments (its export_all)."""
@@ -196,7 +212,7 @@ def form():
     return _form_page()
 
 
-def _form_page(nothing: bool = False) -> str:
+def _form_page(nothing: bool = False, problem: str | None = None) -> str:
     lb = get_logbook()
     return render_template(
         "export.html",
@@ -205,6 +221,7 @@ def _form_page(nothing: bool = False) -> str:
         args=request.args,
         has_archived=lb.schema.has("sessions", "archived"),
         nothing=nothing,
+        problem=problem,
         summary=None if nothing else _summary_or_none(),
     )
 
@@ -431,6 +448,8 @@ def html():
     """Hermes's page: one session alone, or any number behind a sidebar. The sidebar needs
     the sessions' short rows before their messages, so the ids are read first (a few bytes a
     session) and the conversations then stream one at a time."""
+    _refuse("only", why=ONLY_WHERE)
+    _refuse("lineage_mode", why=LINEAGE_WHERE)
     ids, name = _ids()
     rewound, redact = _flag("rewound"), _flag("redact")
     chosen = list(ids)
@@ -467,10 +486,14 @@ def html():
 
 @bp.get("/export.csv")
 def csv():
+    _refuse("only", why=ONLY_WHERE)
+    _refuse("lineage_mode", why=LINEAGE_WHERE)
+    _refuse("rewound", why="applies to exports of messages; the CSV holds one row per session.")
+    redact = _flag("redact")  # titles can hold a secret too
     ids, name = _ids()
     across = _other_stores(None)
     if not across:
-        return _download(get_logbook().exporter.csv(ids), name, "csv", "text/csv")
+        return _download(get_logbook().exporter.csv(ids, redact=redact), name, "csv", "text/csv")
     # Every store's rows under the live file's header (a column an older file lacks is empty).
     books = [get_logbook(), *(b for _n, b in across)]
     cols = books[0].exporter.csv_columns()
@@ -478,7 +501,7 @@ def csv():
     def rows():
         for i, book in enumerate(books):
             mine = ids if not i else _store_ids(book, books[:i])
-            yield from book.exporter.csv(mine, columns=cols, header=not i)
+            yield from book.exporter.csv(mine, columns=cols, header=not i, redact=redact)
 
     return _download(rows(), name, "csv", "text/csv")
 
@@ -494,5 +517,10 @@ def markdown():
             "A Markdown transcript is for one session (session=), one lineage (lineage=) or "
             "one chat (session_key=)."
         )
+    _refuse(
+        "only", why="applies to Hermes's Markdown export, not the transcript (style=transcript)."
+    )
+    _refuse("lineage_mode", why=LINEAGE_WHERE.replace("exports", "exports, not the transcript,"))
     ids, name = _ids()
-    return _download(get_logbook().exporter.markdown(ids), name, "md", "text/markdown")
+    exporter = get_logbook().exporter
+    return _download(exporter.markdown(ids, redact=_flag("redact")), name, "md", "text/markdown")
