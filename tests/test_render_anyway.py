@@ -81,3 +81,23 @@ def test_renders_at_once_are_bounded():
     while slow_render._running and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not slow_render._running
+
+
+def test_pages_rendered_on_request_are_built_one_at_a_time(big):
+    """Clients looping on "render it anyway" share one builder: while one such page is being
+    built, another waits within its deadline, then answers 503 with Retry-After; the plain
+    conversation is served meanwhile."""
+    from webui.web.views import sessions as view
+
+    client, sid, mid, _text = big
+    assert view._ONE_RENDER.acquire(timeout=1)
+    try:
+        began = time.monotonic()
+        busy = client.get(f"/sessions/{sid}?render={mid}")
+        waited = time.monotonic() - began
+        assert busy.status_code == 503 and busy.headers.get("Retry-After") == "2"
+        assert waited < 1.5 + 0.5, waited  # within the request's deadline
+        assert client.get(f"/sessions/{sid}").status_code == 200
+    finally:
+        view._ONE_RENDER.release()
+    assert client.get(f"/sessions/{sid}?render={mid}").status_code == 200

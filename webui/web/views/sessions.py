@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from typing import Any
 
@@ -10,6 +11,7 @@ from htmx_flask import request
 
 from webui import threads
 from webui.db import BadRequest, LogbookDBError, SessionQuery, get_logbook, live_logbook
+from webui.db import deadline as request_deadline
 from webui.db.lineage import tree_across
 from webui.db.messages import END_CURSOR
 from webui.db.schema import KNOWN_SESSION_COLUMNS
@@ -198,8 +200,33 @@ def _int_arg(name: str) -> int | None:
     return number
 
 
+# A conversation asked for with a message rendered on request ("render it anyway": a page that
+# carries megabytes of HTML) is built one at a time: clients looping on the link take one
+# heavy worker's share of the interpreter, not all of them, and the pages keep theirs.
+_ONE_RENDER = threading.BoundedSemaphore(1)
+
+
 @bp.get("/sessions/<session_id>")
 def view_session(session_id: str):
+    if not request.args.get("render"):
+        return _view_session(session_id)
+    left = request_deadline.remaining()
+    if not _ONE_RENDER.acquire(timeout=max(0.0, (left if left is not None else 5.0) - 0.5)):
+        response = current_app.make_response(
+            (
+                "Another message is being shown rendered on request; try again in a moment.",
+                503,
+                {"Retry-After": "2", "Content-Type": "text/plain; charset=utf-8"},
+            )
+        )
+        abort(response)
+    try:
+        return _view_session(session_id)
+    finally:
+        _ONE_RENDER.release()
+
+
+def _view_session(session_id: str):
     lb = get_logbook()
     session = lb.sessions.get(session_id)
     if session is None:
