@@ -34,12 +34,16 @@ def _columns(conn, table: str) -> list[tuple[str, bool]]:
     return [(r[1], bool(r[3])) for r in conn.execute(f"PRAGMA table_info({table})")]
 
 
-@pytest.fixture(scope="module", params=list(VALUES))
+@pytest.fixture(
+    scope="module",
+    params=[("hermes-v22-origins.db", k) for k in VALUES] + [("hermes-v11.db", k) for k in VALUES],
+    ids=lambda p: f"{p[0].split('.')[0]}-{p[1]}",
+)
 def planted(request, tmp_path_factory):
-    kind = request.param
+    fixture, kind = request.param
     value = VALUES[kind]
     d = tmp_path_factory.mktemp(f"hostile-{kind}")
-    db = copy_fixture("hermes-v22-origins.db", d)
+    db = copy_fixture(fixture, d)
     conn = sqlite3.connect(db)
     ids = []
     with conn:
@@ -92,6 +96,12 @@ PER_SESSION = [
     "/export.jsonl?only=user-prompts&session={sid}",
     "/search?q=docker&session={sid}",
     "/sessions/{sid}/delete",
+    "/sessions/{sid}/tail",
+    "/sessions/{sid}/title",
+    "/sessions/{sid}/title/edit",
+    "/sessions/{sid}?render=1",
+    "/coldstore?session={sid}",
+    "/archive?session={sid}",
 ]
 WHOLE = [
     "/sessions",
@@ -123,6 +133,16 @@ WHOLE = [
     "/export.md?q=hostile",
     "/export/summary?q=hostile",
     "/live",
+    "/",
+    "/changes",
+    "/stores",
+    "/stores?format=json",
+    "/coldstore?older_than=0",
+    "/coldstore?older_than=0&format=json",
+    "/export",
+    "/export?q=hostile",
+    "/chats/telegram",
+    "/t/hostile",
 ]
 
 

@@ -263,6 +263,9 @@ def test_is_heavy_names_exports_and_searches_that_may_scan_everything():
     # database has no trigram table, and then the view takes a search slot itself).
     assert not is_heavy("/search", "q=大别山项目")
     assert is_heavy("/search", "q=大别山项目+通信")
+    # Refused at once (too many words), yet on the heavy workers: a loop of refusals is a
+    # flood, and the pages keep their turns.
+    assert is_heavy("/search", "q=" + "+".join(["word"] * 70))
 
 
 def test_a_substring_scan_takes_a_search_slot_whatever_the_dispatcher_thought(tmp_path):

@@ -15,7 +15,8 @@ def is_heavy(path: str, query: str, facts: dict | None = None) -> bool:
     may read much of the whole index (webui.hermes.search.is_costly: a substring scan of
     every message, a short prefix, OR, NEAR, many words). The class follows the plan the
     search will run, not the words typed: a search scoped to one session reads only that
-    session's index entries, so it is cheap whatever it asks."""
+    session's index entries, so it is cheap whatever it asks. A search too big to run is
+    refused at once, on the heavy workers too: looped, refusals are a flood."""
     if path.startswith("/export."):
         return True
     args = parse_qs(query)
@@ -28,5 +29,7 @@ def is_heavy(path: str, query: str, facts: dict | None = None) -> bool:
         return False
     facts = facts or DEFAULT_SEARCH_FACTS
     if query_problem(q, facts["dialect"]):
-        return False  # answered 400 at once
+        # Answered 400 at once, but on the heavy workers: a client looping on a refused bomb
+        # (64 prefixes OR-ed: 160 refusals a second) must not take the pages' turns.
+        return True
     return is_costly(plan(q, **facts), scoped=bool(args.get("session")))
