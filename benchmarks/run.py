@@ -1032,17 +1032,13 @@ def write_results(
         else "",
         "",
     ]
-    # keep the load section (and a diagnosis section) written by others
+    # keep every section written by the other benchmarks (load, hostile, attacks, scale, …) and
+    # the hand-written ones (diagnosis, notes), in their order: only the top is this script's
     kept = ""
     if out.exists():
         old = out.read_text()
-        m = re.search(re.escape(LOAD_START) + r".*?" + re.escape(LOAD_END), old, re.S)
-        if m:
-            kept += m.group(0) + "\n"
-        for name in ("schema22", "origins", "prune", "hostile", "diagnosis"):
-            m = re.search(rf"<!-- {name}:start -->.*?<!-- {name}:end -->", old, re.S)
-            if m:
-                kept += "\n" + m.group(0) + "\n"
+        for m in re.finditer(r"<!-- ([a-z0-9-]+):start -->.*?<!-- \1:end -->", old, re.S):
+            kept += ("\n" if kept else "") + m.group(0) + "\n"
     if not kept:
         kept = f"{LOAD_START}\n## Load\n\nNot run yet: `benchmarks/load.py`.\n{LOAD_END}\n"
     out.write_text("\n".join(lines) + "\n" + kept)
