@@ -4,6 +4,7 @@ classes (c0…c9), so one palette serves the light and the dark theme."""
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,13 +27,18 @@ class Chart:
 
 
 def nice_max(value: float) -> float:
-    if value <= 0:
-        return 1
-    exp = 10 ** math.floor(math.log10(value))
+    """The axis's top: the next 1, 2, 2.5 or 5 times a power of ten at or above ``value``, as a
+    float (a row Hermes never writes can hold 1e308: the "nice" top must not overflow)."""
+    if not value > 0:
+        return 1.0
+    if not math.isfinite(value):
+        return sys.float_info.max
+    exp = 10.0 ** math.floor(math.log10(value))
     for m in (1, 2, 2.5, 5, 10):
-        if value <= m * exp:
-            return m * exp
-    return 10 * exp
+        top = m * exp
+        if value <= top:
+            return top if math.isfinite(top) else float(value)
+    return float(value)
 
 
 def stacked_columns(
