@@ -87,6 +87,23 @@ def test_groups_with_unpriced_sessions_say_so_never_zero_dollars(origins):
         r'<div class="kpi"><span class="k">Cost</span>.*?</div>', page, re.S
     ).group(0)
     assert "unknown" in headline and "included" in headline
+    # Cost by status: an estimated group's actual cost was never reported — not "$0".
+    table = re.search(r"<caption>Cost by status.*?</table>", page, re.S).group(0)
+    by_status = {
+        m[0]: m[1:]
+        for m in re.findall(
+            r'<th scope="row">([^<]+)</th><td class="n">[^<]*</td><td class="n">([^<]*)</td>'
+            r'<td class="n">([^<]*)</td><td class="n">([^<]*)</td>',
+            table,
+        )
+    }
+    assert by_status, table[:300]
+    for status, (_cost, actual, estimated) in by_status.items():
+        if status != "actual":
+            assert actual.strip() != "$0", (status, actual)
+        if status != "estimated":
+            assert estimated.strip() != "$0", (status, estimated)
+    assert by_status["estimated"][1] == "—"
 
 
 def test_prune_preview_and_session_page_never_price_the_unknown(origins):

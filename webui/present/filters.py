@@ -131,6 +131,24 @@ def group_cost(row: Any) -> str:
     return f"{figure} + {left_out}" if left_out else figure
 
 
+def status_part(row: Any, kind: str) -> str:
+    """The actual or estimated part of a cost-status group: "—" where the group's sessions
+    report none of that kind (an "estimated" group's actual cost is not $0, it was never
+    reported; nor is an "actual" group's estimate), or where the group has no dollar figure."""
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    sessions = int(get("sessions") or 0)
+    if (
+        sessions
+        and int(get("included_sessions") or 0) + int(get("unpriced_sessions") or 0) == sessions
+    ):
+        return "—"
+    value = get(f"{kind}_cost_usd")
+    reports = {"actual": "actual", "estimated": "estimated"}
+    if not value and str(get("status") or "") != reports[kind]:
+        return "—"
+    return money(value)
+
+
 def nbytes(value: Any) -> str:
     n = float(value or 0)
     for unit in ("B", "KB", "MB", "GB", "TB"):
@@ -261,6 +279,7 @@ FILTERS = {
     "cost_text": cost_text,
     "group_cost": group_cost,
     "group_cost_parts": group_cost_parts,
+    "status_part": status_part,
     "tokens": tokens,
     "nbytes": nbytes,
     "iso": iso,
