@@ -8,7 +8,6 @@ import json
 import shutil
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 
 from support import copy_fixture, make_app, sql
 from support.http import fts_consistent, post
-from support.oracle import Hermes, ensure_venv
+from support.oracle import Hermes, ensure_venv, start_hermes_writer
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAIN = ["20251216_225305_346aef", "20251216_230519_71eb5c", "20251216_231538_b523c0"]
@@ -246,18 +245,7 @@ def test_a_move_beside_hermes_writing_leaves_what_hermes_exported(tmp_path):
         out = tmp_path / f"before-{sid}.jsonl"
         hermes.cli("sessions", "export", str(out), "--format", "jsonl", "--session-id", sid)
         before[sid] = out.read_bytes()
-    writer = subprocess.Popen(
-        [
-            str(venv / "bin" / "python"),
-            str(ROOT / "benchmarks" / "hermes_writer.py"),
-            str(live),
-            "120",
-            "20",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert writer.stdout.readline().strip() == "ready"
+    writer = start_hermes_writer(venv, live, 120, 20)
     try:
         client = make_app(live, tmp_path / "inst").test_client()
         time.sleep(0.5)

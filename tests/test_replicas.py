@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from support import ROOT, copy_fixture, make_app, sql
+from support import copy_fixture, make_app, sql
 from webui.db.replicas import litestream_binary, parse_replica
 
 
@@ -35,6 +35,25 @@ def _wait(what, predicate, timeout_s: float = 40.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _replicate(binary: str, db, replica) -> subprocess.Popen:
+    """``litestream replicate`` of ``db`` to a file replica, in a process group of its own."""
+    return subprocess.Popen(
+        [binary, "replicate", str(db), f"file://{replica}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _stop(app, replicate: subprocess.Popen) -> None:
+    """Logbook's followers, then the replicating process (and its children)."""
+    if app is not None:
+        for follower in app.extensions["stores"].replicas:
+            follower.stop()
+    os.killpg(replicate.pid, signal.SIGTERM)
+    replicate.wait(timeout=10)
+
+
 def test_bad_replica_specs_are_refused_with_the_reason():
     for spec, words in (
         ("laptop", "NAME=URL"),
@@ -50,12 +69,7 @@ def test_a_replica_is_followed_and_read_as_a_store(tmp_path):
     binary = _binary()
     other = copy_fixture("hermes-v11.db", tmp_path / "laptop")
     replica = tmp_path / "replica"
-    writer = subprocess.Popen(
-        [binary, "replicate", str(other), f"file://{replica}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    writer = _replicate(binary, other, replica)
     app = None
     try:
         _wait("the first replica files", lambda: (replica / "ltx").exists())
@@ -105,11 +119,7 @@ def test_a_replica_is_followed_and_read_as_a_store(tmp_path):
         page = client.get("/sessions/20261125_laptop_new?store=laptop").get_data(as_text=True)
         assert "laptop · read-only" in page
     finally:
-        if app is not None:
-            for follower in app.extensions["stores"].replicas:
-                follower.stop()
-        os.killpg(writer.pid, signal.SIGTERM)
-        writer.wait(timeout=10)
+        _stop(app, writer)
 
 
 @pytest.mark.oracle
@@ -117,17 +127,12 @@ def test_hermes_writing_on_another_machine_arrives_and_a_stopped_follower_recove
     """Hermes 0.19's own SessionDB writes on "the server" beside `litestream replicate`; its
     messages reach Logbook's search within 10 s; a follower killed under Logbook shows its
     store as stale, is started again and catches up."""
-    from support.oracle import ensure_venv
+    from support.oracle import ensure_venv, start_hermes_writer
 
     binary, venv = _binary(), ensure_venv()
     other = copy_fixture("hermes-v22.db", tmp_path / "server")
     replica = tmp_path / "replica"
-    replicate = subprocess.Popen(
-        [binary, "replicate", str(other), f"file://{replica}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    replicate = _replicate(binary, other, replica)
     app = writer = None
     try:
         _wait("the first replica files", lambda: (replica / "ltx").exists())
@@ -145,18 +150,7 @@ def test_hermes_writing_on_another_machine_arrives_and_a_stopped_follower_recove
             return next(s for s in stores if s["name"] == "server")
 
         _wait("the replica to be followed", lambda: state()["status"] == "ok")
-        writer = subprocess.Popen(
-            [
-                str(venv / "bin" / "python"),
-                str(ROOT / "benchmarks" / "hermes_writer.py"),
-                str(other),
-                "120",
-                "5",
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert writer.stdout.readline().strip() == "ready"
+        writer = start_hermes_writer(venv, other, 120, 5)
         began = time.monotonic()
 
         def hits() -> int:
@@ -184,8 +178,4 @@ def test_hermes_writing_on_another_machine_arrives_and_a_stopped_follower_recove
         if writer is not None:
             writer.send_signal(signal.SIGTERM)
             writer.communicate(timeout=60)
-        if app is not None:
-            for follower in app.extensions["stores"].replicas:
-                follower.stop()
-        os.killpg(replicate.pid, signal.SIGTERM)
-        replicate.wait(timeout=10)
+        _stop(app, replicate)

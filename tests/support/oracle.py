@@ -113,3 +113,17 @@ _DRY_RUN_ROW = re.compile(r"^  (\S+)  (?:\d{4}-\d\d-\d\d \d\d:\d\d|-)")
 def dry_run_ids(cli_output: str) -> list[str]:
     """The ids `hermes sessions prune|archive --dry-run` lists, in its order."""
     return [m.group(1) for line in cli_output.splitlines() if (m := _DRY_RUN_ROW.match(line))]
+
+
+def start_hermes_writer(venv: Path, db: Path, seconds: int, rate: int) -> subprocess.Popen:
+    """Hermes 0.19's own ``SessionDB`` appending ``rate`` messages a second to ``db`` for up to
+    ``seconds`` (benchmarks/hermes_writer.py), returned once it says it is ready. Stop it with
+    SIGTERM; its last line of output is its JSON report (written, failures, waits)."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "hermes_writer.py"
+    writer = subprocess.Popen(
+        [str(venv / "bin" / "python"), str(script), str(db), str(seconds), str(rate)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout.readline().strip() == "ready"
+    return writer

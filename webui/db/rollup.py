@@ -42,7 +42,6 @@ from webui.db.rollup_follow import SessionFollowing
 from webui.db.rollup_panels import Panels
 from webui.db.rollup_schema import (
     DAILY_TABLES,
-    DAY_OF,
     FIRST_BATCH,
     MAX_BATCH,
     MIN_BATCH,
@@ -358,11 +357,7 @@ class Rollup(SessionFollowing, Panels):
                 "UPDATE main.sess SET started_at = ?, source = ?, model = ? WHERE session_id = ?",
                 [(r["started_at"], r["source"], r["model"], r["id"]) for r in moved],
             )
-            conn.execute(
-                f"UPDATE main.sess SET day = {DAY_OF} "
-                "WHERE session_id IN (SELECT session_id FROM temp.pick)"
-            )
-            self._daily(conn, +1)
+            self._date_and_add_picked(conn)
 
     def _recount(self, conn: sqlite3.Connection, session_id: str, upto: int) -> None:
         """One session's counts read again from its rows up to ``upto`` (through Hermes's

@@ -127,11 +127,7 @@ class SessionFollowing:
             "ON CONFLICT DO NOTHING",
             [(r["id"], r["started_at"], r["source"], r["model"]) for r in rows],
         )
-        conn.execute(
-            f"UPDATE main.sess SET day = {DAY_OF} "
-            "WHERE session_id IN (SELECT session_id FROM temp.pick)"
-        )
-        self._daily(conn, +1)
+        self._date_and_add_picked(conn)
         return new
 
     def _reconcile_sessions(self, conn: sqlite3.Connection) -> None:
@@ -173,6 +169,15 @@ class SessionFollowing:
             )
         counted = int(self._meta(conn)["counted"]) - int(n)
         self._set(conn, counted=counted)
+
+    def _date_and_add_picked(self, conn: sqlite3.Connection) -> None:
+        """The sessions in temp.pick, their start just written: each one's day worked out
+        from it, then their per-session rows added to the daily sums."""
+        conn.execute(
+            f"UPDATE main.sess SET day = {DAY_OF} "
+            "WHERE session_id IN (SELECT session_id FROM temp.pick)"
+        )
+        self._daily(conn, +1)
 
     def _daily(self, conn: sqlite3.Connection, sign: int) -> None:
         """Add (``sign`` +1) or take away (-1) the per-session rows of the sessions in

@@ -12,6 +12,7 @@ from htmx_flask import request
 from webui import threads
 from webui.db import BadRequest, LogbookDBError, SessionQuery, get_logbook, live_logbook
 from webui.db import deadline as request_deadline
+from webui.db.errors import DatabaseBusy
 from webui.db.lineage import tree_across
 from webui.db.messages import END_CURSOR
 from webui.db.schema import KNOWN_SESSION_COLUMNS
@@ -212,14 +213,9 @@ def view_session(session_id: str):
         return _view_session(session_id)
     left = request_deadline.remaining()
     if not _ONE_RENDER.acquire(timeout=max(0.0, (left if left is not None else 5.0) - 0.5)):
-        response = current_app.make_response(
-            (
-                "Another message is being shown rendered on request; try again in a moment.",
-                503,
-                {"Retry-After": "2", "Content-Type": "text/plain; charset=utf-8"},
-            )
+        raise DatabaseBusy(
+            "Another message is being shown rendered on request; try again in a moment."
         )
-        abort(response)
     try:
         return _view_session(session_id)
     finally:
