@@ -294,3 +294,49 @@ def test_a_kill_while_moving_back_from_cold_storage_loses_nothing(many_db, tmp_p
         fts_consistent(db)
         fts_consistent(archive)
     assert cuts >= RUNS // 2, f"only {cuts} of {RUNS} runs were cut mid-way: move the moments"
+
+
+def test_a_move_back_killed_between_its_messages_and_its_rows_is_undone_at_the_next_start(
+    many_db, tmp_path
+):
+    """The moment the race above finds only sometimes, made certain: the process kills itself
+    (SIGKILL) as soon as the first batch of a conversation's messages has entered the live file,
+    before its session rows. The next start takes those messages out again and says so; the
+    archive still holds the conversation whole, and the next move back brings it in."""
+    db = _copy(many_db, tmp_path / "db")
+    instance = tmp_path / "inst"
+    _kill_at(db, instance, COLD, None)
+    archive = instance / "archives" / "hermes-archive-2026-01.db"
+    live_before, kept_before = _state(db), _state(archive)
+    killer = (
+        "import os, signal\n"
+        "            import webui.db.coldstore as cs\n"
+        "            cs.BACK_BATCH = 3\n"
+        "            plain = cs._short\n"
+        "            def _short(*a, **k):\n"
+        "                plain(*a, **k)\n"
+        "                os.kill(os.getpid(), signal.SIGKILL)\n"
+        "            cs._short = _short\n"
+        "            " + COLD_BACK
+    )
+    assert _kill_at(db, instance, killer, 30.0) is False  # it killed itself: no longer running
+    orphans = sql(
+        db, "SELECT COUNT(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)"
+    )[0][0]
+    assert orphans > 0, "the kill came before any message was copied: move the kill point"
+    app = make_app(db, instance)  # the next start undoes it
+    live, kept = _state(db), _state(archive)
+    assert live == live_before and kept == kept_before
+    with app.app_context():
+        from webui.db import get_logbook
+
+        said = " ".join(get_logbook().actions.recovered)
+    assert f"the {orphans} messages it had copied into the live file were taken out" in said
+    _kill_at(db, instance, COLD_BACK, None)
+    live, kept = _state(db), _state(archive)
+    assert not kept
+    assert {s: v[0] for s, v in live.items()} == {
+        **{s: v[0] for s, v in live_before.items()},
+        **{s: v[0] for s, v in kept_before.items()},
+    }
+    fts_consistent(db)

@@ -200,11 +200,15 @@ class Actions(SelectionReads, Pruning):
             if not trimmed[0]:
                 self._journal_close(entry)  # nothing was removed: nothing to finish later
                 raise
+            self._journal_release(entry)
             raise PartlyRemoved(
                 f"{exc.message.split(';')[0]}, so removing {session_id} stopped part way: "
                 f"{trimmed[0]:,} of its messages are gone and the session is still listed. "
                 "Delete it again to finish (Logbook also finishes it at its next start)."
             ) from None
+        except BaseException:
+            self._journal_release(entry)  # the next resume finishes it
+            raise
         if deleted and self.rules.removes_transcripts:
             # Hermes removes a deleted session's transcript files too; the journal entry
             # stays until they are gone, so a kill here is finished at the next start.
@@ -278,6 +282,11 @@ class Actions(SelectionReads, Pruning):
         if entry is not None and self.journal is not None:
             self.journal.close(entry)
 
+    def _journal_release(self, entry) -> None:
+        """The removal stopped part way (a lock, an error): the next resume finishes it."""
+        if entry is not None and self.journal is not None:
+            self.journal.release(entry)
+
     def resume_interrupted(self) -> list[str]:
         """Finish the removals the journal holds (cut short by a kill, a crash or a lock), or
         say why one is kept: a session that got a message after its removal began keeps what
@@ -293,6 +302,13 @@ class Actions(SelectionReads, Pruning):
             return notes, removed
         with self._resume_lock:
             for entry in self.journal.pending():
+                if entry.what == "return":
+                    try:
+                        notes.append(self._undo_return(entry))
+                    except LogbookDBError:
+                        break  # still locked: the entry stays for the next try
+                    self.journal.close(entry)
+                    continue
                 finished, kept = [], []
                 try:
                     for sid, newest in entry.sessions.items():
@@ -326,6 +342,37 @@ class Actions(SelectionReads, Pruning):
             self.on_change()
             self.recovered.extend(notes)
         return notes, removed
+
+    def _undo_return(self, entry) -> str:
+        """A move back from cold storage cut short before its session rows entered the live
+        file: the messages it had copied belong to no session there; they go again, in short
+        transactions, each checking that the session row is still absent. A conversation
+        whose rows did arrive stays (the archive's copy goes at the next move back)."""
+        taken = 0
+        for sid in entry.sessions:
+            while True:
+                gone = self.w.run(
+                    lambda c, sid=sid: (
+                        c.execute(
+                            "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE "
+                            "session_id = ? AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?) "
+                            "LIMIT ?)",
+                            (sid, sid, MESSAGE_BATCH),
+                        ).rowcount
+                    )
+                )
+                if not gone:
+                    break
+                taken += gone
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.started))
+        n = len(entry.sessions)
+        return f"A move back from cold storage begun at {when} had been cut short; " + (
+            f"the {taken} message{'s' if taken != 1 else ''} it had copied into the live file "
+            f"were taken out again (the archive still holds the conversation of {n} "
+            f"session{'s' if n != 1 else ''} whole: move it back again)."
+            if taken
+            else "nothing of it was left half done."
+        )
 
     def _finish_removal(self, sid: str, newest: int) -> bool:
         """Remove what is left of one journaled session, unless it got a newer message."""

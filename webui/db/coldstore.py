@@ -512,41 +512,26 @@ def _back_one(lb, conn, tables, archive_path: Path, members: list[str], j: MoveJ
     if taken:
         j.kept.append(members[0])  # its message ids are another conversation's in the live file
         return
-    # Messages first, a bounded number per transaction, then the session rows in one: until
-    # that last one the messages belong to no session and no page shows them, so the
-    # conversation appears whole or not at all (a move cut short is finished by the next).
-    mc = ", ".join(_q(c) for c in _columns(conn, "main", "messages"))
+    # Messages first, then the session rows (_copy_back): the conversation appears whole or
+    # not at all; a move cut short is undone at the next start and tried again by the next.
     ids = [
         r[0]
         for r in conn.execute(
             f"SELECT id FROM main.messages WHERE session_id IN ({marks}) ORDER BY id", members
         )
     ]
-    for i in range(0, len(ids), BACK_BATCH):
-        lo, hi = ids[i], ids[min(i + BACK_BATCH, len(ids)) - 1]
-        _short(
-            conn,
-            j,
-            [
-                (
-                    f"INSERT OR IGNORE INTO live.messages ({mc}) SELECT {mc} FROM main.messages "
-                    f"WHERE session_id IN ({marks}) AND id BETWEEN ? AND ?",
-                    [*members, lo, hi],
-                )
-            ],
-        )
-    last = []
-    for t in ("sessions", *(t for t in SESSION_TABLES if t in tables)):
-        tc = ", ".join(_q(c) for c in _columns(conn, "main", t))
-        where = "id" if t == "sessions" else "session_id"
-        last.append(
-            (
-                f"INSERT OR IGNORE INTO live.{_q(t)} ({tc}) SELECT {tc} FROM main.{_q(t)} "
-                f"WHERE {where} IN ({marks})",
-                members,
-            )
-        )
-    _short(conn, j, last)
+    journal = lb.actions.journal
+    # Journaled before the first of those transactions: one cut short is undone at the next
+    # start (webui/db/journal.py), so no message is left in the live file without its session.
+    entry = journal.open("return", dict.fromkeys(members, 0)) if journal and ids else None
+    try:
+        _copy_back(conn, j, tables, members, ids)
+    except BaseException:
+        if entry is not None:
+            journal.release(entry)  # cut short here: the next resume undoes it
+        raise
+    if entry is not None:
+        journal.close(entry)
     copied = Copied(
         members, len(members), len(ids), dict.fromkeys(members, ids[-1] if ids else 0), []
     )
@@ -578,3 +563,35 @@ def _back_one(lb, conn, tables, archive_path: Path, members: list[str], j: MoveJ
     j.sessions_moved += len(members)
     j.messages_moved += len(ids)
     j.conversations_moved += 1
+
+
+def _copy_back(conn, j: MoveJob, tables, members: list[str], ids: list[int]) -> None:
+    """The conversation's messages into the live file, a bounded number per transaction, then
+    its session rows in one: until that last one no page shows the messages."""
+    marks = sqlbits.in_list(len(members))
+    mc = ", ".join(_q(c) for c in _columns(conn, "main", "messages"))
+    for i in range(0, len(ids), BACK_BATCH):
+        lo, hi = ids[i], ids[min(i + BACK_BATCH, len(ids)) - 1]
+        _short(
+            conn,
+            j,
+            [
+                (
+                    f"INSERT OR IGNORE INTO live.messages ({mc}) SELECT {mc} FROM main.messages "
+                    f"WHERE session_id IN ({marks}) AND id BETWEEN ? AND ?",
+                    [*members, lo, hi],
+                )
+            ],
+        )
+    last = []
+    for t in ("sessions", *(t for t in SESSION_TABLES if t in tables)):
+        tc = ", ".join(_q(c) for c in _columns(conn, "main", t))
+        where = "id" if t == "sessions" else "session_id"
+        last.append(
+            (
+                f"INSERT OR IGNORE INTO live.{_q(t)} ({tc}) SELECT {tc} FROM main.{_q(t)} "
+                f"WHERE {where} IN ({marks})",
+                members,
+            )
+        )
+    _short(conn, j, last)

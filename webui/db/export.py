@@ -277,7 +277,7 @@ class Exporter:
         def line(rec: dict[str, Any]) -> bytes:
             if redact:
                 rec = redact_record(rec)
-            return (json.dumps(rec, ensure_ascii=False, default=_jsonable) + "\n").encode()
+            return (_ENCODER.encode(rec) + "\n").encode()
 
         return self.records(ids, include_rewound, last_active, encode=line)
 
@@ -432,6 +432,11 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "replace")
     return str(value)
+
+
+# One encoder for every line: json.dumps with options builds a new one per call, and a record
+# read from SQLite cannot hold itself, so the circularity check only costs time. Same bytes.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=_jsonable)
 
 
 def _inline(value: Any) -> str:

@@ -8,7 +8,13 @@ cut short (killed, power cut, the database locked for too long) is therefore kno
 finished on the next try and at the next start, or reported when the session changed since
 (a new message arrived: then nothing more of it is removed).
 
-Each entry maps session id -> the newest message id it had when the removal began."""
+Each entry maps session id -> the newest message id it had when the removal began.
+
+A move back from cold storage ("return") is journaled the same way the other way round: its
+messages enter the live file in short transactions before the session rows, so one cut short
+leaves messages no session owns. The entry names the conversation; the next start takes those
+messages out again (the archive still holds them whole, it loses them only after the copy in
+the live file is verified)."""
 
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ from pathlib import Path
 @dataclass
 class Entry:
     path: Path
-    what: str  # "delete" or "prune"
+    what: str  # "delete", "prune" or "return" (a move back from cold storage)
     sessions: dict[str, int]  # id -> newest message id when the removal began
     started: float
 
@@ -31,6 +37,9 @@ class Entry:
 class Journal:
     def __init__(self, folder: Path):
         self.folder = folder
+        # Entries this process holds open are work in progress, not cut short: a resume
+        # running beside them (another delete's) must not finish or undo them.
+        self._open: set[Path] = set()
 
     def open(self, what: str, sessions: dict[str, int]) -> Entry:
         """Record a removal before its first batch; durable when this returns."""
@@ -48,10 +57,17 @@ class Journal:
             os.fsync(fh.fileno())
         os.replace(tmp, entry.path)
         _sync_dir(self.folder)
+        self._open.add(entry.path)
         return entry
+
+    def release(self, entry: Entry) -> None:
+        """The work failed part way in this process (not killed): the entry becomes cut short,
+        for the next resume to finish or undo."""
+        self._open.discard(entry.path)
 
     def close(self, entry: Entry) -> None:
         """The removal committed whole: forget it."""
+        self._open.discard(entry.path)
         try:
             entry.path.unlink()
         except FileNotFoundError:
@@ -66,6 +82,8 @@ class Journal:
             return []
         found = []
         for path in sorted(self.folder.glob("*.json")):
+            if path in self._open:
+                continue
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
                 sessions = {str(k): int(v) for k, v in data["sessions"].items()}

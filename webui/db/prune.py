@@ -240,6 +240,7 @@ class Pruning:
                 # This batch changed nothing yet: nothing of it is left to finish.
                 self._journal_close(entry)
                 entry = None
+            self._journal_release(entry)  # finished by the next prune, delete or start
             reason = (getattr(exc, "message", None) or str(exc)).split(";")[0].rstrip(".")
             job.error = (
                 f"{reason}. The prune stopped after removing {job.deleted:,} "
