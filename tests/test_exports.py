@@ -393,3 +393,27 @@ def test_the_export_form_offers_every_selection_option(v22):
         names = set(re.findall(r'name="([a-z_]+)"', page))
         missing = [p for p in [*PARAMS, *TIME_PARAMS] if p not in names]
         assert not missing, (route, missing)
+
+
+def test_a_streamed_export_cut_into_parts_by_size_writes_the_same_bytes(v22, monkeypatch):
+    """A part of a streamed export ends after BATCH_BYTES of encoded records as well as after
+    its hundredth session (a run of long sessions is not held a hundred at a time): cut after
+    every record, the download is byte for byte the one cut by count alone."""
+    from webui.db import export as db_export
+
+    _db, _app, client = v22
+    whole = client.get("/export.jsonl").get_data()
+    opened = []
+    plain = db_export.Exporter._records_batch
+
+    def counting(self, ids, *a, **k):
+        out, done = plain(self, ids, *a, **k)
+        opened.append(done)
+        return out, done
+
+    monkeypatch.setattr(db_export.Exporter, "_records_batch", counting)
+    monkeypatch.setattr(db_export, "BATCH_BYTES", 1)
+    cut = client.get("/export.jsonl").get_data()
+    records = whole.count(b"\n")
+    assert records > 5 and cut == whole
+    assert set(opened) == {1} and len(opened) >= records  # a part per record

