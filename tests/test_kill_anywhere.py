@@ -93,9 +93,11 @@ def _kill_at(db: Path, instance: Path, action: str, delay: float | None) -> bool
         proc.wait(timeout=30)
         proc.stdout.close()
         return took
-    time.sleep(delay)
-    cut = proc.poll() is None
-    if cut:
+    try:
+        proc.wait(timeout=delay)  # ended (or killed itself) before the moment: not cut
+        cut = False
+    except subprocess.TimeoutExpired:
+        cut = True
         os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     proc.stdout.close()

@@ -15,7 +15,7 @@ from webui.db import backup, sql
 from webui.db import deadline as request_deadline
 from webui.db.backup import Backup, ChangedSinceBackup
 from webui.db.batches import ONE_TXN_MESSAGES, adapt, limit
-from webui.db.errors import LogbookDBError, NotFound
+from webui.db.errors import DatabaseBusy, LogbookDBError, NotFound
 from webui.db.journal import Journal
 from webui.db.prune import PruneJob, Pruning
 from webui.db.reader import Reader
@@ -212,7 +212,11 @@ class Actions(SelectionReads, Pruning):
         if deleted and self.rules.removes_transcripts:
             # Hermes removes a deleted session's transcript files too; the journal entry
             # stays until they are gone, so a kill here is finished at the next start.
-            deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
+            try:
+                deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
+            except BaseException:
+                self._journal_release(entry)  # the next resume removes what is left
+                raise
         self._journal_close(entry)
         self.on_change()
         self.w.checkpoint()
@@ -300,9 +304,11 @@ class Actions(SelectionReads, Pruning):
         removed: list[str] = []
         if self.journal is None or self.w.refusal:
             return notes, removed
-        with self._resume_lock:
-            for entry in self.journal.pending():
+        with self._resume_lock, self.journal.pending() as entries:
+            for entry in entries:
                 if entry.what == "return":
+                    if set(entry.sessions) & self.journal.held_sessions(entries):
+                        continue  # moved back again right now: undone once that move ends
                     try:
                         notes.append(self._undo_return(entry))
                     except LogbookDBError:
@@ -342,6 +348,30 @@ class Actions(SelectionReads, Pruning):
             self.on_change()
             self.recovered.extend(notes)
         return notes, removed
+
+    def settle_returns(self, own) -> None:
+        """A move back of ``own``'s sessions has just been journaled: an earlier one of the
+        same sessions that was cut short is undone now, before anything is copied, or (being
+        undone by a resume elsewhere right now) waited for; the two never overlap."""
+        gives_up = time.monotonic() + 30.0
+        while others := self.journal.others_of("return", set(own.sessions), own):
+            for path in others:
+                entry = self.journal.claim(path)
+                if entry is None:
+                    continue  # gone, or worked on elsewhere: looked at again below
+                try:
+                    note = self._undo_return(entry)
+                except BaseException:
+                    self.journal.release(entry)
+                    raise
+                self.journal.close(entry)
+                self.recovered.append(note)
+            if time.monotonic() > gives_up:
+                raise DatabaseBusy(
+                    "An earlier move back of this conversation is still being undone; "
+                    "nothing was moved. Try again in a minute."
+                )
+            time.sleep(0.05)
 
     def _undo_return(self, entry) -> str:
         """A move back from cold storage cut short before its session rows entered the live

@@ -525,6 +525,8 @@ def _back_one(lb, conn, tables, archive_path: Path, members: list[str], j: MoveJ
     # start (webui/db/journal.py), so no message is left in the live file without its session.
     entry = journal.open("return", dict.fromkeys(members, 0)) if journal and ids else None
     try:
+        if entry is not None:
+            lb.actions.settle_returns(entry)  # an earlier move back of it cut short: undone
         _copy_back(conn, j, tables, members, ids)
     except BaseException:
         if entry is not None:

@@ -22,8 +22,15 @@ import json
 import os
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: entries are not locked, a resume may meet work in progress
+    fcntl = None
 
 
 @dataclass
@@ -32,17 +39,23 @@ class Entry:
     what: str  # "delete", "prune" or "return" (a move back from cold storage)
     sessions: dict[str, int]  # id -> newest message id when the removal began
     started: float
+    fd: int | None = field(default=None, repr=False)  # holds the entry's lock while worked on
+
+
+# An entry's file is locked (flock, exclusive) by whoever works on it: the action that wrote
+# it, or a resume finishing it. Another thread or another Logbook process on the same
+# instance folder skips a locked entry (work in progress, not cut short); a kill -9 drops
+# the lock with the process, so what it cut short is free for the next resume.
+TMP_STALE_S = 60.0  # a .tmp older than this was cut while being written
 
 
 class Journal:
     def __init__(self, folder: Path):
         self.folder = folder
-        # Entries this process holds open are work in progress, not cut short: a resume
-        # running beside them (another delete's) must not finish or undo them.
-        self._open: set[Path] = set()
 
     def open(self, what: str, sessions: dict[str, int]) -> Entry:
-        """Record a removal before its first batch; durable when this returns."""
+        """Record a removal before its first batch; durable when this returns, and locked by
+        the caller until it is closed or released."""
         self.folder.mkdir(parents=True, exist_ok=True)
         entry = Entry(
             self.folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.json",
@@ -51,48 +64,142 @@ class Journal:
             time.time(),
         )
         tmp = entry.path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"what": what, "sessions": entry.sessions, "started": entry.started}, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, entry.path)
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            _lock(fd, exclusive=True, wait=True)  # locked before anyone sees it under its name
+            body = {"what": what, "sessions": entry.sessions, "started": entry.started}
+            os.write(fd, json.dumps(body).encode())
+            os.fsync(fd)
+            os.replace(tmp, entry.path)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        entry.fd = fd
         _sync_dir(self.folder)
-        self._open.add(entry.path)
         return entry
 
     def release(self, entry: Entry) -> None:
-        """The work failed part way in this process (not killed): the entry becomes cut short,
-        for the next resume to finish or undo."""
-        self._open.discard(entry.path)
+        """Stop working on the entry without finishing it (a lock, an error): it is cut short
+        now, for the next resume to finish or undo."""
+        if entry.fd is not None:
+            os.close(entry.fd)
+            entry.fd = None
 
     def close(self, entry: Entry) -> None:
         """The removal committed whole: forget it."""
-        self._open.discard(entry.path)
         try:
             entry.path.unlink()
         except FileNotFoundError:
             pass
+        self.release(entry)
         _sync_dir(self.folder)
 
-    def pending(self) -> list[Entry]:
-        """Removals begun and not finished, oldest first. A file that cannot be read (cut while
-        being written) is a removal that never began: its batches start only after the file is
-        complete."""
-        if not self.folder.is_dir():
-            return []
+    @contextmanager
+    def pending(self) -> Iterator[list[Entry]]:
+        """Removals begun and not finished and worked on by nobody, oldest first, each locked
+        for the caller while the block runs (released at its end unless closed). A file that
+        cannot be read (cut while being written) is a removal that never began: its batches
+        start only after the file is complete."""
+        found: list[Entry] = []
+        try:
+            if self.folder.is_dir():
+                for path in sorted(self.folder.glob("*.json")):
+                    entry = _claim(path)
+                    if entry is not None:
+                        found.append(entry)
+                for tmp in self.folder.glob("*.tmp"):
+                    try:
+                        if time.time() - tmp.stat().st_mtime > TMP_STALE_S:
+                            tmp.unlink()
+                    except OSError:
+                        pass
+            yield found
+        finally:
+            for entry in found:
+                self.release(entry)
+
+    def claim(self, path: Path) -> Entry | None:
+        """The entry at ``path`` locked for the caller (close or release it), or None when
+        someone else holds it or it is gone."""
+        return _claim(path)
+
+    def others_of(self, what: str, sessions: set[str], own: Entry) -> list[Path]:
+        """Entries of kind ``what`` other than ``own`` that name any of ``sessions``, read
+        without their locks."""
         found = []
-        for path in sorted(self.folder.glob("*.json")):
-            if path in self._open:
+        for path in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
+            if path == own.path:
                 continue
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
-                sessions = {str(k): int(v) for k, v in data["sessions"].items()}
-                found.append(Entry(path, str(data["what"]), sessions, float(data["started"])))
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                path.unlink(missing_ok=True)
-        for tmp in self.folder.glob("*.tmp"):
-            tmp.unlink(missing_ok=True)
+                if data["what"] == what and sessions & set(data["sessions"]):
+                    found.append(path)
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
         return found
+
+    def held_sessions(self, mine: list[Entry]) -> set[str]:
+        """The sessions of entries someone is working on right now (locked), other than the
+        caller's own ``mine``."""
+        skip = {e.path for e in mine}
+        held: set[str] = set()
+        if not self.folder.is_dir():
+            return held
+        for path in self.folder.glob("*.json"):
+            if path in skip:
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                if _lock(fd, exclusive=False, wait=False):
+                    continue  # free: nobody works on it
+                try:
+                    held.update(json.loads(os.read(fd, 1 << 24))["sessions"])
+                except (OSError, ValueError, KeyError, TypeError):
+                    pass
+            finally:
+                os.close(fd)
+        return held
+
+
+def _claim(path: Path) -> Entry | None:
+    """The entry at ``path``, locked for the caller; None when someone else holds it, it is
+    gone, or it cannot be read (then it is removed)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return None
+    if not _lock(fd, exclusive=True, wait=False):
+        os.close(fd)
+        return None
+    try:
+        if not path.exists():  # closed by its owner between our open and our lock
+            raise FileNotFoundError(path)
+        data = json.loads(os.read(fd, 1 << 24))
+        sessions = {str(k): int(v) for k, v in data["sessions"].items()}
+        return Entry(path, str(data["what"]), sessions, float(data["started"]), fd)
+    except FileNotFoundError:
+        os.close(fd)
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        path.unlink(missing_ok=True)
+        os.close(fd)
+        return None
+
+
+def _lock(fd: int, exclusive: bool, wait: bool) -> bool:
+    """flock ``fd``; False when someone else holds it and ``wait`` is off."""
+    if fcntl is None:
+        return True
+    flags = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if wait else fcntl.LOCK_NB)
+    try:
+        fcntl.flock(fd, flags)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def _sync_dir(folder: Path) -> None:
