@@ -46,6 +46,20 @@ def _month_file(inst: Path) -> Path:
     return inst / "archives" / time.strftime("hermes-archive-%Y-%m.db")
 
 
+def move_chain_back(client) -> dict:
+    """CHAIN moved back from this month's archive file; the job, checked whole."""
+    month = time.strftime("archive %Y-%m")
+    r = post(
+        client,
+        "/coldstore",
+        {"from": month, "session": CHAIN[0], "confirm": "yes", "format": "json"},
+    )
+    job = r.get_json()
+    assert r.status_code == 200 and job["error"] is None, job
+    assert job["direction"] == "back" and job["sessions_moved"] == 3
+    return job
+
+
 def test_a_conversation_moves_whole_and_comes_back_the_same(home):
     live, folder, _app, client = home
     before = _rows(live, CHAIN)
@@ -87,14 +101,7 @@ def test_a_conversation_moves_whole_and_comes_back_the_same(home):
     assert month in stores
 
     # And back: the same rows in the live file, none left in the archive.
-    r = post(
-        client,
-        "/coldstore",
-        {"from": month, "session": CHAIN[0], "confirm": "yes", "format": "json"},
-    )
-    job = r.get_json()
-    assert r.status_code == 200 and job["error"] is None, job
-    assert job["direction"] == "back" and job["sessions_moved"] == 3
+    move_chain_back(client)
     assert _rows(live, CHAIN) == before
     assert _rows(archive, CHAIN) == {"sessions": [], "messages": []}
     fts_consistent(live)

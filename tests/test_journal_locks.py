@@ -13,7 +13,7 @@ import sys
 import textwrap
 import time
 
-from test_coldstore import CHAIN, _month_file, _rows, home  # noqa: F401 - the fixture
+from test_coldstore import CHAIN, _month_file, _rows, home, move_chain_back  # noqa: F401
 
 from support import sql
 from support.http import fts_consistent, post
@@ -94,15 +94,7 @@ def test_a_move_back_cut_short_earlier_is_undone_before_the_conversation_comes_b
     with app.app_context():
         actions = get_logbook().actions
         actions.journal.release(actions.journal.open("return", dict.fromkeys(CHAIN, 0)))
-    month = time.strftime("archive %Y-%m")
-    r = post(
-        client,
-        "/coldstore",
-        {"from": month, "session": CHAIN[0], "confirm": "yes", "format": "json"},
-    )
-    job = r.get_json()
-    assert r.status_code == 200 and job["error"] is None, job
-    assert job["sessions_moved"] == 3
+    move_chain_back(client)
     assert _rows(live, CHAIN) == before and _rows(archive, CHAIN)["messages"] == []
     assert sql(
         live, "SELECT COUNT(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)"
