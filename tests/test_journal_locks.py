@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 from test_coldstore import CHAIN, _month_file, _rows, home, move_chain_back  # noqa: F401
 
@@ -19,6 +20,8 @@ from support import sql
 from support.http import fts_consistent, post
 from webui.db import get_logbook
 from webui.db.journal import TMP_STALE_S, Journal
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _pending(folder) -> list[str]:
@@ -44,7 +47,7 @@ def test_an_entry_of_another_process_is_left_until_that_process_dies(tmp_path):
     child = textwrap.dedent(
         f"""
         import sys, time
-        sys.path.insert(0, {os.getcwd()!r})
+        sys.path.insert(0, {str(ROOT)!r})
         from webui.db.journal import Journal
         Journal(__import__("pathlib").Path({str(tmp_path)!r})).open("return", {{"s": 0}})
         print("open", flush=True)
