@@ -107,3 +107,67 @@ def test_a_move_back_cut_short_earlier_is_undone_before_the_conversation_comes_b
         said = " ".join(get_logbook().actions.recovered)
     assert "the 5 messages it had copied into the live file were taken out again" in said
     assert not list((folder / "inst").glob("removals-*/*.json"))
+
+
+def test_a_move_back_finishes_a_removal_of_its_sessions_cut_short_before_copying(home):  # noqa: F811
+    """A move out killed while deleting the moved sessions from the live file leaves a
+    journaled removal and what was not yet deleted. Moving the conversation back first
+    finishes that removal (the archive holds the verified copy), then brings it in whole:
+    left for a later resume, the removal would delete the sessions after the archive gave
+    them up."""
+    live, folder, app, client = home
+    before = _rows(live, CHAIN)
+    job = post(client, "/coldstore", {"session": CHAIN[0], "confirm": "yes", "format": "json"})
+    assert job.get_json()["conversations_moved"] == 1
+    archive = _month_file(folder / "inst")
+    cut = CHAIN[2]
+    conn = sqlite3.connect(live)
+    conn.execute("ATTACH DATABASE ? AS arch", (str(archive),))
+    with conn:  # what the cut-short delete had not removed yet: the row and a few messages
+        conn.execute("INSERT INTO sessions SELECT * FROM arch.sessions WHERE id = ?", (cut,))
+        conn.execute(
+            "INSERT INTO messages SELECT * FROM arch.messages WHERE session_id = ? "
+            "ORDER BY id LIMIT 4",
+            (cut,),
+        )
+    newest = conn.execute(
+        "SELECT MAX(id) FROM arch.messages WHERE session_id = ?", (cut,)
+    ).fetchone()[0]
+    conn.close()
+    with app.app_context():
+        actions = get_logbook().actions
+        actions.journal.release(actions.journal.open("delete", {cut: newest}))
+    move_chain_back(client)
+    with app.app_context():
+        actions = get_logbook().actions
+        actions.resume_interrupted()  # what the next delete or start would run
+        said = " ".join(actions.recovered)
+    assert f"its removal of 1 session ({cut}) is now complete" in said
+    assert _rows(live, CHAIN) == before, "the conversation is whole in the live file"
+    assert _rows(archive, CHAIN) == {"sessions": [], "messages": []}
+    assert not list((folder / "inst").glob("removals-*/*.json"))
+    fts_consistent(live)
+
+
+def test_two_moves_of_one_conversation_do_not_wait_on_each_other(home, monkeypatch):  # noqa: F811
+    """Only older work on the same sessions is waited for: the newer of two moves under way
+    waits (and gives up, saying so, having copied nothing), the older goes on at once."""
+    from webui.db import resuming
+    from webui.db.errors import DatabaseBusy
+
+    _live, _folder, app, _client = home
+    monkeypatch.setattr(resuming, "SETTLE_WAIT_S", 0.3)
+    with app.app_context():
+        actions = get_logbook().actions
+        first = actions.journal.open("return", {CHAIN[0]: 0})
+        second = actions.journal.open("return", {CHAIN[0]: 0})
+        assert first.path.name < second.path.name  # names sort as the entries began
+        actions.settle_before_return(first)  # the newer move is not waited for (no raise)
+        try:
+            actions.settle_before_return(second)
+            raise AssertionError("the newer move went on while the older one works")
+        except DatabaseBusy as exc:
+            assert "still under way; nothing was moved" in exc.message
+        actions.journal.close(first)
+        actions.settle_before_return(second)  # the older one ended: nothing left to wait for
+        actions.journal.close(second)

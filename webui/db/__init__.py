@@ -124,6 +124,8 @@ def _resume_removals(app: Flask, logbook: Logbook) -> None:
             app.logger.warning("%s", note)
     except LogbookDBError as exc:  # locked right now: the next delete or prune finishes it
         app.logger.warning("an interrupted removal could not be finished yet: %s", exc.message)
+    except OSError as exc:  # the journal's folder unreadable: Logbook starts all the same
+        app.logger.warning("the removal journal could not be read: %s", exc)
 
 
 FIRST_PAGE_WAIT_S = 10.0

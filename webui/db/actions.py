@@ -6,19 +6,18 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from webui.db import backup, sql
 from webui.db import deadline as request_deadline
 from webui.db.backup import Backup, ChangedSinceBackup
 from webui.db.batches import ONE_TXN_MESSAGES, adapt, limit
-from webui.db.errors import DatabaseBusy, LogbookDBError, NotFound
+from webui.db.errors import LogbookDBError, NotFound
 from webui.db.journal import Journal
 from webui.db.prune import PruneJob, Pruning
 from webui.db.reader import Reader
+from webui.db.resuming import Resuming
 from webui.db.selected import SelectionReads
 from webui.db.writer import (
     MESSAGE_BATCH,
@@ -62,7 +61,7 @@ class Deleted:
         return max(len(self.ids) - 1, 0)
 
 
-class Actions(SelectionReads, Pruning):
+class Actions(SelectionReads, Pruning, Resuming):
     def __init__(
         self,
         reader: Reader,
@@ -255,180 +254,6 @@ class Actions(SelectionReads, Pruning):
             return [session_id, *children]
 
         return Deleted(self.w.run(fn))
-
-    # -- the removal journal (webui/db/journal.py) -----------------------------------------
-
-    def _journal_open(self, what: str, limits: dict[str, int | None]) -> Any:
-        """Journal a removal before its first transaction, so that a kill at any point is
-        finished at the next try or start: messages that went in an earlier transaction,
-        the rows, and the transcript files that follow the rows. ``limits``: session -> the
-        newest message id it may lose (None: all; -1: none)."""
-        if self.journal is None or not limits:
-            return None
-        ids = list(limits)
-        tops = {
-            r["sid"]: int(r["top"] or 0)
-            for r in self.r.rows(
-                f"SELECT session_id AS sid, MAX(id) AS top FROM messages WHERE session_id IN "
-                f"({sql.in_list(len(ids))}) GROUP BY session_id",
-                ids,
-            )
-        }
-        newest = {
-            sid: 0
-            if limit == -1
-            else min(tops.get(sid, 0), limit if limit is not None else 1 << 62)
-            for sid, limit in limits.items()
-        }
-        return self.journal.open(what, newest)
-
-    def _journal_close(self, entry) -> None:
-        if entry is not None and self.journal is not None:
-            self.journal.close(entry)
-
-    def _journal_release(self, entry) -> None:
-        """The removal stopped part way (a lock, an error): the next resume finishes it."""
-        if entry is not None and self.journal is not None:
-            self.journal.release(entry)
-
-    def resume_interrupted(self) -> list[str]:
-        """Finish the removals the journal holds (cut short by a kill, a crash or a lock), or
-        say why one is kept: a session that got a message after its removal began keeps what
-        is left of it. Returns what was done, in sentences; they are also kept in
-        ``recovered`` for the pages to show."""
-        return self._resume()[0]
-
-    def _resume(self) -> tuple[list[str], list[str]]:
-        """resume_interrupted, also returning the sessions it removed."""
-        notes: list[str] = []
-        removed: list[str] = []
-        if self.journal is None or self.w.refusal:
-            return notes, removed
-        with self._resume_lock, self.journal.pending() as entries:
-            for entry in entries:
-                if entry.what == "return":
-                    if set(entry.sessions) & self.journal.held_sessions(entries):
-                        continue  # moved back again right now: undone once that move ends
-                    try:
-                        notes.append(self._undo_return(entry))
-                    except LogbookDBError:
-                        break  # still locked: the entry stays for the next try
-                    self.journal.close(entry)
-                    continue
-                finished, kept = [], []
-                try:
-                    for sid, newest in entry.sessions.items():
-                        if self._finish_removal(sid, newest):
-                            finished.append(sid)
-                        elif self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [sid]):
-                            kept.append(sid)
-                        elif self.rules.removes_transcripts:
-                            # Its row went before the cut: the files that follow it.
-                            self.remove_transcripts(sid)
-                except LogbookDBError:
-                    break  # still locked: the entry stays for the next try
-                self.journal.close(entry)
-                removed.extend(finished)
-                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.started))
-                note = f"A {entry.what} begun at {when} had been cut short; "
-                note += (
-                    f"its removal of {len(finished)} session{'s' if len(finished) != 1 else ''}"
-                    f" ({', '.join(finished[:5])}{', …' if len(finished) > 5 else ''}) "
-                    "is now complete."
-                    if finished
-                    else "nothing more needed removing."
-                )
-                if kept:
-                    note += (
-                        f" Kept, because new messages arrived after the removal began: "
-                        f"{', '.join(kept)} (the older part of their transcripts is gone)."
-                    )
-                notes.append(note)
-        if notes:
-            self.on_change()
-            self.recovered.extend(notes)
-        return notes, removed
-
-    def settle_returns(self, own) -> None:
-        """A move back of ``own``'s sessions has just been journaled: an earlier one of the
-        same sessions that was cut short is undone now, before anything is copied, or (being
-        undone by a resume elsewhere right now) waited for; the two never overlap."""
-        gives_up = time.monotonic() + 30.0
-        while others := self.journal.others_of("return", set(own.sessions), own):
-            for path in others:
-                entry = self.journal.claim(path)
-                if entry is None:
-                    continue  # gone, or worked on elsewhere: looked at again below
-                try:
-                    note = self._undo_return(entry)
-                except BaseException:
-                    self.journal.release(entry)
-                    raise
-                self.journal.close(entry)
-                self.recovered.append(note)
-            if time.monotonic() > gives_up:
-                raise DatabaseBusy(
-                    "An earlier move back of this conversation is still being undone; "
-                    "nothing was moved. Try again in a minute."
-                )
-            time.sleep(0.05)
-
-    def _undo_return(self, entry) -> str:
-        """A move back from cold storage cut short before its session rows entered the live
-        file: the messages it had copied belong to no session there; they go again, in short
-        transactions, each checking that the session row is still absent. A conversation
-        whose rows did arrive stays (the archive's copy goes at the next move back)."""
-        taken = 0
-        for sid in entry.sessions:
-            while True:
-                gone = self.w.run(
-                    lambda c, sid=sid: (
-                        c.execute(
-                            "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE "
-                            "session_id = ? AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?) "
-                            "LIMIT ?)",
-                            (sid, sid, MESSAGE_BATCH),
-                        ).rowcount
-                    )
-                )
-                if not gone:
-                    break
-                taken += gone
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.started))
-        n = len(entry.sessions)
-        return f"A move back from cold storage begun at {when} had been cut short; " + (
-            f"the {taken} message{'s' if taken != 1 else ''} it had copied into the live file "
-            f"were taken out again (the archive still holds the conversation of {n} "
-            f"session{'s' if n != 1 else ''} whole: move it back again)."
-            if taken
-            else "nothing of it was left half done."
-        )
-
-    def _finish_removal(self, sid: str, newest: int) -> bool:
-        """Remove what is left of one journaled session, unless it got a newer message."""
-        if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [sid]) is None:
-            return False
-        if self.r.scalar(
-            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND id > ?", [sid, newest]
-        ):
-            return False
-        self._trim_messages(sid, newest)
-
-        def fn(conn: sqlite3.Connection) -> bool:
-            if conn.execute(
-                "SELECT 1 FROM messages WHERE session_id = ? AND id > ?", (sid, newest)
-            ).fetchone():
-                return False
-            conn.execute(
-                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,)
-            )
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-            return conn.execute("DELETE FROM sessions WHERE id = ?", (sid,)).rowcount > 0
-
-        done = self.w.run(fn)
-        if done and self.rules.removes_transcripts:
-            self.remove_transcripts(sid)
-        return done
 
     def _trim_messages(
         self, session_id: str, upto_id: int | None = None, counter: list[int] | None = None

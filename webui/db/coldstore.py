@@ -22,11 +22,9 @@ the Hermes home with the rows. Nothing here runs VACUUM on the live file: the fr
 reused by the gateway, and ``hermes sessions optimize`` gives them back to the disk while the
 gateway is stopped.
 
-Moving back is the same in reverse: the archive's rows are written into the live file in short
-transactions (its messages in batches, then its session rows, so no page shows half of it; ids
-kept, and refused when an id is taken in the live file by another session's message), verified,
-then removed from the archive.
-"""
+Moving back is the same in reverse, journaled as a "return" (undone if cut short): messages in
+short transactions, then the session rows, so no page shows half of it; ids kept (refused when
+one is another session's in the live file); verified; then removed from the archive."""
 
 from __future__ import annotations
 
@@ -457,18 +455,15 @@ def _move_one(lb, conn, tables, members: list[str], j: MoveJob) -> None:
 
 
 def _copy_transcripts(lb, members: list[str], folder: Path) -> int:
-    n = 0
-    for sid in members:
-        for path in lb.actions.transcript_files(sid):
-            folder.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, folder / path.name)
-            n += 1
-    return n
+    files = [p for sid in members for p in lb.actions.transcript_files(sid)]
+    for path in files:
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, folder / path.name)
+    return len(files)
 
 
 def move_back(lb: Logbook, archive_path: Path, groups: list[list[str]], j: MoveJob) -> MoveJob:
-    """Conversations of an archive file written back into the live file, verified there,
-    then removed from the archive."""
+    """Conversations of an archive file into the live file, verified, out of the archive."""
     failure: BaseException | None = None
     with _MOVES:
         try:
@@ -524,9 +519,13 @@ def _back_one(lb, conn, tables, archive_path: Path, members: list[str], j: MoveJ
     # Journaled before the first of those transactions: one cut short is undone at the next
     # start (webui/db/journal.py), so no message is left in the live file without its session.
     entry = journal.open("return", dict.fromkeys(members, 0)) if journal and ids else None
+    if entry is not None:
+        try:  # what the journal still holds for these sessions, settled before any copy
+            lb.actions.settle_before_return(entry)
+        except BaseException:
+            journal.close(entry)  # nothing was copied: nothing to undo later
+            raise
     try:
-        if entry is not None:
-            lb.actions.settle_returns(entry)  # an earlier move back of it cut short: undone
         _copy_back(conn, j, tables, members, ids)
     except BaseException:
         if entry is not None:

@@ -57,11 +57,10 @@ class Journal:
         """Record a removal before its first batch; durable when this returns, and locked by
         the caller until it is closed or released."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        # Named so that names sort as the entries began (to the nanosecond): the oldest first.
+        stamp = f"{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**9:09d}"
         entry = Entry(
-            self.folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.json",
-            what,
-            dict(sessions),
-            time.time(),
+            self.folder / f"{stamp}-{uuid.uuid4().hex[:8]}.json", what, dict(sessions), time.time()
         )
         tmp = entry.path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
@@ -83,37 +82,39 @@ class Journal:
         """Stop working on the entry without finishing it (a lock, an error): it is cut short
         now, for the next resume to finish or undo."""
         if entry.fd is not None:
-            os.close(entry.fd)
-            entry.fd = None
+            fd, entry.fd = entry.fd, None
+            os.close(fd)
 
     def close(self, entry: Entry) -> None:
         """The removal committed whole: forget it."""
         try:
-            entry.path.unlink()
-        except FileNotFoundError:
-            pass
-        self.release(entry)
+            entry.path.unlink(missing_ok=True)
+        finally:
+            self.release(entry)
         _sync_dir(self.folder)
+
+    def candidates(self) -> list[Path]:
+        """Entries on disk, oldest first, to be claimed one at a time. A ``.tmp`` nobody
+        holds and older than TMP_STALE_S was cut while being written: removed."""
+        if not self.folder.is_dir():
+            return []
+        for tmp in self.folder.glob("*.tmp"):
+            try:
+                if time.time() - tmp.stat().st_mtime > TMP_STALE_S:
+                    entry = _claim(tmp, parse=False)
+                    if entry is not None:
+                        tmp.unlink(missing_ok=True)
+                        self.release(entry)
+            except OSError:
+                pass
+        return sorted(self.folder.glob("*.json"))
 
     @contextmanager
     def pending(self) -> Iterator[list[Entry]]:
-        """Removals begun and not finished and worked on by nobody, oldest first, each locked
-        for the caller while the block runs (released at its end unless closed). A file that
-        cannot be read (cut while being written) is a removal that never began: its batches
-        start only after the file is complete."""
-        found: list[Entry] = []
+        """Every entry nobody works on, claimed for the block (released at its end unless
+        closed). Resumes claim one at a time (``candidates`` and ``claim``) instead."""
+        found = [e for e in (_claim(p) for p in self.candidates()) if e is not None]
         try:
-            if self.folder.is_dir():
-                for path in sorted(self.folder.glob("*.json")):
-                    entry = _claim(path)
-                    if entry is not None:
-                        found.append(entry)
-                for tmp in self.folder.glob("*.tmp"):
-                    try:
-                        if time.time() - tmp.stat().st_mtime > TMP_STALE_S:
-                            tmp.unlink()
-                    except OSError:
-                        pass
             yield found
         finally:
             for entry in found:
@@ -121,19 +122,19 @@ class Journal:
 
     def claim(self, path: Path) -> Entry | None:
         """The entry at ``path`` locked for the caller (close or release it), or None when
-        someone else holds it or it is gone."""
+        someone else holds it or it is gone. One that cannot be read (cut while being
+        written) is a removal that never began: removed."""
         return _claim(path)
 
-    def others_of(self, what: str, sessions: set[str], own: Entry) -> list[Path]:
-        """Entries of kind ``what`` other than ``own`` that name any of ``sessions``, read
+    def others_of(self, sessions: set[str], own: Entry) -> list[Path]:
+        """Entries other than ``own`` that name any of ``sessions``, oldest first, read
         without their locks."""
         found = []
         for path in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
             if path == own.path:
                 continue
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if data["what"] == what and sessions & set(data["sessions"]):
+                if sessions & set(json.loads(path.read_bytes())["sessions"]):
                     found.append(path)
             except (OSError, ValueError, KeyError, TypeError):
                 continue
@@ -144,9 +145,7 @@ class Journal:
         caller's own ``mine``."""
         skip = {e.path for e in mine}
         held: set[str] = set()
-        if not self.folder.is_dir():
-            return held
-        for path in self.folder.glob("*.json"):
+        for path in self.folder.glob("*.json") if self.folder.is_dir() else []:
             if path in skip:
                 continue
             try:
@@ -154,40 +153,51 @@ class Journal:
             except OSError:
                 continue
             try:
-                if _lock(fd, exclusive=False, wait=False):
-                    continue  # free: nobody works on it
-                try:
-                    held.update(json.loads(os.read(fd, 1 << 24))["sessions"])
-                except (OSError, ValueError, KeyError, TypeError):
-                    pass
+                if not _lock(fd, exclusive=False, wait=False):
+                    held.update(json.loads(_read_all(fd))["sessions"])
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
             finally:
                 os.close(fd)
         return held
 
 
-def _claim(path: Path) -> Entry | None:
+def _claim(path: Path, parse: bool = True) -> Entry | None:
     """The entry at ``path``, locked for the caller; None when someone else holds it, it is
     gone, or it cannot be read (then it is removed)."""
     try:
         fd = os.open(path, os.O_RDWR)
     except OSError:
         return None
-    if not _lock(fd, exclusive=True, wait=False):
-        os.close(fd)
-        return None
     try:
-        if not path.exists():  # closed by its owner between our open and our lock
-            raise FileNotFoundError(path)
-        data = json.loads(os.read(fd, 1 << 24))
-        sessions = {str(k): int(v) for k, v in data["sessions"].items()}
-        return Entry(path, str(data["what"]), sessions, float(data["started"]), fd)
-    except FileNotFoundError:
-        os.close(fd)
-        return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        path.unlink(missing_ok=True)
-        os.close(fd)
-        return None
+        if not _lock(fd, exclusive=True, wait=False) or not path.exists():
+            # Held elsewhere, or closed by its owner between our open and our lock.
+            os.close(fd)
+            return None
+        if not parse:
+            return Entry(path, "", {}, 0.0, fd)
+        try:
+            data = json.loads(_read_all(fd))
+            sessions = {str(k): int(v) for k, v in data["sessions"].items()}
+            return Entry(path, str(data["what"]), sessions, float(data["started"]), fd)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            path.unlink(missing_ok=True)
+            os.close(fd)
+            return None
+    except BaseException:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        raise
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _lock(fd: int, exclusive: bool, wait: bool) -> bool:
