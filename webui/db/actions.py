@@ -187,36 +187,33 @@ class Actions(SelectionReads, Pruning, Resuming):
         limits = {sid: (None if upto is None else upto.get(sid, -1)) for sid in doomed}
         entry = self._journal_open("delete", limits)
         trimmed = [0]  # messages removed ahead of the final transaction, counted as they go
+        # However this ends, the entry is let go: closed when nothing is left to finish, else
+        # released (a no-op after a close) for the next resume to finish.
         try:
-            for sid, limit in limits.items():
-                if limit != -1:
-                    self._trim_messages(sid, limit, trimmed)
-            deleted = self._final_delete(session_id, cascade, upto, trimmed[0])
-        except ChangedSinceBackup:
-            self._journal_close(entry)  # kept on purpose, and said so
-            raise
-        except LogbookDBError as exc:
-            if not trimmed[0]:
-                self._journal_close(entry)  # nothing was removed: nothing to finish later
-                raise
-            self._journal_release(entry)
-            raise PartlyRemoved(
-                f"{exc.message.split(';')[0]}, so removing {session_id} stopped part way: "
-                f"{trimmed[0]:,} of its messages are gone and the session is still listed. "
-                "Delete it again to finish (Logbook also finishes it at its next start)."
-            ) from None
-        except BaseException:
-            self._journal_release(entry)  # the next resume finishes it
-            raise
-        if deleted and self.rules.removes_transcripts:
-            # Hermes removes a deleted session's transcript files too; the journal entry
-            # stays until they are gone, so a kill here is finished at the next start.
             try:
-                deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
-            except BaseException:
-                self._journal_release(entry)  # the next resume removes what is left
+                for sid, limit in limits.items():
+                    if limit != -1:
+                        self._trim_messages(sid, limit, trimmed)
+                deleted = self._final_delete(session_id, cascade, upto, trimmed[0])
+            except ChangedSinceBackup:
+                self._journal_close(entry)  # kept on purpose, and said so
                 raise
-        self._journal_close(entry)
+            except LogbookDBError as exc:
+                if not trimmed[0]:
+                    self._journal_close(entry)  # nothing was removed: nothing to finish later
+                    raise
+                raise PartlyRemoved(
+                    f"{exc.message.split(';')[0]}, so removing {session_id} stopped part way: "
+                    f"{trimmed[0]:,} of its messages are gone and the session is still listed. "
+                    "Delete it again to finish (Logbook also finishes it at its next start)."
+                ) from None
+            if deleted and self.rules.removes_transcripts:
+                # Hermes removes a deleted session's transcript files too; the journal entry
+                # stays until they are gone, so a kill here is finished at the next start.
+                deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
+            self._journal_close(entry)
+        finally:
+            self._journal_release(entry)
         self.on_change()
         self.w.checkpoint()
         return deleted

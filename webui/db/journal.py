@@ -22,8 +22,6 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,25 +98,17 @@ class Journal:
             return []
         for tmp in self.folder.glob("*.tmp"):
             try:
-                if time.time() - tmp.stat().st_mtime > TMP_STALE_S:
-                    entry = _claim(tmp, parse=False)
-                    if entry is not None:
+                if time.time() - tmp.stat().st_mtime <= TMP_STALE_S:
+                    continue
+                fd = os.open(tmp, os.O_RDONLY)
+                try:
+                    if _lock(fd, exclusive=True, wait=False):
                         tmp.unlink(missing_ok=True)
-                        self.release(entry)
+                finally:
+                    os.close(fd)
             except OSError:
                 pass
         return sorted(self.folder.glob("*.json"))
-
-    @contextmanager
-    def pending(self) -> Iterator[list[Entry]]:
-        """Every entry nobody works on, claimed for the block (released at its end unless
-        closed). Resumes claim one at a time (``candidates`` and ``claim``) instead."""
-        found = [e for e in (_claim(p) for p in self.candidates()) if e is not None]
-        try:
-            yield found
-        finally:
-            for entry in found:
-                self.release(entry)
 
     def claim(self, path: Path) -> Entry | None:
         """The entry at ``path`` locked for the caller (close or release it), or None when
@@ -162,7 +152,7 @@ class Journal:
         return held
 
 
-def _claim(path: Path, parse: bool = True) -> Entry | None:
+def _claim(path: Path) -> Entry | None:
     """The entry at ``path``, locked for the caller; None when someone else holds it, it is
     gone, or it cannot be read (then it is removed)."""
     try:
@@ -174,8 +164,6 @@ def _claim(path: Path, parse: bool = True) -> Entry | None:
             # Held elsewhere, or closed by its owner between our open and our lock.
             os.close(fd)
             return None
-        if not parse:
-            return Entry(path, "", {}, 0.0, fd)
         try:
             data = json.loads(_read_all(fd))
             sessions = {str(k): int(v) for k, v in data["sessions"].items()}
