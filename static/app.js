@@ -30,7 +30,14 @@
     var root = document.getElementById("m-" + m[1]);
     if (!root) return;
     var lowered = terms.map(function (t) { return t.toLowerCase(); });
-    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    // The message's own text only: its "⋯" menu (copy, raw text) holds the same words, and a
+    // mark there would open that panel over the very hit the reader came for.
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: function (n) {
+        return n.parentElement && n.parentElement.closest(".msg-menu")
+          ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
+      }
+    });
     var nodes = [];
     while (walker.nextNode()) nodes.push(walker.currentNode);
     nodes.forEach(function (node) {
@@ -54,7 +61,7 @@
         node.parentNode.replaceChild(frag, node);
       }
     });
-    root.querySelectorAll("details").forEach(function (d) {
+    root.querySelectorAll("details:not(.msg-menu)").forEach(function (d) {
       if (d.querySelector("mark")) d.open = true;
     });
   }
@@ -366,9 +373,19 @@
   function atTop(m) {
     return Math.abs(m.getBoundingClientRect().top - (barsBottom() + 8)) < 6;
   }
+  // The message the reader is at: the one last moved to while its start is on the screen
+  // (at the end of a conversation it cannot reach the top), else the one at the top.
+  function currentMessage() {
+    var marked = document.querySelector("article.msg.kbd-current[data-n]");
+    if (marked) {
+      var top = marked.getBoundingClientRect().top;
+      if (top >= barsBottom() - 2 && top < window.innerHeight - 24) return marked;
+    }
+    return topMessage();
+  }
   function updatePosition() {
     var pos = document.querySelector(".viewer-nav .pos");
-    var top = topMessage();
+    var top = currentMessage();
     if (!pos || !top) return;
     var total = Number(pos.getAttribute("data-total"));
     pos.textContent = "message " + Number(top.getAttribute("data-n")).toLocaleString() +
@@ -384,20 +401,21 @@
     updatePosition();
   }
   // The message to move to, among those loaded: the next or previous one (of any role, or a
-  // user's question only) from the one now at the top.
+  // user's question only) from the one now at the top. Forward it is always one after that
+  // one: at the top of a conversation the first message is in view already, and "next" goes
+  // past it (it used to bring it up under the bars first, so the first "next" did not move
+  // on). Back, a message whose start is hidden under the bars is shown from its start first.
   function step(dir, questionsOnly) {
     var msgs = shownMessages().filter(function (m) {
       return !questionsOnly || m.classList.contains("role-user");
     });
-    var marked = document.querySelector("article.msg.kbd-current");
-    var top = marked && atTop(marked) ? marked : topMessage();
+    var top = currentMessage();
     if (!top) return {found: null};
     var n = Number(top.getAttribute("data-n"));
     var i;
     if (dir > 0) {
       for (i = 0; i < msgs.length; i++) {
-        var k = Number(msgs[i].getAttribute("data-n"));
-        if (k > n || (k === n && !atTop(msgs[i]) && msgs[i].getBoundingClientRect().top > barsBottom() + 14)) return {found: msgs[i]};
+        if (Number(msgs[i].getAttribute("data-n")) > n) return {found: msgs[i]};
       }
     } else {
       for (i = msgs.length - 1; i >= 0; i--) {
