@@ -166,6 +166,11 @@ class OriginStore:
             f"{sql.col(self.schema, 'end_reason', 's')} AS end_reason, "
             f"{sql.num(self.schema, 'message_count', 's')} AS message_count, "
             f"{sql.cost(self.schema, 's')} AS cost, "
+            # Each session's cost by the one rule (present.filters.cost): its two figures
+            # and its status, so an unknown or included cost is named, never "$0".
+            f"{sql.col(self.schema, 'actual_cost_usd', 's')} AS actual_cost_usd, "
+            f"{sql.col(self.schema, 'estimated_cost_usd', 's')} AS estimated_cost_usd, "
+            f"{sql.col(self.schema, 'cost_status', 's')} AS cost_status, "
             f"{sql.col(self.schema, 'display_name', 's')} AS display_name, "
             f"{sql.col(self.schema, 'user_id', 's')} AS user_id"
         )
