@@ -36,8 +36,9 @@ def test_chats_are_session_keys_with_their_totals(v22):
     expected = sql(
         db,
         f"SELECT session_key, COUNT(*), SUM(message_count), SUM({COST}), MAX(display_name) "
+        "|| COALESCE(' (thread ' || MAX(thread_id) || ')', '') "
         "FROM sessions WHERE session_key IS NOT NULL GROUP BY 1",
-    )
+    )  # a chat's name: its display name, with the thread for a thread (hermes.origin.chat_name)
     assert sorted(got) == sorted(r[0] for r in expected) and len(expected) >= 2
     for key, n, msgs, cost, name in expected:
         assert (got[key]["sessions"], got[key]["messages"], got[key]["label"]) == (n, msgs, name)
@@ -336,7 +337,8 @@ def test_hostile_origins_stay_text(origins):
     ):
         html = client.get(url).get_data(as_text=True)
         assert_inert(html)
-    assert "&lt;img src=x onerror=" in client.get("/chats").get_data(as_text=True)
+    # a direct chat is named by the person (the gateway's user_name): shown as text
+    assert "&lt;b&gt;mallory&lt;/b&gt;" in client.get("/chats").get_data(as_text=True)
     signal = "agent:main:signal:dm:+15550002"  # its origin_json is cut-off JSON
     assert client.get(f"/chats/{signal}?format=json").get_json()["chat"]["label"] == "+15550002"
 

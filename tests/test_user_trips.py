@@ -60,7 +60,7 @@ def test_chats_keyed_per_person_are_told_apart(origins):
     labels = [t.strip() for t in re.findall(r"<option value=\"[^\"]+\"[^>]*>([^<]+)", chat_menu)]
     names = [re.sub(r" \(\d+\)$", "", t) for t in labels]
     assert len(names) == len(set(names)), names
-    assert any("ops · discord (carol)" in n for n in names), names
+    assert any("ops (carol) · discord" in n for n in names), names
     chats = [c["label"] for c in client.get("/chats?format=json").get_json()["chats"]]
     assert len(chats) == len(set(chats)), chats
 

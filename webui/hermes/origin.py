@@ -105,23 +105,51 @@ def origin_json_name(raw: Any) -> str:
     return ""
 
 
-def distinct_labels(rows: list[dict[str, Any]], label: str = "label") -> None:
-    """Chats that would read the same ("ops · discord" for a group keyed per person, a
-    channel's threads) are told apart, in place: by the person where their people differ,
-    else by the thread, else by the end of their key."""
-    by_label: dict[Any, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_label.setdefault(row.get(label), []).append(row)
-    for same in by_label.values():
-        if len(same) < 2:
-            continue
-        people = {r.get("user_name") or r.get("user_id") for r in same}
-        threads = {r.get("thread_id") for r in same}
+def chat_name(row: Mapping[str, Any]) -> str:
+    """A chat's name, from what its sessions recorded (``label``: the chat's own name, else
+    its id; ``user_name``, ``user_id``, ``thread_id``, ``chat_type``, ``session_key``):
+
+    * a direct chat is the person ("Alice");
+    * a thread is its chat's name and the thread ("Family 🏠 (thread 57)"): everyone in it
+      shares one session (Hermes's default), so no member names it;
+    * a group or channel is its name, with the person when Hermes keys its sessions per person
+      (the key ends with that person's id: "ops (carol)").
+    """
+    name = str(row.get("label") or "").strip()
+    person = str(row.get("user_name") or "").strip()
+    user_id = str(row.get("user_id") or "").strip()
+    thread = str(row.get("thread_id") or "").strip()
+    kind = str(row.get("chat_type") or "").strip().lower()
+    key = str(row.get("session_key") or "")
+    if kind == "dm":
+        name = person or name or user_id or key.rsplit(":", 1)[-1]
+        return f"{name} (thread {thread})" if thread else name
+    name = name or key.rsplit(":", 1)[-1]
+    if thread:
+        return f"{name} (thread {thread})"
+    if user_id and key.endswith(":" + user_id):
+        return f"{name} ({person or user_id})"
+    return name
+
+
+def distinct_labels(
+    rows: list[dict[str, Any]], label: str = "label", within: tuple[str, ...] = ()
+) -> None:
+    """Chats whose names read the same (within the same ``within`` values: on /chats, the
+    same source) are told apart, in place, by the end of their key (a chat, person or thread
+    id), and by the whole key if that is not enough."""
+
+    def clashes() -> list[list[dict[str, Any]]]:
+        by: dict[Any, list[dict[str, Any]]] = {}
+        for row in rows:
+            by.setdefault((row.get(label), *(row.get(k) for k in within)), []).append(row)
+        return [same for same in by.values() if len(same) > 1]
+
+    for same in clashes():
         for r in same:
-            if len(people) > 1 and (r.get("user_name") or r.get("user_id")):
-                extra = str(r.get("user_name") or r.get("user_id"))
-            elif len(threads) > 1 and r.get("thread_id"):
-                extra = f"thread {r['thread_id']}"
-            else:
-                extra = str(r.get("session_key") or r.get("value") or "").rsplit(":", 1)[-1]
-            r[label] = f"{r.get(label)} ({extra})" if extra else r.get(label)
+            tail = str(r.get("session_key") or r.get("value") or "").rsplit(":", 1)[-1]
+            if tail and tail not in str(r.get(label)):
+                r[label] = f"{r.get(label)} ({tail})"
+    for same in clashes():
+        for r in same:
+            r[label] = f"{r.get(label)} ({r.get('session_key') or r.get('value')})"
