@@ -63,7 +63,7 @@ def test_a_chat_is_its_sessions_in_order_with_why_each_ended(origins):
     # Hermes's own reset reasons, as its gateway wrote them
     assert {"daily", "idle", "session_reset", "compression", None} <= reasons
     html = client.get(f"/chats/{ALICE}").get_data(as_text=True)
-    assert "daily reset" in html and "context compressed" in html
+    assert "automatically reset (daily schedule)" in html and "context compacted" in html
     assert client.get("/chats/agent:nope?format=json").status_code == 404
 
 
@@ -311,8 +311,8 @@ def test_lineage_and_search_hits_say_where_it_came_from(origins):
 def test_reset_words_and_origin_names_are_pure_rules():
     from webui.hermes.origin import end_reason_words, origin_label
 
-    assert end_reason_words("daily") == "daily reset"
-    assert end_reason_words("session_reset") == "reset by /new or /reset"
+    assert end_reason_words("daily") == "session automatically reset (daily schedule)"
+    assert end_reason_words("session_reset") == "session reset by /new or /reset: starting fresh"
     assert end_reason_words("some_new_reason") == "some new reason"
     assert end_reason_words(None) is None
     # the gateway's origin_json is SessionSource.to_dict(): chat_name, not label

@@ -311,6 +311,13 @@ def short_id(session_id: Any) -> str:
     return text if len(text) <= 12 else text[:12] + "…"
 
 
+def model_short(model: Any) -> str:
+    """A model's name without its provider's prefix ("anthropic/claude-sonnet-4.6" →
+    "claude-sonnet-4.6"), for a narrow column whose tooltip holds the whole name."""
+    text = str(model or "").strip()
+    return text.rsplit("/", 1)[-1] if text else ""
+
+
 def rowid(session_id: Any) -> str:
     """A stable, HTML-safe element id for a session's row (ids may hold any character)."""
     import hashlib
@@ -321,6 +328,7 @@ def rowid(session_id: Any) -> str:
 FILTERS = {
     "rowid": rowid,
     "short_id": short_id,
+    "model_short": model_short,
     "num": num,
     "compact": compact,
     "money": money,
