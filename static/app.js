@@ -549,3 +549,30 @@
 document.addEventListener("change", function (e) {
   if (e.target.matches && e.target.matches("select[data-autosubmit]")) e.target.form.submit();
 });
+
+// The navigation's menus are <details>: they open and close without this script. With it,
+// Escape closes an open one (the focus goes back to its button), as does a click or a focus
+// anywhere else, and opening one closes the others.
+(function () {
+  "use strict";
+  function menus() { return Array.prototype.slice.call(document.querySelectorAll("details.nav-menu")); }
+  document.addEventListener("toggle", function (e) {
+    var d = e.target;
+    if (!d.matches || !d.matches("details.nav-menu") || !d.open) return;
+    menus().forEach(function (m) { if (m !== d) m.open = false; });
+  }, true);
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape") return;
+    menus().forEach(function (m) {
+      if (!m.open) return;
+      var inside = m.contains(document.activeElement);
+      m.open = false;
+      if (inside) m.querySelector("summary").focus();
+    });
+  });
+  function closeOutside(target) {
+    menus().forEach(function (m) { if (m.open && !m.contains(target)) m.open = false; });
+  }
+  document.addEventListener("click", function (e) { closeOutside(e.target); });
+  document.addEventListener("focusin", function (e) { closeOutside(e.target); });
+})();
