@@ -515,6 +515,13 @@
     document.documentElement.style.setProperty("--header-h", (stuck ? h.offsetHeight : 0) + "px");
   }
   window.addEventListener("resize", headerHeight);
+  // The header's height also changes when its fonts arrive or a profile menu wraps it.
+  if (window.ResizeObserver) {
+    ready(function () {
+      var h = document.querySelector("header.top");
+      if (h) new ResizeObserver(headerHeight).observe(h);
+    });
+  }
   // Opened at a message (?at=…#m-<id>): it sits just under the sticky bars, marked as the
   // one the keys move from.
   function openAtMessage() {

@@ -123,7 +123,11 @@ def horizontal_bars(
 ) -> Chart:
     """One bar per label; ``texts`` (optional) replaces the formatted values, e.g. "unknown"
     where a cost of 0 would mislead."""
-    row_h, left, right = 24, 170, 90
+    row_h, left = 24, 170
+    # Room after the bars for the longest value ("$0.91 + 3 unknown, 3 included" is 30
+    # characters of 11 px text), at most half the width.
+    shown_texts = texts if texts else [fmt(v) for v in values]
+    right = int(min(width / 2, max(90, 12 + 6.4 * max(map(len, shown_texts), default=0))))
     height = max(len(labels), 1) * row_h + 8
     top_value = max(values, default=0) or 1
     chart = Chart(
