@@ -6,13 +6,11 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from webui.db import sql
-from webui.db.search_limits import (
-    MARK_END,
-    MARK_START,
-    RANGE_SNIPPETS,
-    SNIPPET_TOKENS,
-)
+from webui.db import deadline as request_deadline
+from webui.db import snippet_source, sql
+from webui.db.errors import QueryTimeout
+from webui.db.reader import TOOK_TOO_LONG
+from webui.db.search_limits import MARK_END, MARK_START, SNIPPET_TOKENS
 from webui.db.snippets import mirror_declaration
 from webui.db.snippets import snippets as mirror_snippets
 from webui.hermes.content import plain_text
@@ -30,49 +28,48 @@ class HitReading:
 
     def _snippets(self, table: str, expression: str, ids: list[int]) -> dict[int, str]:
         """rowid -> snippet for a page's hits: from a mirror of the page's rows
-        (webui.db.snippets) when the table's declaration can be copied, else from the table."""
+        (webui.db.snippets) when the table's declaration can be copied, else from the table.
+        Either way a row whose matches may be many is never given to snippet() whole
+        (webui.db.snippet_source): its snippet costs what a short row's does."""
         declaration = mirror_declaration(
             self.r.scalar("SELECT sql FROM sqlite_master WHERE name = ?", [table]) or ""
         )
+        docs = self.r.rows(
+            f"SELECT rowid AS id, * FROM {table} WHERE rowid IN ({sql.in_list(len(ids))})", ids
+        )
         if declaration is not None:
-            docs = self.r.rows(
-                f"SELECT rowid AS id, * FROM {table} WHERE rowid IN ({sql.in_list(len(ids))})",
-                ids,
-            )
             try:
                 return mirror_snippets(
                     declaration, docs, expression, (MARK_START, MARK_END), SNIPPET_TOKENS
                 )
             except sqlite3.Error:
-                pass  # the table itself answers (and a passed deadline is reported there)
-        select = (
+                left = request_deadline.remaining()
+                if left is not None and left <= 0:
+                    raise QueryTimeout(TOOK_TOO_LONG) from None
+                # else the table itself answers
+        words = snippet_source.query_words(expression)
+        out: dict[int, str] = {}
+        light = []
+        for d in docs:
+            text = next((v for k, v in d.items() if k != "id"), None)  # column 0
+            if isinstance(text, str) and not snippet_source.whole(text, words):
+                out[d["id"]] = snippet_source.literal_snippet(
+                    text, words, (MARK_START, MARK_END), SNIPPET_TOKENS
+                )
+            else:
+                light.append(d["id"])
+        if not light:
+            return out
+        # Only the page's own light rows: a range scan would make snippets of every match in
+        # the range, large rows not on the page included.
+        rows = self.r.rows(
             f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) "
             f"AS snippet FROM {table} WHERE {table} MATCH ? AND "
+            f"rowid IN ({sql.in_list(len(light))})",
+            [MARK_START, MARK_END, expression, *light],
         )
-        # snippet() for "rowid IN (…)" evaluates the query once per id, which for a prefix
-        # (deploy*) means expanding it each time. When the page's ids lie in a range holding
-        # few other matches (newest-first pages are consecutive matches, less the
-        # filtered-out ones), one scan of that range does it in a single pass.
-        in_range = self.r.scalar(
-            f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ?",
-            [expression, min(ids), max(ids)],
-        )
-        if in_range > max(4 * len(ids), RANGE_SNIPPETS if "*" in expression else 0):
-            rows = self.r.rows(
-                select + f"rowid IN ({','.join('?' * len(ids))})",
-                [MARK_START, MARK_END, expression, *ids],
-            )
-        else:
-            wanted = set(ids)
-            rows = [
-                r
-                for r in self.r.rows(
-                    select + "rowid BETWEEN ? AND ?",
-                    [MARK_START, MARK_END, expression, min(ids), max(ids)],
-                )
-                if r["id"] in wanted
-            ]
-        return {r["id"]: r["snippet"] for r in rows}
+        out.update((r["id"], r["snippet"]) for r in rows)
+        return out
 
     def _hydrate(self, ids: list[int]) -> list[dict[str, Any]]:
         if not ids:
