@@ -11,28 +11,15 @@ failures count; logging in never uses up an allowance.
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 import time
 from collections import deque
 
+from webui.turns import address_key  # noqa: F401 - the key the throttle counts by (access.py)
+
 WINDOW_S = 60.0
 PER_ADDRESS = 5
 OVERALL = 20
-
-
-def address_key(remote: str | None) -> str:
-    try:
-        ip = ipaddress.ip_address((remote or "").split("%")[0])
-    except ValueError:
-        return remote or "?"
-    if ip.version == 4:
-        return str(ip)
-    if ip.ipv4_mapped:
-        return str(ip.ipv4_mapped)
-    if ip.is_loopback:
-        return str(ip)
-    return str(ipaddress.ip_network(f"{ip}/64", strict=False))
 
 
 class LoginThrottle:
