@@ -111,8 +111,7 @@ def test_slow_readers_give_their_slots_to_exports_waiting_for_one(big_db, tmp_pa
         assert all(r.got > 0 and not r.cut for r in slow)
         sid = sql(big_db, "SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1")[0][0]
         answers = [
-            _export(srv.url, f"127.0.0.{40 + i}", f"/export.jsonl?session={sid}")
-            for i in range(5)
+            _export(srv.url, f"127.0.0.{40 + i}", f"/export.jsonl?session={sid}") for i in range(5)
         ]
         assert [status for status, _ in answers] == [200] * 5, answers
         assert all(body.count(b"\n") == 1 and sid.encode() in body for _, body in answers)
