@@ -58,4 +58,4 @@ def test_a_huge_file_is_refused_without_being_read(tmp_path):
 def test_a_folder_is_refused(tmp_path):
     folder = tmp_path / "tokens"
     folder.mkdir()
-    _refused(_start(tmp_path, folder), f"--token-file {folder}", "folder")
+    _refused(_start(tmp_path, folder), f"--token-file {folder}", "is a folder")
