@@ -112,3 +112,26 @@ def test_without_the_option_the_proxy_is_one_client(tmp_path):
         assert Visitor(live.url, PROXY, "198.51.100.7").login(TOKEN) == 429
     finally:
         live.close()
+
+
+def test_a_browser_that_logged_in_before_is_never_locked_out_by_guessers_beside_it(tmp_path):
+    """Without the option (or behind a NAT), guessers share the admin's address: the browser
+    that logged in with the token before still gets in; a fresh one waits, as it should."""
+    live = _server(tmp_path)
+    try:
+        admin = Visitor(live.url, PROXY)
+        assert admin.login(TOKEN) == 302
+        mark = {"logbook_known": admin.cookies["logbook_known"]}
+        for i in range(WRONG_TRIES):
+            Visitor(live.url, PROXY).login(f"wrong-guess-{i:04d}")
+        assert Visitor(live.url, PROXY).login(TOKEN) == 429  # a fresh browser: throttled
+        returning = Visitor(live.url, PROXY)
+        returning.cookies.update(mark)  # the mark alone: logged out since, session gone
+        assert returning.login(TOKEN) == 302
+        # The mark lets nobody in by itself, and a wrong token with it still counts.
+        forged = Visitor(live.url, PROXY)
+        forged.cookies["logbook_known"] = "0" * 64
+        assert forged.login(TOKEN) == 429
+        assert returning.login("still-not-the-token") == 401
+    finally:
+        live.close()
