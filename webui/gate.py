@@ -65,8 +65,9 @@ class GatedChannel(HTTPChannel):
     def idle_since(self) -> float | None:
         """When this connection last did anything useful, if it has nothing to show now: a
         request still arriving (since its first byte) or an idle keep-alive (since its last
-        activity). None while a request is answered or a response is sent."""
-        if self.parked_at is not None:  # a reader that reads, sends, and is young again
+        activity), or pipelined requests parked for a reader that does not read (since it
+        last took a byte). None while a request is answered or a response is sent."""
+        if self.parked_at is not None:
             return self.last_activity
         if self.requests or self.total_outbufs_len or self.will_close or self.close_when_flushed:
             return None
@@ -93,8 +94,9 @@ class GatedChannel(HTTPChannel):
 
     def handle_write(self):
         super().handle_write()
-        if self.parked_at is not None:
-            self.server.unpark(self)
+        # Asked every time, under the server's lock: a worker may be parking this connection
+        # while the loop sends its last bytes.
+        self.server.unpark(self)
 
     def handle_close(self):
         self.server.forget(self)
@@ -208,6 +210,8 @@ class GatedServer(TcpWSGIServer):
             parked = getattr(channel, "parked_at", None)
             if parked is not None and channel.last_activity < silent:
                 channel.will_close = True
+            elif parked is not None:
+                self.unpark(channel)  # read down meanwhile (never missed for long)
 
 
 def _refuse(conn: socket.socket) -> None:
