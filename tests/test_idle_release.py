@@ -67,6 +67,24 @@ def test_an_idle_app_lets_the_live_file_go_and_reopens_it(tmp_path):
     assert wait_for(lambda: not held(os.getpid(), db), 15)
 
 
+def test_a_page_left_open_holds_the_file_only_while_its_polls_are_answered(tmp_path):
+    """Polls (the list's "what changed", an active session's tail) are not activity: once
+    idle, each one lets go again as it answers."""
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst", LOGBOOK_IDLE_RELEASE_S=0.3)
+    client = app.test_client()
+    assert client.get("/sessions").status_code == 200
+    assert wait_for(lambda: not held(os.getpid(), db), 15)
+    token = None
+    for _ in range(8):  # faster than the idle time: never idle, were they activity
+        r = client.get("/changes" + (f"?since={token}" if token else ""))
+        assert r.status_code in (200, 204)
+        token = r.get_json()["token"] if r.status_code == 200 else token
+        assert not held(os.getpid(), db)
+        time.sleep(0.1)
+    assert client.get("/sessions").status_code == 200 and held(os.getpid(), db)
+
+
 def test_a_connection_in_use_is_never_closed_under_its_user(tmp_path):
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst", LOGBOOK_IDLE_RELEASE_S=0.2)

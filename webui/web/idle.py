@@ -12,7 +12,10 @@ database's connections are closed (the pool's and the data_version watcher's: Re
 profiles included). Background work (the stats rollup's pass, the search's map of sources,
 kept figures refreshed behind the requests) reads through the same pool: a connection it has
 checked out is never closed under it (the release waits for the next quiet moment), and
-between its statements it holds none. The next request, or the next step of background work,
+between its statements it holds none. A page left open polls (``/changes`` every 8 s, an
+active session's tail every 4 s): polls are not activity, and one answered while Logbook is
+idle lets go again at once, so an open tab holds the file for milliseconds every few seconds,
+never for good. The next request, or the next step of background work,
 opens what it needs again, transparently: the pool opens connections on demand, and values
 kept under the file's data_version are checked afresh (a new connection's data_version is never
 compared with an old one's)."""
@@ -24,12 +27,14 @@ import threading
 import time
 import weakref
 
-from flask import Flask
+from flask import Flask, g, request
 
 from webui import threads
 
 IDLE_S = 60.0
 ENV = "HERMES_LOGBOOK_IDLE_S"
+# What a page left open asks for by itself, every few seconds (static/app.js): not activity.
+POLLS = frozenset({"ui.changes", "sessions.tail"})
 
 
 def idle_seconds(app: Flask) -> float | None:
@@ -68,6 +73,11 @@ class IdleRelease:
         with self._lock:
             self._in_flight = max(0, self._in_flight - 1)
             self._last = time.monotonic()
+
+    def idle(self) -> bool:
+        """Has nothing but polls come for the idle time?"""
+        with self._lock:
+            return not self._in_flight and time.monotonic() - self._last >= self.idle_s
 
     def _run(self) -> None:
         period = max(0.05, min(self.idle_s / 4, 5.0))
@@ -117,8 +127,13 @@ def init_app(app: Flask) -> None:
 
     @app.before_request
     def busy():
-        idle.enter()
+        g.idle_poll = request.endpoint in POLLS
+        if not g.idle_poll:
+            idle.enter()
 
     @app.teardown_request
     def done(_exc):
-        idle.leave()
+        if not g.get("idle_poll", True):
+            idle.leave()
+        elif idle.idle():
+            idle.release(app)  # a poll while idle: its connection goes with its answer
