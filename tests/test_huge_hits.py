@@ -87,6 +87,16 @@ def test_a_huge_cjk_hit_through_the_trigram_index(huge):
     assert ">>>东京都<<<" in hit["snippet"], hit["snippet"]
 
 
+def test_a_substring_hit_deep_inside_a_huge_message_is_marked(tmp_path):
+    """The substring route (a two-character CJK word: no index answers it) reads a window of
+    the text from shortly before the word, not the whole 2 MB, and still marks it."""
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    mid = plant(db, "filler words here " * 120_000 + "and then 京都 at last")
+    client = make_app(db, tmp_path / "inst", LOGBOOK_REQUEST_DEADLINE=DEADLINE).test_client()
+    hit = _hit(client, "京都", mid)
+    assert ">>>京都<<<" in hit["snippet"] and hit["snippet"].startswith("..."), hit["snippet"]
+
+
 def test_the_page_marks_it_too(huge):
     client, ids = huge
     r = client.get("/search?q=zeta")

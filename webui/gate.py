@@ -19,9 +19,10 @@ queue. Here:
 - requests pipelined on one connection wait for its reader: waitress would service the next
   one and then hold its worker until the client had read the last response; a client that
   reads nothing held a worker for good (issue 49, N-7). Here a connection whose unread output
-  passes ``PARK_ABOVE`` is parked: its next request is handed to the workers only when the
-  client has read it down (the event loop does, as it sends), and a parked connection whose
-  reader takes nothing for ``channel_timeout`` is closed;
+  (waitress's buffers and what the kernel holds unacknowledged: on loopback that alone took
+  twenty-odd pages) passes ``PARK_ABOVE`` is parked: its next request is handed to the workers
+  only when the client has read it down (the event loop looks as it sends, and on each pass),
+  and a parked connection whose reader takes nothing for ``channel_timeout`` is closed;
 - running out of descriptors never stops the loop: an accept that fails for want of one pauses
   accepting for a moment and makes room (the loop itself polls, so no descriptor number is
   too high for it: webui.serve).
@@ -31,8 +32,15 @@ from __future__ import annotations
 
 import errno
 import socket
+import struct
 import threading
 import time
+
+try:  # POSIX: how much a socket's peer has not acknowledged
+    import fcntl
+    import termios
+except ImportError:  # pragma: no cover - elsewhere that is not known, and counts as 0
+    fcntl = termios = None  # type: ignore[assignment]
 
 from waitress.channel import HTTPChannel
 from waitress.server import TcpWSGIServer
@@ -121,6 +129,9 @@ class GatedServer(TcpWSGIServer):
         if now >= self.next_channel_cleanup:
             self.next_channel_cleanup = now + self.adj.cleanup_interval
             self.maintenance(now)
+        if self._parked:  # their readers may have drained the kernel's share meanwhile
+            for channel in list(self._parked):
+                self.unpark(channel)
         return self.accepting and now >= self.paused_until
 
     def handle_accept(self):
@@ -163,28 +174,38 @@ class GatedServer(TcpWSGIServer):
             lock = self.__dict__.setdefault("_park_lock_", threading.Lock())
         return lock
 
+    @property
+    def _parked(self) -> set:
+        parked = self.__dict__.get("_parked_")
+        if parked is None:
+            parked = self.__dict__.setdefault("_parked_", set())
+        return parked
+
     def add_task(self, channel):
         """A connection's next request: to the workers, or parked while the client has more
         than PARK_ABOVE of earlier responses still to read (a worker thread asks, after
         servicing the one before; the loop unparks, as it sends)."""
         with self._park_lock:
-            if getattr(channel, "total_outbufs_len", 0) > PARK_ABOVE and channel.connected:
+            if channel.connected and unsent(channel) > PARK_ABOVE:
                 channel.parked_at = time.time()
+                self._parked.add(channel)
                 self.parked_total += 1
                 return True
         return super().add_task(channel)
 
     def unpark(self, channel) -> None:
         with self._park_lock:
-            if channel.parked_at is None or channel.total_outbufs_len > PARK_ABOVE:
+            if channel.parked_at is None or unsent(channel) > PARK_ABOVE:
                 return
             channel.parked_at = None
+            self._parked.discard(channel)
         if channel.connected and channel.requests:
             self.task_dispatcher.add_task(channel)
 
     def forget(self, channel) -> None:
         with self._park_lock:
             channel.parked_at = None
+            self._parked.discard(channel)
 
     def _make_room(self, among: list[HTTPChannel]) -> bool:
         """Close the connection among these that has waited longest with nothing to show."""
@@ -210,8 +231,23 @@ class GatedServer(TcpWSGIServer):
             parked = getattr(channel, "parked_at", None)
             if parked is not None and channel.last_activity < silent:
                 channel.will_close = True
-            elif parked is not None:
-                self.unpark(channel)  # read down meanwhile (never missed for long)
+
+
+def unsent(channel) -> int:
+    """What a connection's client has not taken yet: waitress's buffers and the kernel's."""
+    return channel.total_outbufs_len + unacknowledged(getattr(channel, "socket", None))
+
+
+def unacknowledged(sock) -> int:
+    """Bytes sent into a TCP socket that its peer has not acknowledged yet (Linux's
+    SIOCOUTQ), or 0 where that cannot be told."""
+    if sock is None:
+        return 0
+    try:
+        buf = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+        return max(0, struct.unpack("i", buf)[0])
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 def _refuse(conn: socket.socket) -> None:

@@ -16,6 +16,11 @@ from webui.db.snippets import snippets as mirror_snippets
 from webui.hermes.content import plain_text
 from webui.hermes.origin import ORIGIN_COLUMNS
 
+# How much of a hit's own text a page reads (what it shows of it is far less), and how far
+# before the substring route's first term a window of it starts.
+TEXT_CHARS = 256 * 1024
+TEXT_LEAD = 4_000
+
 
 class HitReading:
     """Snippets, rows and context of a page of hits (``self.r``: the Reader)."""
@@ -71,10 +76,24 @@ class HitReading:
         out.update((r["id"], r["snippet"]) for r in rows)
         return out
 
-    def _hydrate(self, ids: list[int]) -> list[dict[str, Any]]:
+    def _hydrate(self, ids: list[int], around: str | None = None) -> list[dict[str, Any]]:
+        """The page's hits with their sessions. A hit's own text (``_text``: what presentation
+        cuts a snippet from and reads a tool result's fields in) is at most TEXT_CHARS of it:
+        from its start, or from shortly before ``around`` (the substring route's first term)
+        where that lies further in. A 10 MB tool result was read and decoded whole for each
+        search it matched."""
         if not ids:
             return []
         content = self._content
+        if content != "NULL":
+            if around:
+                start = f"max(1, instr(lower({content}), lower(?)) - {TEXT_LEAD})"
+                ids_params: list[Any] = [around.replace("\x00", ""), *ids]
+            else:
+                start, ids_params = "1", list(ids)
+            text = f"substr({content}, {start}, {TEXT_CHARS})"
+        else:
+            text, ids_params = "NULL", list(ids)
         title = "s.title" if self.schema.has("sessions", "title") else "NULL"
         model = "s.model" if self.schema.has("sessions", "model") else "NULL"
         tool_calls = "m.tool_calls" if self.schema.has("messages", "tool_calls") else "NULL"
@@ -82,7 +101,7 @@ class HitReading:
         rows = self.r.rows(
             f"SELECT m.id AS message_id, m.session_id AS session_id, m.role AS role, "
             f"m.timestamp AS timestamp, {tool_name} AS tool_name, {tool_calls} AS tool_calls, "
-            f"{content} AS _text, s.source AS source, {model} AS model, {title} AS session_title, "
+            f"{text} AS _text, s.source AS source, {model} AS model, {title} AS session_title, "
             # An untitled session is named by its first user message, as in the list.
             f"CASE WHEN {title} IS NULL THEN (SELECT substr({content.replace('m.', 'p.')}, 1, 300) FROM messages p "
             f"WHERE p.session_id = s.id AND p.role = 'user' ORDER BY p.timestamp, p.id LIMIT 1) "
@@ -90,7 +109,7 @@ class HitReading:
             f"s.started_at AS session_started, {self._origin_columns()} FROM messages m "
             "JOIN sessions s ON "
             f"s.id = m.session_id WHERE m.id IN ({','.join('?' * len(ids))})",
-            ids,
+            ids_params,
         )
         by_id = {r["message_id"]: r for r in rows}
         return [by_id[i] for i in ids if i in by_id]

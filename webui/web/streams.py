@@ -35,6 +35,7 @@ from flask import Flask, current_app, request
 
 from webui import threads
 from webui.db import LogbookDBError
+from webui.gate import unacknowledged
 
 log = logging.getLogger("webui")
 
@@ -47,6 +48,7 @@ RATE_WINDOW_S = 20.0
 # While others wait for a slot, a reader must take 1 MB/s (8 Mbit/s) over 5 s to keep it.
 CONTENDED_RATE_BYTES_S = 1024 * 1024
 CONTENDED_WINDOW_S = 5.0
+CONTENDED_SEEN_S = 1.5
 # How long a newcomer waits for the slot of the export cut for it (its worker lets go as soon
 # as the loop has closed the connection: milliseconds).
 TAKEOVER_WAIT_S = 2.0
@@ -140,7 +142,10 @@ class ExportSlots:
         now = time.monotonic()
         with self._lock:
             streams = list(self._streams)
-        rated = [(s, r) for s in streams if (r := s.rate_over(now, window)) is not None]
+        # A reader that just (re)connected is judged after CONTENDED_SEEN_S: one cut for being
+        # slow must not hold its slot again for a whole window by asking anew.
+        seen = min(window * 0.9, CONTENDED_SEEN_S)
+        rated = [(s, r) for s in streams if (r := s.rate_over(now, window, seen)) is not None]
         slowest = min(rated, key=lambda pair: pair[1], default=None)
         return slowest if slowest is not None and slowest[1] < rate else None
 
@@ -235,7 +240,7 @@ class GuardedStream:
         # What the kernel holds unacknowledged counts as waiting too: waitress hands it big
         # bursts whenever the socket's buffer drains, so its own outbuf alone makes a steady
         # reader look silent for seconds, then fast.
-        waiting += _unacknowledged(getattr(channel, "socket", None))
+        waiting += unacknowledged(getattr(channel, "socket", None))
         if not waiting:
             self._reads.clear()
             return None
@@ -247,9 +252,10 @@ class GuardedStream:
             self._reads.popleft()
         return self.rate_over(now, window)
 
-    def rate_over(self, now: float, window: float) -> float | None:
+    def rate_over(self, now: float, window: float, seen: float | None = None) -> float | None:
         """The rate over the last ``window`` seconds from the samples taken (read_rate), or
-        None until that much has been seen while data waited for the client."""
+        None until ``seen`` seconds (default: nearly the whole window) have been seen while
+        data waited for the client."""
         reads = list(self._reads)
         if len(reads) < 2:
             return None
@@ -261,7 +267,7 @@ class GuardedStream:
                 break
         if start is None:
             start = reads[0]
-            if now - start[0] < window * 0.9:
+            if now - start[0] < (window * 0.9 if seen is None else seen):
                 return None
         last_at, last_taken = reads[-1]
         if last_at <= start[0]:
@@ -301,21 +307,6 @@ class GuardedStream:
         close = getattr(self._chunks, "close", None)
         if close is not None:
             close()
-
-
-def _unacknowledged(sock) -> int:
-    """Bytes sent into a TCP socket that its peer has not acknowledged yet (Linux's
-    SIOCOUTQ), or 0 where that cannot be told."""
-    if sock is None:
-        return 0
-    try:
-        import fcntl
-        import termios
-
-        buf = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
-        return max(0, struct.unpack("i", buf)[0])
-    except (ImportError, AttributeError, OSError, ValueError):
-        return 0
 
 
 def init_app(app: Flask) -> None:
