@@ -5,9 +5,12 @@ Waitress hands requests to its workers first come, first served: twenty clients 
 bombs would take every worker and the list page would wait behind them. ``FairDispatcher``
 keeps two queues instead, and two sets of workers. Cheap requests (pages, fragments, JSON
 twins, simple searches) have ``threads`` workers of their own and go first, always. Heavy ones
-(exports, searches that may scan the whole index) run on ``threads // 2`` more workers kept for
-them; a heavy request that waited longer than ``SHED_AFTER_S`` for a worker is answered "busy"
-at once by the next free one. The time a request waited counts against its deadline
+(exports, searches that may scan the whole index) and dear ones (pages of more than 100 rows,
+deep search pages: webui.workclass) run on ``threads // 2`` more workers kept for them, dear
+ones one at a time; a heavy request that waited longer than ``SHED_AFTER_S`` for a worker is
+answered "busy" at once by the next free one (by waitress itself: no page is rendered for
+it). Within each queue, clients take turns (webui.turns): one client's many waiting requests
+go no sooner than another's one. The time a request waited counts against its deadline
 (webui.web.limits), so a search bomb ends within its deadline from when it arrived, not from
 when a worker took it. (How many heavy requests really work at once is capped further: one
 search slot, a quarter of ``threads`` for exports.)
@@ -33,6 +36,7 @@ import time
 
 from waitress import create_server
 from waitress.task import ThreadedTaskDispatcher
+from waitress.utilities import Error
 
 from webui import gate, threads
 from webui.threads import cores
@@ -134,6 +138,10 @@ class FairDispatcher(ThreadedTaskDispatcher):
                 request = task.requests[0] if getattr(task, "requests", None) else None
                 if request is not None:
                     request.headers[QUEUE_HEADER] = f"{arrived:.6f} shed"
+                    # Answered by waitress itself, without the application: a flood of dear
+                    # pages is shed at 60 a second, and an HTML error page each took the
+                    # interpreter from the pages (webui.web.limits answers any other way in).
+                    request.error = Busy()
                 self.shed += 1
                 return task, "shed"
             return None, self.shed_after_s - waited
@@ -184,6 +192,28 @@ class FairDispatcher(ThreadedTaskDispatcher):
             for item in self.cheap.drain() + self.heavy.drain():
                 self.queue.append(item[1])
         return super().shutdown(cancel_pending=cancel_pending, timeout=timeout)
+
+
+class Busy(Error):
+    """The answer to a heavy request that waited too long for a worker: 503, Retry-After."""
+
+    code = 503
+    reason = "Service Unavailable"
+    text = (
+        "Logbook is busy with other searches, exports and large pages right now (this one "
+        "waited too long for its turn). Try again in a moment.\r\n"
+    )
+
+    def __init__(self):
+        super().__init__(self.text)
+
+    def to_response(self, ident=None):
+        headers = [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Retry-After", "2"),
+            ("X-Content-Type-Options", "nosniff"),
+        ]
+        return f"{self.code} {self.reason}", headers, self.text.encode()
 
 
 def _lower_priority(by: int) -> None:
