@@ -19,7 +19,7 @@ from support import (
     plant_tool_call_hit,
     sql,
 )
-from support.htmlcheck import assert_inert
+from support.htmlcheck import assert_inert_page
 from support.http import follow
 from support.reference import sanitizer_cases
 from webui.hermes.search import contains_cjk, plan, sanitize_fts5_query
@@ -147,9 +147,8 @@ def test_invalid_fts_is_searched_literally_with_a_notice(fx, q):
         assert "as you typed it" not in (body["notice"] or "")
         return
     assert body["notice"] and "as you typed it" in body["notice"]
-    html = client.get("/search", query_string={"q": q}).get_data(as_text=True)
+    html = assert_inert_page(client.get("/search", query_string={"q": q}))
     assert "as you typed it" in html
-    assert_inert(html)
 
 
 def test_literal_search_finds_what_is_there(fx):
@@ -200,9 +199,8 @@ def test_snippets_mark_matches_and_escape_html(fx):
     assert body["results"]
     for r in body["results"]:
         assert ">>>" in r["snippet"] and "<<<" in r["snippet"]
-    html = client.get("/search?q=script").get_data(as_text=True)
+    html = assert_inert_page(client.get("/search?q=script"))
     assert "<mark>script</mark>" in html.lower() or "<mark>Script</mark>" in html
-    assert_inert(html)
 
 
 def test_context_is_the_neighbours_in_the_same_session(fx):
@@ -258,9 +256,7 @@ def test_search_pages_render_with_filters_and_grouping(fx):
         "q=docker&session=nope",
         "q=test&exclude_source=cli",
     ):
-        r = client.get(f"/search?{qs}")
-        assert r.status_code == 200, qs
-        assert_inert(r.get_data(as_text=True))
+        assert_inert_page(client.get(f"/search?{qs}"))
     assert client.get("/search?q=x&page=0").status_code == 400
     assert client.get("/search?q=x&role=wizard").status_code == 400
 
