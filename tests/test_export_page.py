@@ -15,7 +15,7 @@ import pytest
 from support import copy_fixture, make_app, sql
 from support.export_pages import logbook_page
 from support.htmlcheck import assert_inert_page, audit
-from support.xss import PAYLOADS
+from support.xss import PAYLOADS, sessions_with_markup
 from webui.demo.corpus import XSS_CORPUS
 from webui.present import export_html
 
@@ -91,16 +91,7 @@ def test_hostile_text_in_every_place_is_inert_and_whole(v22, redact):
 
 
 def test_the_generated_xss_corpus_exports_inert(client, generated_db):
-    db, _ = generated_db
-    ids = [
-        r[0]
-        for r in sql(
-            db,
-            "SELECT DISTINCT session_id FROM messages WHERE content LIKE '%<script%' OR "
-            "content LIKE '%javascript:%' OR tool_calls LIKE '%<%' OR reasoning LIKE '%<%' "
-            "UNION SELECT id FROM sessions WHERE title LIKE '%<%' OR system_prompt LIKE '%<%'",
-        )
-    ]
+    ids = sessions_with_markup(generated_db[0])
     assert len(ids) > 1, "the generator plants an XSS corpus"
     html = assert_inert_page(client.get("/export.html?" + "&".join(f"session={i}" for i in ids)))
     assert "&lt;script&gt;" in html

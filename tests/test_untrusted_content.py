@@ -6,7 +6,7 @@ import pytest
 
 from support import sql
 from support.htmlcheck import assert_inert, assert_inert_page
-from support.xss import PAYLOADS
+from support.xss import PAYLOADS, sessions_with_markup
 from webui.present.markdown import markdown
 
 
@@ -56,24 +56,7 @@ def test_every_fixture_page_is_inert(fixture_client, fixture_db):
 
 
 def test_generated_xss_corpus_is_inert_everywhere(client, generated_db):
-    db, _ = generated_db
-    ids = [
-        r[0]
-        for r in sql(
-            db,
-            "SELECT DISTINCT session_id FROM messages WHERE content LIKE "
-            "'%<script%' OR content LIKE '%onerror%' OR content LIKE "
-            "'%javascript:%' OR tool_calls LIKE '%<%' OR reasoning LIKE '%<%'",
-        )
-    ]
-    ids += [
-        r[0]
-        for r in sql(
-            db,
-            "SELECT id FROM sessions WHERE title LIKE '%<%' OR "
-            "system_prompt LIKE '%<%' OR model_config LIKE '%<%'",
-        )
-    ]
+    ids = sessions_with_markup(generated_db[0])
     assert ids, "the generator should plant an XSS corpus"
     for sid in set(ids):
         assert_inert_page(client.get(f"/sessions/{sid}"))

@@ -43,9 +43,16 @@ class Page:
     sessions: list[Session] = field(default_factory=list)
 
 
+# (tag, a class it has, a class an ancestor has, the field its text is); the first row that
+# fits names the field
+Fields = list[tuple[str, str | None, str | None, str]]
+
+
 class _Reader(HTMLParser):
     """Keeps the open elements (tag, classes, attributes) and captures the text of the
-    elements ``field_of`` names, however deeply they nest."""
+    elements ``FIELDS`` names, however deeply they nest."""
+
+    FIELDS: Fields = []
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -57,6 +64,12 @@ class _Reader(HTMLParser):
     def opened(self, tag: str, classes: set[str], attrs: dict[str, str | None]) -> None: ...
 
     def field_of(self, tag: str, classes: set[str]) -> str | None:
+        if not self.page.sessions:
+            return None
+        for want_tag, has, within, name in self.FIELDS:
+            fits = tag == want_tag and (has is None or has in classes)
+            if fits and (within is None or self.within(within)):
+                return name
         return None
 
     def captured(self, name: str, text: str) -> None: ...
@@ -111,35 +124,25 @@ class _Logbook(_Reader):
             self.session.messages.append(Message())
         elif tag == "a" and self.within("contents"):
             self.page.contents.append(unquote((attrs.get("href") or "").removeprefix("#s-")))
-        elif tag == "h1" and "untitled" in classes:
-            self.session.title = None
+
+    FIELDS = [
+        ("h1", None, None, "title"),
+        ("code", "sid", None, "id"),
+        ("dd", "model", None, "model"),
+        ("time", None, "started", "started"),
+        ("time", None, "msg-head", "time"),
+        ("span", "role", None, "role"),
+        ("code", "call-name", None, "call"),
+        ("div", "arguments", None, "arguments"),
+        ("div", None, "system-prompt", "system_prompt"),
+        ("div", None, "reasoning", "reasoning"),
+        ("div", "text", "msg", "text"),
+        ("div", "result", "msg", "text"),
+    ]
 
     def field_of(self, tag, classes):
-        if not self.page.sessions:
-            return None
-        if tag == "h1":
-            return None if "untitled" in classes else "title"
-        if tag == "code" and "sid" in classes:
-            return "id"
-        if tag == "dd" and "model" in classes and "absent" not in classes:
-            return "model"
-        if tag == "time" and self.within("started"):
-            return "started"
-        if tag == "time" and self.within("msg-head"):
-            return "time"
-        if tag == "span" and "role" in classes:
-            return "role"
-        if tag == "code" and "call-name" in classes:
-            return "call"
-        if tag == "div" and "arguments" in classes:
-            return "arguments"
-        if tag == "div" and self.within("system-prompt"):
-            return "system_prompt"
-        if tag == "div" and self.within("reasoning"):
-            return "reasoning"
-        if tag == "div" and ("text" in classes or "result" in classes) and self.within("msg"):
-            return "text"
-        return None
+        # What the page says in place of a missing value is not a value.
+        return None if {"untitled", "absent"} & classes else super().field_of(tag, classes)
 
     def captured(self, name, text):
         if name in ("title", "id", "model", "started", "system_prompt"):
@@ -165,29 +168,17 @@ class _Hermes(_Reader):
         elif tag == "a" and "session-item" in classes:
             self.page.contents.append(attrs.get("data-id") or "")
 
-    def field_of(self, tag, classes):
-        if not self.page.sessions:
-            return None
-        if tag == "h1":
-            return "title"
-        if tag == "div" and "meta-item" in classes:
-            return "meta"
-        if tag == "div" and "role-badge" in classes:
-            return "role"
-        if tag == "div" and "timestamp" in classes:
-            return "time"
-        if tag == "div" and "tool-call-header" in classes:
-            return "call"
-        if tag == "code" and self.within("tool-call-content"):
-            return "arguments"
-        if tag == "div" and "content" in classes:
-            if self.within("system-prompt-content"):
-                return "system_prompt"
-            if self.within("reasoning-content"):
-                return "reasoning"
-            if self.within("message-body"):
-                return "text"
-        return None
+    FIELDS = [
+        ("h1", None, None, "title"),
+        ("div", "meta-item", None, "meta"),
+        ("div", "role-badge", None, "role"),
+        ("div", "timestamp", None, "time"),
+        ("div", "tool-call-header", None, "call"),
+        ("code", None, "tool-call-content", "arguments"),
+        ("div", "content", "system-prompt-content", "system_prompt"),
+        ("div", "content", "reasoning-content", "reasoning"),
+        ("div", "content", "message-body", "text"),
+    ]
 
     def captured(self, name, text):
         if name == "title":
