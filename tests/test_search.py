@@ -6,7 +6,6 @@ import json
 import re
 import sqlite3
 import time
-from urllib.parse import quote
 
 import pytest
 
@@ -22,6 +21,7 @@ from support import (
 from support.htmlcheck import assert_inert_page
 from support.http import follow
 from support.reference import sanitizer_cases
+from support.search_check import search_matches_hermes
 from webui.hermes.search import contains_cjk, plan, sanitize_fts5_query
 
 CASES = sanitizer_cases()
@@ -392,27 +392,6 @@ def test_nul_characters_in_a_query_are_dropped(fx, q):
 # -- schema 22: the same hits as Hermes 0.19.0 (recorded in tests/data/hermes/) -------------
 
 SEARCH_TRUTH = json.loads((DATA / "hermes" / "search_truth.json").read_text())
-
-
-def search_matches_hermes(client, db, q: str, theirs: list[int]) -> str:
-    """Logbook's hits for ``q`` equal Hermes's, in Hermes's order; or Hermes finds nothing
-    because FTS5 cannot read the query, Logbook says so in words and every hit it offers
-    instead holds each typed word. Returns which of the two held."""
-    body = client.get("/search", query_string={"q": q, "format": "json"}).get_json()
-    ours = [r["message_id"] for r in follow(client, f"/search?format=json&q={quote(q)}", "results")]
-    if ours == theirs:
-        return "equal"
-    assert theirs == [], (q, len(ours), len(theirs))
-    assert "Hermes 0.19 finds nothing" in (body["notice"] or ""), (q, body["notice"])
-    words = [w.lower() for w in q.split() if any(ch.isalnum() for ch in w)]
-    for (text,) in sql(
-        db,
-        f"SELECT lower(COALESCE(content,'') || ' ' || COALESCE(tool_name,'') || ' ' || "
-        f"COALESCE(tool_calls,'')) FROM messages WHERE id IN ({','.join('?' * len(ours))})",
-        tuple(ours),
-    ):
-        assert all(w in text for w in words), (q, text[:200])
-    return "more"
 
 
 @pytest.mark.parametrize("name", sorted(SEARCH_TRUTH))
