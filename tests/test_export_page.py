@@ -153,3 +153,24 @@ def test_the_site_stylesheet_is_safe_inline():
     able to close its <style> element, nor load anything."""
     css = str(export_html.site_css())
     assert css and "</" not in css and "url(" not in css and "@import" not in css
+
+
+@pytest.mark.browser
+def test_the_page_opened_in_a_browser_loads_nothing_and_shows_the_text(v22, page, tmp_path):
+    """In Chromium, from a file as a user opens a download: no request but the page itself,
+    no script error, no dialog (the page fixture checks both), the hostile text on screen."""
+    db, client = v22
+    _plant(db)
+    r = client.get(f"/export.html?session={quote(HOSTILE_ID)}&session=x_rewound")
+    saved = tmp_path / "export.html"
+    saved.write_bytes(r.get_data())
+    requests: list[str] = []
+    page.on("request", lambda req: requests.append(req.url))
+    page.goto(saved.as_uri())
+    assert requests == [saved.as_uri()]
+    shown = page.locator("section.session .msg .text").first.inner_text()
+    assert "<script>alert(1)</script>" in shown and "<img src=x onerror=alert(1)>" in shown
+    assert page.locator("script, img, iframe").count() == 0
+    # The contents lead to each session on the page.
+    page.locator("nav.contents a").nth(1).click()
+    assert page.evaluate("location.hash") == "#s-x_rewound"
