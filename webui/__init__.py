@@ -30,6 +30,10 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_REQUEST_DEADLINE": None,  # seconds for all of a request's queries (None: the above)  # seconds, for every user-driven query
     "LOGBOOK_THREADS": 8,  # waitress threads = read connections in the pool
     "LOGBOOK_ROLLUP_BUDGET": 0.5,  # seconds a stats request may spend updating the rollup
+    # A page waits at most this long for a message rendered on request ("render it anyway",
+    # made in a process apart), never into the end of its deadline; None: until it is done
+    # (for tests and scripts: what they get must not depend on the machine's speed).
+    "LOGBOOK_RENDER_WAIT_S": 4.0,
     # The time limit of each read the rollup makes of state.db (None: the query limit); its
     # batches are sized to a quarter of it.
     "LOGBOOK_ROLLUP_READ_LIMIT": None,

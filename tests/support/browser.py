@@ -111,6 +111,18 @@ def settled(pg, timeout_s: float = 15.0) -> None:
         pg.wait_for_timeout(10)
 
 
+def until(pg, check, what: str, timeout_s: float | None = None) -> None:
+    """Wait until ``check()`` holds, letting the page run between looks (a bound for a hang,
+    not a speed target: a fixed pause decides nothing on a busy machine)."""
+    from support import WAIT_BOUND_S
+
+    deadline = time.monotonic() + (WAIT_BOUND_S if timeout_s is None else timeout_s)
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        pg.wait_for_timeout(50)
+
+
 def screenshot_path(name: str) -> Path | None:
     """Where to save screenshot `name`, or None when no screenshots were asked for."""
     folder = os.environ.get("LOGBOOK_SCREENSHOTS")

@@ -111,6 +111,9 @@ class RenderBudget:
     per_page: int = 300_000
     forced: frozenset[int] = frozenset()
     spent: int = 0
+    # How long the page waits for a forced render made apart (slow_render.patience); None:
+    # until it is done.
+    wait_s: float | None = slow_render.WAIT_AT_MOST_S
 
     def beyond_page(self, size: int) -> bool:
         """Too large to format inline even when asked for (rendered apart, then)."""
@@ -147,7 +150,7 @@ def message_view(
         # Asked for on purpose and too large to format inline: rendered apart, within the
         # request's deadline, and kept (webui.present.slow_render).
         kind = "markdown" if view["role"] in MARKDOWN_ROLES else "json"
-        done = slow_render.render(kind, view["raw"])
+        done = slow_render.render(kind, view["raw"], budget.wait_s)
         if done.pending:
             view["plain_reason"], view["render_pending"] = text, done.pending
         elif kind == "markdown":
