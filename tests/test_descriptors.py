@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from support import copy_fixture, make_app
+from support import WAIT_BOUND_S, copy_fixture, make_app
 from support.browser import LiveServer
 
 HELD = 1_100
@@ -39,7 +39,7 @@ def crowded(tmp_path):
 
 
 def _get(url: str) -> int:
-    with urllib.request.urlopen(url, timeout=20) as r:
+    with urllib.request.urlopen(url, timeout=WAIT_BOUND_S) as r:
         r.read()
         return r.status
 

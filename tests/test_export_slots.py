@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from support import make_app, sql
+from support import WAIT_BOUND_S, make_app, sql
 from support.browser import LiveServer
 
 pytestmark = pytest.mark.slow
@@ -47,7 +47,7 @@ class SlowReader(threading.Thread):
 
     def run(self):
         step = self.rate // 10
-        self.sock.settimeout(5)
+        self.sock.settimeout(WAIT_BOUND_S)
         while not self.stop.is_set():
             try:
                 chunk = self.sock.recv(step)
@@ -62,8 +62,22 @@ class SlowReader(threading.Thread):
 
     def close(self):
         self.stop.set()
-        self.join(10)
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes a recv waiting for data
+        except OSError:
+            pass
+        self.join(WAIT_BOUND_S)
         self.sock.close()
+
+
+def _until(check) -> bool:
+    """Wait for ``check()`` (a bound for a hang, never a speed target)."""
+    deadline = time.monotonic() + WAIT_BOUND_S
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _export(url: str, source: str, path: str) -> tuple[int, bytes]:
@@ -73,7 +87,7 @@ def _export(url: str, source: str, path: str) -> tuple[int, bytes]:
     conn_factory = _bound(source)
     handler.http_open = lambda req: handler.do_open(conn_factory, req)  # type: ignore[method-assign]
     try:
-        with opener.open(url + path, timeout=30) as r:
+        with opener.open(url + path, timeout=WAIT_BOUND_S) as r:
             return r.status, r.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
@@ -103,11 +117,8 @@ def test_slow_readers_give_their_slots_to_exports_waiting_for_one(big_db, tmp_pa
     try:
         for reader in slow:
             reader.start()
-        deadline = time.monotonic() + 20
-        while slots.running() < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert slots.running() == 2
-        time.sleep(3.0)  # a contended window of reading at 100 KB/s
+        # Both hold a slot, and both have been read from long enough to be judged.
+        assert _until(lambda: slots.running() == 2 and len(slots.rated()) == 2)
         assert all(r.got > 0 and not r.cut for r in slow)
         sid = sql(big_db, "SELECT id FROM sessions ORDER BY started_at DESC LIMIT 1")[0][0]
         answers = [
@@ -117,10 +128,7 @@ def test_slow_readers_give_their_slots_to_exports_waiting_for_one(big_db, tmp_pa
         assert all(body.count(b"\n") == 1 and sid.encode() in body for _, body in answers)
         # The first newcomer took a slow reader's slot; the others found it free after.
         assert slots.taken_over >= 1
-        deadline = time.monotonic() + 10
-        while not any(r.cut for r in slow) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert any(r.cut for r in slow), "the slow reader's export ends cut, never 'complete'"
+        assert _until(lambda: any(r.cut for r in slow)), "the cut export ends cut, never whole"
     finally:
         for reader in slow:
             reader.close()
@@ -142,10 +150,7 @@ def test_a_reader_that_reads_keeps_its_slot(big_db, tmp_path):
     reader = SlowReader(srv.url, "127.0.0.30", rate=200 * 1024)
     try:
         reader.start()
-        deadline = time.monotonic() + 20
-        while slots.running() < 1 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(2.5)
+        assert _until(lambda: slots.running() == 1 and len(slots.rated()) == 1)
         status, _ = _export(srv.url, "127.0.0.31", "/export.jsonl?source=cli")
         assert status == 503 and slots.taken_over == 0 and not reader.cut
     finally:

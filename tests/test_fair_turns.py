@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from support import copy_fixture, make_app
+from support import WAIT_BOUND_S, copy_fixture, make_app
 from support.browser import LiveServer
 from webui.turns import Turns, forwarded_client
 from webui.workclass import work_class
@@ -86,7 +86,7 @@ def test_the_client_behind_a_trusted_proxy_is_read_from_the_right(peer, header, 
 # -- on the real server ----------------------------------------------------------------------
 
 
-def _get(url: str, source: str = "127.0.0.1", timeout: float = 30) -> int:
+def _get(url: str, source: str = "127.0.0.1", timeout: float = WAIT_BOUND_S) -> int:
     import http.client
 
     host, port = url.removeprefix("http://").split("/", 1)[0].split(":")
@@ -110,11 +110,13 @@ def probed(tmp_path):
     started: list[str] = []
     running = {"dear": 0, "dear_max": 0}
     lock = threading.Lock()
+    hold = threading.Event()  # the flood's requests wait for it, once started
 
     def turn():
         with lock:
             started.append(request.remote_addr)
-        time.sleep(0.15)
+        if request.remote_addr == FLOOD:
+            hold.wait(WAIT_BOUND_S)
         return "ok"
 
     def dear():  # classed dear by its limit, as /sessions?limit=500 is
@@ -133,31 +135,42 @@ def probed(tmp_path):
     app.add_url_rule("/probe-dear", "probe_dear", dear)
     app.add_url_rule("/probe-big", "probe_big", big)
     live = LiveServer(app, threads=2, outbuf_high_watermark=256 * 1024)
-    live.started, live.running = started, running
+    live.started, live.running, live.hold = started, running, hold
     yield live
     live.close()
 
 
+FLOOD, NEWCOMER = "127.0.0.5", "127.0.0.6"
+
+
+def _until(check) -> bool:
+    deadline = time.monotonic() + WAIT_BOUND_S
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def test_a_client_with_many_requests_waiting_does_not_go_before_a_newcomer(probed):
+    """24 requests from one client: the three workers take three (held there), 21 wait; a
+    newcomer's one request arrives; then the workers are let go."""
     flood = [
-        threading.Thread(target=_get, args=(probed.url + "/probe-turn", "127.0.0.5"))
-        for _ in range(24)
+        threading.Thread(target=_get, args=(probed.url + "/probe-turn", FLOOD)) for _ in range(24)
     ]
     for t in flood:
         t.start()
     dispatcher = probed.server.task_dispatcher
-    deadline = time.monotonic() + 20
-    while len(dispatcher.cheap) < 15 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert len(dispatcher.cheap) >= 15
-    before = len(probed.started)
-    assert _get(probed.url + "/probe-turn", "127.0.0.6") == 200
-    for t in flood:
-        t.join(30)
-    position = probed.started.index("127.0.0.6")
-    # At most one of the flood's requests (its line was first) starts before the newcomer's,
-    # plus those a worker had already taken; first come, first served put it after all 15+.
-    assert position <= before + 1 + 3, (before, position, probed.started)
+    assert _until(lambda: len(dispatcher.cheap) == 21 and len(probed.started) == 3)
+    newcomer = threading.Thread(target=_get, args=(probed.url + "/probe-turn", NEWCOMER))
+    newcomer.start()
+    assert _until(lambda: NEWCOMER in dispatcher.cheap.clients())
+    probed.hold.set()
+    for t in [*flood, newcomer]:
+        t.join(WAIT_BOUND_S)
+    # The three held, then at most one more of the flood (its line was first), then the
+    # newcomer: first come, first served put it after all 21.
+    assert probed.started.index(NEWCOMER) <= 3 + 1, probed.started
 
 
 def test_dear_pages_run_one_at_a_time_beside_cheap_ones(probed):
@@ -171,13 +184,13 @@ def test_dear_pages_run_one_at_a_time_beside_cheap_ones(probed):
         t.start()
     cheap = [_get(probed.url + "/probe-turn", "127.0.0.8") for _ in range(3)]
     for t in flood:
-        t.join(30)
+        t.join(WAIT_BOUND_S)
     assert cheap == [200] * 3
     assert probed.running["dear_max"] == 1
     assert set(results) <= {200, 503} and 200 in results
     # The worker counts its dear page done just after the answer went out.
     dispatcher = probed.server.task_dispatcher
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_BOUND_S
     while dispatcher.dear_running and time.monotonic() < deadline:
         time.sleep(0.01)
     assert dispatcher.dear_running == 0
@@ -198,15 +211,19 @@ def _pipeline(url: str, source: str, path: str, n: int) -> socket.socket:
 def test_requests_pipelined_and_never_read_hold_no_worker(probed):
     pipelined = [_pipeline(probed.url, f"127.0.0.{30 + i}", "/probe-big", 20) for i in range(4)]
     try:
-        time.sleep(1.0)  # they have sent everything; their first responses fill their buffers
+        # Each has had a response it does not read; their next requests wait for them.
+        server = probed.server
+        deadline = time.monotonic() + WAIT_BOUND_S
+        while server.parked_total < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.parked_total >= 4
         answers = []
         for _ in range(10):
             try:
-                answers.append(_get(probed.url + "/probe-turn", "127.0.0.9", timeout=10))
+                answers.append(_get(probed.url + "/probe-turn", "127.0.0.9"))
             except (TimeoutError, OSError, urllib.error.URLError) as exc:
                 answers.append(repr(exc))
         assert answers == [200] * 10, answers
-        assert probed.server.parked_total >= 4
     finally:
         for s in pipelined:
             s.close()

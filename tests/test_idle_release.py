@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import FIXTURES, ROOT, copy_fixture, make_app, sql
+from support import FIXTURES, ROOT, WAIT_BOUND_S, copy_fixture, make_app, sql
 
 
 def held(pid: int, db: Path) -> list[str]:
@@ -34,7 +34,7 @@ def held(pid: int, db: Path) -> list[str]:
     return sorted(found)
 
 
-def wait_for(what, timeout: float) -> bool:
+def wait_for(what, timeout: float = WAIT_BOUND_S) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if what():
@@ -52,7 +52,7 @@ def test_an_idle_app_lets_the_live_file_go_and_reopens_it(tmp_path):
     assert client.get("/search?q=docker").status_code == 200
     assert client.get("/stats").status_code == 200
     assert held(os.getpid(), db), "a busy app reads the file"
-    assert wait_for(lambda: not held(os.getpid(), db), 15), held(os.getpid(), db)
+    assert wait_for(lambda: not held(os.getpid(), db)), held(os.getpid(), db)
     # Written while nobody held it: the next request reads it afresh, never a kept answer.
     conn = sqlite3.connect(db)
     with conn:
@@ -64,7 +64,7 @@ def test_an_idle_app_lets_the_live_file_go_and_reopens_it(tmp_path):
     assert not held(os.getpid(), db)
     assert len(client.get(listed).get_json()["sessions"]) == total + 1
     assert held(os.getpid(), db)
-    assert wait_for(lambda: not held(os.getpid(), db), 15)
+    assert wait_for(lambda: not held(os.getpid(), db))
 
 
 def test_a_page_left_open_holds_the_file_only_while_its_polls_are_answered(tmp_path):
@@ -74,7 +74,7 @@ def test_a_page_left_open_holds_the_file_only_while_its_polls_are_answered(tmp_p
     app = make_app(db, tmp_path / "inst", LOGBOOK_IDLE_RELEASE_S=0.3)
     client = app.test_client()
     assert client.get("/sessions").status_code == 200
-    assert wait_for(lambda: not held(os.getpid(), db), 15)
+    assert wait_for(lambda: not held(os.getpid(), db))
     token = None
     for _ in range(8):  # faster than the idle time: never idle, were they activity
         r = client.get("/changes" + (f"?since={token}" if token else ""))
@@ -103,13 +103,13 @@ def test_a_connection_in_use_is_never_closed_under_its_user(tmp_path):
     worker = threading.Thread(target=background)
     worker.start()
     assert inside.wait(10)
-    before = idle.releases
-    time.sleep(1.0)  # several idle periods pass with the connection in use
+    before, looked = idle.releases, idle.looks
+    assert wait_for(lambda: idle.looks >= looked + 3)  # it looked, the connection in use
     assert idle.releases == before and held(os.getpid(), db)
     go_on.set()
     worker.join(10)
     assert counted == [sql(db, "SELECT COUNT(*) FROM messages")[0][0]]
-    assert wait_for(lambda: not held(os.getpid(), db), 15)
+    assert wait_for(lambda: not held(os.getpid(), db))
 
 
 def _free_port() -> int:
@@ -119,13 +119,36 @@ def _free_port() -> int:
 
 
 def _get(url: str) -> int:
-    with urllib.request.urlopen(url, timeout=30) as r:
+    with urllib.request.urlopen(url, timeout=WAIT_BOUND_S) as r:
         r.read()
         return r.status
 
 
 def _count(db: Path) -> int:
     return sql(db, "SELECT COUNT(*) FROM sessions")[0][0]
+
+
+class LogbookProcess:
+    """A real Logbook server process on ``db``, letting go after ``idle_s`` without requests."""
+
+    def __init__(self, db: Path, folder: Path, idle_s: float):
+        port = _free_port()
+        env = {**os.environ, "HERMES_LOGBOOK_IDLE_S": str(idle_s), "PYTHONPATH": str(ROOT)}
+        self.log = folder / f"logbook-{port}.err"
+        with self.log.open("w") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "webui", "--db", str(db), "--port", str(port)]
+                + ["--instance", str(folder / "inst")],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        self.url = f"http://127.0.0.1:{port}"
+        assert wait_for(lambda: _answers(self.url)), self.log.read_text()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(WAIT_BOUND_S)
 
 
 @pytest.mark.oracle
@@ -135,57 +158,38 @@ def test_hermes_022_prunes_beside_an_idle_logbook_and_names_a_busy_one(tmp_path)
 
     hermes = Hermes022.migrated(FIXTURES / "hermes-v22.db", tmp_path / "home")
     before = _count(hermes.db)
-    port = _free_port()
-    env = {**os.environ, "HERMES_LOGBOOK_IDLE_S": "2", "PYTHONPATH": str(ROOT)}
-    log = tmp_path / "logbook.err"
-    with log.open("w") as err:
-        logbook = subprocess.Popen(
-            [sys.executable, "-m", "webui", "--db", str(hermes.db), "--port", str(port)]
-            + ["--instance", str(tmp_path / "inst")],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    url = f"http://127.0.0.1:{port}"
+    prune = ("sessions", "prune", "--older-than", "1d", "--yes")
+    # Busy: a page was just answered and the idle time is far off (ten minutes).
+    busy = LogbookProcess(hermes.db, tmp_path, idle_s=600)
     try:
-        assert wait_for(lambda: _answers(url), 60), log.read_text()
-        listed = _total(url)
-        # Busy: a page every few tenths of a second while Hermes's prune runs.
-        stop = threading.Event()
-
-        def browse():
-            while not stop.is_set():
-                _get(url + "/sessions")
-                time.sleep(0.2)
-
-        browser = threading.Thread(target=browse)
-        browser.start()
-        try:
-            refused = hermes.cli("sessions", "prune", "--older-than", "1d", "--yes")
-        finally:
-            stop.set()
-            browser.join(30)
+        listed = _total(busy.url)
+        assert held(busy.proc.pid, hermes.db)
+        refused = hermes.cli(*prune)
         said = refused.stdout + refused.stderr
         assert "Refusing `hermes sessions prune`" in said, said
-        assert f"PID {logbook.pid} (" in said and "webui" in said, said
+        assert f"PID {busy.proc.pid} (" in said and "webui" in said, said
         assert _count(hermes.db) == before
-        # Idle: nothing held after a while, and the same command runs.
-        assert wait_for(lambda: not held(logbook.pid, hermes.db), 60), held(logbook.pid, hermes.db)
-        pruned = hermes.cli("sessions", "prune", "--older-than", "1d", "--yes")
+    finally:
+        busy.stop()
+    # Idle: after two seconds without a request nothing is held, and the same command runs.
+    idle = LogbookProcess(hermes.db, tmp_path, idle_s=2)
+    try:
+        assert _total(idle.url) == listed
+        assert wait_for(lambda: not held(idle.proc.pid, hermes.db)), held(idle.proc.pid, hermes.db)
+        pruned = hermes.cli(*prune)
         said = pruned.stdout + pruned.stderr
         assert pruned.returncode == 0 and "Refusing" not in said, said
         after = _count(hermes.db)
         assert "Pruned" in said and after < before, said
         # The next request opens the file again and sees what Hermes did.
-        assert _total(url) < listed
+        assert _total(idle.url) < listed
     finally:
-        logbook.terminate()
-        logbook.wait(30)
+        idle.stop()
 
 
 def _total(url: str) -> int:
     listed = "/sessions?format=json&rows=all&archived=include&limit=500"
-    with urllib.request.urlopen(url + listed, timeout=30) as r:
+    with urllib.request.urlopen(url + listed, timeout=WAIT_BOUND_S) as r:
         return len(json.loads(r.read())["sessions"])
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from support import copy_fixture
+from support import WAIT_BOUND_S, copy_fixture
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,7 @@ def _start(tmp_path, token_file) -> subprocess.CompletedProcess:
         + ["--token-file", str(token_file)],
         capture_output=True,
         text=True,
-        timeout=60,  # the old code waited on a FIFO for ever: a hang fails here
+        timeout=WAIT_BOUND_S,  # the old code waited on a FIFO for ever: a hang fails here
     )
 
 

@@ -64,6 +64,10 @@ class Turns:
     def __len__(self) -> int:
         return self._count
 
+    def clients(self) -> set[str]:
+        """The clients with something waiting."""
+        return set(self._lines)
+
     def put(self, client: str, item: Any) -> None:
         line = self._lines.get(client)
         if line is None:

@@ -61,6 +61,7 @@ class IdleRelease:
         self._released = False
         self._spell = 0  # busy spells begun: one that begins during a release is not missed
         self.releases = 0  # times every connection was let go (tests, logs)
+        self.looks = 0  # times the thread looked whether to let go (tests)
         threads.start(self._run, "logbook-idle-release")
 
     def enter(self) -> None:
@@ -90,6 +91,7 @@ class IdleRelease:
                 quiet = time.monotonic() - self._last
                 due = not self._released and not self._in_flight and quiet >= self.idle_s
                 spell = self._spell
+            self.looks += 1
             try:
                 with app.app_context():
                     released = due and self.release(app)

@@ -136,17 +136,21 @@ class ExportSlots:
             self._by_client[client] += 1
             return True
 
-    def _slowest_below(self, rate: float, window: float):
-        """(stream, its rate) of the running export whose reader took least over ``window``
-        while data waited for it, if that is under ``rate``; else None."""
-        now = time.monotonic()
+    def rated(self) -> list[tuple[GuardedStream, float]]:
+        """(stream, rate) of the running exports whose readers can be judged under
+        contention: each one's rate over the contended window while data waited for it. A
+        reader that just (re)connected is judged after CONTENDED_SEEN_S: one cut for being
+        slow must not hold its slot again for a whole window by asking anew."""
+        now, window = time.monotonic(), self.contended_window_s
         with self._lock:
             streams = list(self._streams)
-        # A reader that just (re)connected is judged after CONTENDED_SEEN_S: one cut for being
-        # slow must not hold its slot again for a whole window by asking anew.
         seen = min(window * 0.9, CONTENDED_SEEN_S)
-        rated = [(s, r) for s in streams if (r := s.rate_over(now, window, seen)) is not None]
-        slowest = min(rated, key=lambda pair: pair[1], default=None)
+        return [(s, r) for s in streams if (r := s.rate_over(now, window, seen)) is not None]
+
+    def _slowest_below(self, rate: float, window: float):
+        """(stream, its rate) of the running export whose reader took least over the
+        contended window while data waited for it, if that is under ``rate``; else None."""
+        slowest = min(self.rated(), key=lambda pair: pair[1], default=None)
         return slowest if slowest is not None and slowest[1] < rate else None
 
     def give_back(self, client: str) -> None:
