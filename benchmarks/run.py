@@ -263,10 +263,17 @@ def sql_ms(conn: sqlite3.Connection, statements: list[tuple[str, tuple]], repeat
 
 class Server:
     def __init__(
-        self, db: Path, instance: Path, threads: int | None = None, extra: list[str] | None = None
+        self,
+        db: Path,
+        instance: Path,
+        threads: int | None = None,
+        extra: list[str] | None = None,
+        launcher: list[str] | None = None,
     ):
         self.db, self.instance, self.threads = db, instance, threads
         self.extra = list(extra or [])
+        # What runs Logbook's command line (default: python -m webui; crowded.py for attacks).
+        self.launcher = list(launcher or ["-m", "webui"])
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         self.output: list[str] = []
@@ -276,8 +283,7 @@ class Server:
         """Start; returns seconds from process start to the first 200 of /sessions."""
         cmd = [
             sys.executable,
-            "-m",
-            "webui",
+            *self.launcher,
             "--db",
             str(self.db),
             "--host",

@@ -56,6 +56,12 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_REPLICAS": [],
     "LOGBOOK_HERMES_ROOT": None,  # discover profiles here (None: --db pins one database)
     "LOGBOOK_PROFILE_NAME": None,  # the profile the primary database belongs to
+    # After this many seconds without a request every connection to the live database is
+    # closed, so Hermes 0.22's own maintenance may run (webui/web/idle.py; 0: never;
+    # $HERMES_LOGBOOK_IDLE_S wins).
+    "LOGBOOK_IDLE_RELEASE_S": 60.0,
+    # --trusted-proxy: the reverse proxy whose X-Forwarded-For names the client (webui.serve).
+    "LOGBOOK_TRUSTED_PROXY": None,
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Strict",
     "SESSION_COOKIE_NAME": "logbook_session",
@@ -163,7 +169,7 @@ def create_app(
             }
         }
 
-    from webui.web import access, errors, filewatch, limits, security, streams
+    from webui.web import access, errors, filewatch, idle, limits, security, streams
     from webui.web import profiles as profiles_web
     from webui.web import stores as stores_web
     from webui.web.views import actions as actions_views
@@ -177,6 +183,7 @@ def create_app(
     from webui.web.views import stores as stores_views
     from webui.web.views import ui as ui_views
 
+    idle.init_app(app)  # first: its count of requests in progress must see every request
     security.init_app(app)
     limits.init_app(app)
     streams.init_app(app)

@@ -40,7 +40,8 @@ class LiveServer:
     """The app served by waitress, as in production, on a free loopback port.
 
     The event loop runs in small steps so that `close` can stop it first and only then close
-    its sockets: closing them under a running `select` fails with EBADF in the loop thread."""
+    its sockets: closing them under a running `select` fails with EBADF in the loop thread. It
+    polls or selects as the server's settings say (``asyncore_use_poll``)."""
 
     def __init__(self, app, threads: int = 4, **settings):
         from webui.serve import make_server
@@ -54,8 +55,9 @@ class LiveServer:
     def _loop(self):
         from waitress import wasyncore
 
+        poll = self.server.adj.asyncore_use_poll  # as the server's own run() loops
         while not self._stop.is_set():
-            wasyncore.loop(timeout=0.05, map=self.server._map, count=1)
+            wasyncore.loop(timeout=0.05, map=self.server._map, count=1, use_poll=poll)
 
     def close(self):
         from waitress import wasyncore
