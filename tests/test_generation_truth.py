@@ -213,6 +213,23 @@ def test_jsonl_export_equals_hermes_record_for_record(clients, fixture):
     assert not wrong, f"{len(wrong)} of {len(ours)} records differ in some value: {wrong[:3]}"
 
 
+@pytest.mark.parametrize("fixture", cases(GAPS["export selection"], ALL))
+def test_export_selection_without_a_filter_exports_what_hermes_exports(clients, fixture):
+    """Issue 44 point 6: `hermes sessions export FILE` with no filter exports every session;
+    `selection=export` with no filter must do the same, not answer 400."""
+    import json
+
+    order = truth(fixture)["export_jsonl"]["order"]
+    r = clients(fixture).get("/export.jsonl?selection=export")
+    assert r.status_code == 200, (
+        f"selection=export answers {r.status_code}; Hermes exports {len(order)}"
+    )
+    ours = [
+        json.loads(line)["id"] for line in r.get_data(as_text=True).splitlines() if line.strip()
+    ]
+    assert ours == order, f"Logbook exports {len(ours)} sessions, Hermes {len(order)}"
+
+
 @pytest.mark.parametrize("fixture,name", cases(GAPS["search"], ALL, list(oracle_cases.SEARCHES)))
 def test_search_hits_equal_hermes(clients, fixture, name):
     t = truth(fixture)

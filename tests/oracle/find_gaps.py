@@ -28,6 +28,7 @@ CATEGORY = {
     "test_each_conversation_shows_the_rows_hermes_shows": "conversation",
     "test_system_prompts_are_the_ones_hermes_resolves": "system prompt",
     "test_jsonl_export_equals_hermes_record_for_record": "export",
+    "test_export_selection_without_a_filter_exports_what_hermes_exports": "export selection",
     "test_search_hits_equal_hermes": "search",
     "test_usage_by_model_equals_hermes_insights": "usage",
     "test_totals_equal_hermes_sessions_stats": "stats",
@@ -46,6 +47,26 @@ CATEGORY = {
 }
 
 
+ORACLE_ONLY = {
+    "live prune",
+    "live archive",
+    "delete",
+    "prune",
+    "archive",
+    "pin",
+    "rename",
+    "held store",
+    "banner",
+}
+
+
+def _existing() -> dict:
+    """The gaps the file lists now (read before the run turns them off)."""
+    namespace: dict = {}
+    exec(OUT.read_text(), namespace)  # our own generated file
+    return {category: dict(items) for category, items in namespace["GAPS"].items()}
+
+
 class Collect:
     def __init__(self):
         self.failed: dict = {}
@@ -59,7 +80,7 @@ class Collect:
         params = dict(item.callspec.params)
         fixture = params.pop("fixture")
         key = (fixture, next(iter(params.values()))) if params else fixture
-        self.failed[(CATEGORY[item.originalname], key)] = _message(report)
+        self.failed[(CATEGORY.get(item.originalname, item.originalname), key)] = _message(report)
 
 
 def _message(report) -> str:
@@ -82,6 +103,11 @@ def main() -> int:
     files = ["tests/test_generation_truth.py"]
     if "--oracle" in sys.argv:
         files.append("tests/test_oracle_generations.py")
+    kept = (
+        {}
+        if "--oracle" in sys.argv
+        else {c: items for c, items in _existing().items() if c in ORACLE_ONLY}
+    )
     os.environ["LOGBOOK_IGNORE_GAPS"] = "1"
     collect = Collect()
     pytest.main(["-q", "-p", "no:cacheprovider", "--tb=no", *files], plugins=[collect])
@@ -98,12 +124,15 @@ def main() -> int:
         "if not os.environ.get(\"LOGBOOK_IGNORE_GAPS\"):",
         "    GAPS.update({",
     ]
-    by_category: dict = {}
+    by_category: dict = {
+        c: [(k, v.removeprefix("issue 44: ")) for k, v in items.items()]
+        for c, items in kept.items()
+    }
     for (category, key), message in sorted(
         collect.failed.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))
     ):
         by_category.setdefault(category, []).append((key, message))
-    for category, items in by_category.items():
+    for category, items in sorted(by_category.items()):
         lines.append(f"        {_literal(category)}: {{")
         for key, message in items:
             lines.append(f"            {_literal(key)}: {_literal('issue 44: ' + message)},")

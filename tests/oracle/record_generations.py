@@ -126,8 +126,8 @@ def record(name: str) -> dict:
         prompts = next(answers)
         searches = {n: next(answers) for n, _ in queries}
         sanitized = dict(zip([n for n, _ in queries], next(answers), strict=True))
-        insights = {str(d): next(answers) for d in cases.INSIGHT_DAYS}
-        usage = {str(d): next(answers) for d in cases.USAGE_DAYS}
+        insights = {str(d): _ties_sorted(next(answers)) for d in cases.INSIGHT_DAYS}
+        usage = {str(d): _ties_sorted(next(answers)) for d in cases.USAGE_DAYS}
 
     texts = {digest(p): p for p in prompts.values() if p is not None}
     return {
@@ -166,6 +166,15 @@ def record(name: str) -> dict:
         "prune_dry_run": prune,
         "archive_dry_run": archive,
     }
+
+
+def _ties_sorted(report: dict) -> dict:
+    """Tools with equal counts come out of Hermes in hash order (a set walk before
+    ``Counter.most_common``): sorted by name within a count, the record is the same every run."""
+    tools = report.get("tools")
+    if isinstance(tools, list):
+        report["tools"] = sorted(tools, key=lambda t: (-(t.get("count") or 0), str(t.get("tool"))))
+    return report
 
 
 def _dry_run(answer: dict):

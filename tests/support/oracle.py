@@ -180,6 +180,7 @@ class Hermes:
             "TZ": "UTC",
             "LANG": "C.UTF-8",
             "NO_COLOR": "1",
+            "PYTHONHASHSEED": "0",  # Hermes orders some ties by set iteration: the same every run
         }
         if self.cjk:
             env["PYTHONPATH"] = str(site_packages(self.venv))
