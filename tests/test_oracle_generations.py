@@ -311,7 +311,7 @@ def test_rename_leaves_titles_and_their_source_as_hermes_leaves_them(tmp_path, f
 
 @pytest.mark.parametrize("fixture", ["hermes-v31-fresh.db", "hermes-v31-migrated.db"])
 def test_a_busy_logbook_is_named_in_hermes_refusal(tmp_path, fixture):
-    from test_cli import Server
+    from support.server import Server
 
     home = tmp_path / "hermes"
     home.mkdir()
@@ -327,17 +327,11 @@ def test_a_busy_logbook_is_named_in_hermes_refusal(tmp_path, fixture):
         srv.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 44 point 4: a Logbook that served a page keeps state.db open; 0.22 refuses "
-    "`hermes sessions prune` naming it even when it has been idle (the test sets "
-    "LOGBOOK_IDLE_RELEASE_SECONDS=1 — the implementers choose the setting's real name)",
-)
 @pytest.mark.parametrize("fixture", ["hermes-v31-fresh.db"])
 def test_an_idle_logbook_lets_hermes_prune_run(tmp_path, fixture, monkeypatch):
-    from test_cli import Server
+    from support.server import Server
 
-    monkeypatch.setenv("LOGBOOK_IDLE_RELEASE_SECONDS", "1")
+    monkeypatch.setenv("HERMES_LOGBOOK_IDLE_S", "1")
     home = tmp_path / "hermes"
     home.mkdir()
     hermes = _hermes(fixture, home)
@@ -389,7 +383,7 @@ def test_logbook_prune_refuses_while_hermes_holds_the_file(tmp_path, fixture):
 def test_the_startup_line_says_what_changes_the_file_allows(tmp_path, fixture):
     """The start-up line must not promise changes the pages then refuse (issue 44: schema 31
     answers 403 to every change while the banner says "changes: allowed")."""
-    from test_cli import Server
+    from support.server import Server
 
     db = copy_fixture(fixture, tmp_path)
     srv = Server("--db", str(db), "--instance", str(tmp_path / "inst"))
