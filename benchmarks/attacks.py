@@ -7,7 +7,10 @@ writes its table into RESULTS.md.
 
 The server runs in remote mode with an admin token (``--insecure`` on 127.0.0.1), as a server
 reachable from a network would: the login flood needs it, and viewing needs no login there.
-Attackers connect from their own loopback addresses (127.0.0.2 …), the probes from 127.0.0.1.
+Attackers connect from their own loopback addresses (127.0.0.2 …), the probes from 127.0.0.1;
+127.0.0.250 plays a reverse proxy the server trusts (``--trusted-proxy``). The server's process
+holds 1,100 other descriptors (benchmarks/crowded.py), so every connection is numbered past
+1,024, and its database holds a 10 MB tool result repeating one word a million times.
 """
 
 from __future__ import annotations
@@ -183,12 +186,137 @@ def idle_sockets(port: int, addresses: int, sockets: int = 520) -> Attack:
     return Attack(26, step)
 
 
-def get_flood(port: int, clients: int, path: str) -> Attack:
+def get_flood(port: int, clients: int, path: str, addresses: int = 20) -> Attack:
     def step(n: int, a: Attack) -> None:
-        status, _t, _b, _h = request(port, "GET", path, source=_source(n, 20), timeout=60)
+        status, _t, _b, _h = request(port, "GET", path, source=_source(n, addresses), timeout=60)
         a.count(str(status))
 
     return Attack(clients, step)
+
+
+def pipelined(port: int, connections: int = 20, depth: int = 40, path: str = "/sessions") -> Attack:
+    """Each client sends ``depth`` requests at once on one connection and never reads a byte;
+    when the server closes it (15 s without reading), it does it again."""
+
+    one = f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode()
+
+    def step(n: int, a: Attack) -> None:
+        import select
+
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        try:
+            s.bind((_source(n, connections), 0))
+            s.settimeout(5)
+            s.connect((HOST, port))
+            s.sendall(one * depth)
+            a.count("requests sent", depth)
+            hangup = select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0x2000)
+            watch = select.poll()
+            watch.register(s, hangup)
+            while not a.stop.is_set():
+                if watch.poll(1000):
+                    a.count("closed by the server")
+                    break
+        finally:
+            s.close()
+
+    return Attack(connections, step)
+
+
+def proxy_guesses(port: int, proxy: str, clients: int = 8) -> Attack:
+    """Wrong tokens through the reverse proxy the server trusts (--trusted-proxy): every
+    guesser has the proxy's address, each its own forwarded one."""
+
+    def step(n: int, a: Attack) -> None:
+        forwarded = {"X-Forwarded-For": f"203.0.113.{1 + n}"}
+        status, _t, body, headers = request(port, "GET", "/login", headers=forwarded, source=proxy)
+        m = re.search(rb'name="csrf_token" value="([^"]+)"', body)
+        cookie = (headers.get("Set-Cookie") or "").split(";")[0]
+        if not m:
+            a.count("no form")
+            return
+        form = urlencode({"token": f"guess-{n}-{time.monotonic()}", "csrf_token": m.group(1)})
+        status, _t, _b, _h = request(
+            port,
+            "POST",
+            "/login",
+            form,
+            {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie, **forwarded},
+            source=proxy,
+        )
+        a.count(str(status))
+
+    return Attack(clients, step)
+
+
+def correct_login_via(port: int, proxy: str) -> int:
+    """The admin's login through the proxy, from a forwarded address that never guessed."""
+    forwarded = {"X-Forwarded-For": "198.51.100.9"}
+    _s, _t, body, headers = request(port, "GET", "/login", headers=forwarded, source=proxy)
+    m = re.search(rb'name="csrf_token" value="([^"]+)"', body)
+    cookie = (headers.get("Set-Cookie") or "").split(";")[0]
+    status, _t, _b, _h = request(
+        port,
+        "POST",
+        "/login",
+        urlencode({"token": TOKEN, "csrf_token": m.group(1)}),
+        {"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie, **forwarded},
+        source=proxy,
+    )
+    return status
+
+
+def slow_export_readers(port: int, session_id: str, rate: int = 100 * 1024) -> Attack:
+    """Two clients read the whole export at 100 KB/s (above the floor that cuts a trickle),
+    reconnecting when cut; four others ask for one session's export every second."""
+
+    def step(n: int, a: Attack) -> None:
+        if n >= 2:
+            status, _t, _b, _h = request(
+                port, "GET", f"/export.jsonl?session={quote(session_id)}", source=_source(n, 20)
+            )
+            a.count(f"other exports {status}")
+            a.stop.wait(1.0)
+            return
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        s.bind((_source(n, 20), 0))
+        s.connect((HOST, port))
+        s.sendall(b"GET /export.jsonl HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        s.settimeout(10)
+        a.count("slow readers started")
+        try:
+            while not a.stop.is_set():
+                chunk = s.recv(rate // 10)
+                if not chunk:
+                    a.count("slow readers cut")
+                    break
+                time.sleep(0.1)
+        except (TimeoutError, ConnectionResetError):
+            a.count("slow readers cut")
+        finally:
+            s.close()
+
+    return Attack(6, step)
+
+
+def plant_repetitive(db, session_id: str, word: str, times: int) -> int:
+    """A tool result holding ``word`` ``times`` times (a log, a JSON dump), indexed by the
+    file's own FTS triggers, in a copy of the database (for search)."""
+    text = f"{word} " * times + "lorem ipsum dolor sit amet " * 1000
+    conn = sqlite3.connect(db)
+    with conn:
+        ts = conn.execute(
+            "SELECT MAX(timestamp) FROM messages WHERE session_id = ?", (session_id,)
+        ).fetchone()[0]
+        mid = conn.execute(
+            "INSERT INTO messages (session_id, role, content, tool_name, timestamp) "
+            "VALUES (?, 'tool', ?, 'terminal', ?)",
+            (session_id, text, (ts or 0) + 2),
+        ).lastrowid
+    conn.close()
+    return mid
 
 
 def trickle_readers(port: int, clients: int = 4) -> Attack:
@@ -284,6 +412,10 @@ def plant_huge_message(db, session_id: str) -> int:
     return mid
 
 
+PROXY = "127.0.0.250"  # the reverse proxy the attacked server trusts (--trusted-proxy)
+HUGE_WORD = "zetawarn"  # the word the planted 10 MB tool result holds a million times
+
+
 def scenarios(
     port: int, longest: str, viewer: str, huge: int
 ) -> list[tuple[str, Callable[[], Attack]]]:
@@ -306,4 +438,25 @@ def scenarios(
             lambda: trickle_readers(port),
         ),
         ("login guesses from rotating addresses, 8 clients", lambda: login_guesses(port)),
+        # Issue 49's attacks on the door.
+        (
+            "N-7: /sessions?limit=500 (0.9 MB), 64 clients from 2 addresses",
+            lambda: get_flood(port, 64, "/sessions?limit=500", addresses=2),
+        ),
+        (
+            "pipelined and never read: 20 connections × 40 × /sessions",
+            lambda: pipelined(port),
+        ),
+        (
+            "login guesses through the trusted proxy, 8 clients",
+            lambda: proxy_guesses(port, PROXY),
+        ),
+        (
+            "slow export readers (2 × 100 KB/s) beside 4 other exporters",
+            lambda: slow_export_readers(port, viewer),
+        ),
+        (
+            f"search hitting a 10 MB tool result ({HUGE_WORD} × 1,000,000), 4 clients",
+            lambda: get_flood(port, 4, f"/search?q={HUGE_WORD}"),
+        ),
     ]

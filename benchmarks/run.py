@@ -263,10 +263,17 @@ def sql_ms(conn: sqlite3.Connection, statements: list[tuple[str, tuple]], repeat
 
 class Server:
     def __init__(
-        self, db: Path, instance: Path, threads: int | None = None, extra: list[str] | None = None
+        self,
+        db: Path,
+        instance: Path,
+        threads: int | None = None,
+        extra: list[str] | None = None,
+        launcher: list[str] | None = None,
     ):
         self.db, self.instance, self.threads = db, instance, threads
         self.extra = list(extra or [])
+        # What runs Logbook's command line (default: python -m webui; crowded.py for attacks).
+        self.launcher = list(launcher or ["-m", "webui"])
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         self.output: list[str] = []
@@ -276,8 +283,7 @@ class Server:
         """Start; returns seconds from process start to the first 200 of /sessions."""
         cmd = [
             sys.executable,
-            "-m",
-            "webui",
+            *self.launcher,
             "--db",
             str(self.db),
             "--host",
@@ -853,8 +859,8 @@ def export(client: Client, pid: int, conn: sqlite3.Connection) -> dict:
             break
         raw_rows += len(chunk)
     raw_s = time.perf_counter() - t
-    # Hermes's documents, filtered (every session with a message: the whole file): a zip of
-    # Markdown files and one HTML page, each streamed with the server's memory watched.
+    # The documents, filtered (every session with a message: the whole file): a zip of Hermes's
+    # Markdown files and Logbook's HTML page, each streamed with the server's memory watched.
     documents = []
     for route in ("/export.md?min_messages=1", "/export.html?min_messages=1"):
         doc_reset = reset_hwm(pid)
@@ -893,6 +899,10 @@ def fmt(v: float | None, digits: int = 1) -> str:
     return f"{v:,.{digits}f}" if v < 100 else f"{v:,.0f}"
 
 
+def _document_name(route: str) -> str:
+    return "Hermes's Markdown files in a zip" if ".md" in route else "Logbook's HTML page"
+
+
 def export_lines(exp: dict) -> list[str]:
     if not exp["bytes"]:
         return ["* `/export.jsonl`: not run (--no-export)"]
@@ -906,7 +916,7 @@ def export_lines(exp: dict) -> list[str]:
         + (", sampled every 50 ms" if not exp["hwm_reset"] else "")
         + ")",
         *(
-            f"* `{doc['route']}` (Hermes's {'Markdown files in a zip' if '.md' in doc['route'] else 'HTML page'}, "
+            f"* `{doc['route']}` ({_document_name(doc['route'])}, "
             f"{doc['bytes'] / 1e6:,.0f} MB, HTTP {doc['status']}): {doc['seconds']:.1f} s, server peak RSS "
             f"**{doc['peak_rss_mb']:.0f} MB** (target ≤ 250 MB: {'met' if doc['peak_rss_mb'] <= 250 else 'not met'})"
             for doc in exp.get("documents", [])

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from support import sql
-from support.browser import LiveServer, screenshot
+from support.browser import LiveServer, screenshot, until
 
 pytestmark = pytest.mark.browser
 
@@ -66,14 +66,14 @@ def test_long_session_loads_more_as_you_scroll(live, page, generated_db):
     total = sql(db, "SELECT COUNT(*) FROM messages WHERE session_id = ?", (long_id,))[0][0]
     page.goto(f"{live.url}/sessions/{long_id}")
     assert page.locator("article.msg").count() == 100
-    for _ in range(10):
+
+    def three_pages() -> bool:
         # The pager replaces itself (outerHTML) as each page lands: scroll to whichever one
         # is there now, never to a handle that a swap may have detached.
         page.evaluate("document.getElementById('more-messages')?.scrollIntoView()")
-        page.wait_for_timeout(300)
-        if page.locator("article.msg").count() >= 300:
-            break
-    assert page.locator("article.msg").count() >= 300
+        return page.locator("article.msg").count() >= 300
+
+    until(page, three_pages, "scrolling loads 300 messages")
     ids = [
         int(x.split("-")[1])
         for x in page.locator("article.msg").evaluate_all("els => els.map(e => e.id)")

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from support import sql
-from support.browser import LiveServer, screenshot
+from support.browser import LiveServer, screenshot, until
 
 pytestmark = pytest.mark.browser
 
@@ -41,9 +41,7 @@ def test_live_update_appends_new_message_without_reload(live, page, generated_db
             (sid, time.time()),
         )
     conn.close()
-    deadline = time.time() + 20
-    while page.locator("article.msg").count() <= before and time.time() < deadline:
-        page.wait_for_timeout(250)
+    until(page, lambda: page.locator("article.msg").count() > before, "the live tail shows it")
     assert page.locator("article.msg").count() == before + 1
     assert "Live from the gateway" in page.locator("article.msg").last.inner_text()
     assert page.evaluate("window.__notReloaded") is True

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from support import make_app, sql
-from support.browser import LiveServer, require_chromium
+from support.browser import LiveServer, require_chromium, until
 
 pytestmark = pytest.mark.browser
 
@@ -234,9 +234,11 @@ def test_moving_through_a_long_conversation(fresh, page):
     pos = page.locator(".viewer-nav .pos")
     assert pos.inner_text().endswith(f"of {total:,}")
     page.locator(".viewer-nav a[data-turn=next]").click()
-    page.wait_for_timeout(300)
-    focused = page.evaluate("document.activeElement.className")
-    assert "role-user" in focused
+    until(
+        page,
+        lambda: "role-user" in page.evaluate("document.activeElement.className"),
+        "the next question has the focus",
+    )
     page.locator(".viewer-nav a[data-go=last]").click()
     page.wait_for_url(re.compile(r"end=1"))
     (last_id,) = sql(
@@ -245,8 +247,11 @@ def test_moving_through_a_long_conversation(fresh, page):
         (long_id,),
     )[0]
     page.locator(f"#m-{last_id}").wait_for()
-    page.wait_for_timeout(300)
-    assert re.search(rf"message [\d,]+ of {total:,}", pos.inner_text())
+    until(
+        page,
+        lambda: re.search(rf"message [\d,]+ of {total:,}", pos.inner_text()),
+        "the position says which message is at the top",
+    )
     # a message's raw text sits in its menu, not in a row of its own
     first_md = page.locator("article.msg .msg-menu").first
     assert first_md.locator("pre.plain").is_hidden()

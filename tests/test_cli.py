@@ -5,17 +5,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from support import FIXTURE_NAMES, copy_fixture, sql
+from support.server import Server, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -80,42 +79,6 @@ def test_directory_instead_of_file(tmp_path):
 def test_non_loopback_host_needs_insecure(tmp_path):
     f = copy_fixture("hermes-v11.db", tmp_path)
     assert_one_clear_line(run_cli("--db", str(f), "--host", "0.0.0.0"), "--insecure")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, *args):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "webui", "--port", str(self.port), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.banner: list[str] = []
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise AssertionError("server exited: " + "".join(self.banner))
-            self.banner.append(line)
-            if "Stop with" in line:
-                return
-        raise AssertionError("no banner")
-
-    def get(self, path: str):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30) as r:
-            return r.status, dict(r.headers), r.read()
-
-    def close(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-        self.proc.stdout.close()
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)

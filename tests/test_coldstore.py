@@ -14,60 +14,26 @@ from pathlib import Path
 import pytest
 
 from support import copy_fixture, make_app, sql
+from support.coldstore import CHAIN, make_home, month_file, move_chain_back, rows_of
 from support.http import fts_consistent, post
 from support.oracle import Hermes, ensure_venv, start_hermes_writer
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAIN = ["20251216_225305_346aef", "20251216_230519_71eb5c", "20251216_231538_b523c0"]
-
-
-def _rows(db: Path, ids: list[str]) -> dict[str, list[tuple]]:
-    marks = ",".join("?" * len(ids))
-    return {
-        "sessions": sql(db, f"SELECT * FROM sessions WHERE id IN ({marks}) ORDER BY id", ids),
-        "messages": sql(
-            db, f"SELECT * FROM messages WHERE session_id IN ({marks}) ORDER BY id", ids
-        ),
-    }
 
 
 @pytest.fixture()
 def home(tmp_path):
-    live = copy_fixture("hermes-v22.db", tmp_path)
-    (tmp_path / "sessions").mkdir()
-    for sid in CHAIN:
-        (tmp_path / "sessions" / f"{sid}.jsonl").write_text('{"role": "user"}\n')
-    (tmp_path / "sessions" / "other.jsonl").write_text("{}\n")
-    app = make_app(live, tmp_path / "inst")
-    return live, tmp_path, app, app.test_client()
-
-
-def _month_file(inst: Path) -> Path:
-    return inst / "archives" / time.strftime("hermes-archive-%Y-%m.db")
-
-
-def move_chain_back(client) -> dict:
-    """CHAIN moved back from this month's archive file; the job, checked whole."""
-    month = time.strftime("archive %Y-%m")
-    r = post(
-        client,
-        "/coldstore",
-        {"from": month, "session": CHAIN[0], "confirm": "yes", "format": "json"},
-    )
-    job = r.get_json()
-    assert r.status_code == 200 and job["error"] is None, job
-    assert job["direction"] == "back" and job["sessions_moved"] == 3
-    return job
+    return make_home(tmp_path)
 
 
 def test_a_conversation_moves_whole_and_comes_back_the_same(home):
     live, folder, _app, client = home
-    before = _rows(live, CHAIN)
+    before = rows_of(live, CHAIN)
     assert before["messages"]
     # Preview: one session chosen, its whole conversation (chain and branch) would move.
     body = client.get(f"/coldstore?session={CHAIN[1]}&format=json").get_json()
     assert body["conversations"] == 1 and sorted(body["sessions"]) == sorted(CHAIN)
-    assert not _month_file(folder / "inst").exists(), "a preview wrote nothing"
+    assert not month_file(folder / "inst").exists(), "a preview wrote nothing"
 
     r = post(client, "/coldstore", {"session": CHAIN[1], "confirm": "yes", "format": "json"})
     assert r.status_code == 200, r.get_data(as_text=True)
@@ -75,11 +41,11 @@ def test_a_conversation_moves_whole_and_comes_back_the_same(home):
     assert job["error"] is None and job["conversations_moved"] == 1
     assert job["sessions_moved"] == 3 and job["messages_moved"] == len(before["messages"])
     assert job["transcript_files_moved"] == 3 and job["free_bytes"] > 0
-    archive = _month_file(folder / "inst")
+    archive = month_file(folder / "inst")
     assert job["archive"] == str(archive)
     # Out of the live file, into the archive byte for byte, search indexes exact in both.
-    assert _rows(live, CHAIN) == {"sessions": [], "messages": []}
-    assert _rows(archive, CHAIN) == before
+    assert rows_of(live, CHAIN) == {"sessions": [], "messages": []}
+    assert rows_of(archive, CHAIN) == before
     fts_consistent(live)
     fts_consistent(archive)
     assert sql(archive, "SELECT version FROM schema_version") == sql(
@@ -102,8 +68,8 @@ def test_a_conversation_moves_whole_and_comes_back_the_same(home):
 
     # And back: the same rows in the live file, none left in the archive.
     move_chain_back(client)
-    assert _rows(live, CHAIN) == before
-    assert _rows(archive, CHAIN) == {"sessions": [], "messages": []}
+    assert rows_of(live, CHAIN) == before
+    assert rows_of(archive, CHAIN) == {"sessions": [], "messages": []}
     fts_consistent(live)
     fts_consistent(archive)
     assert sorted(p.name for p in (folder / "sessions").iterdir()) == sorted(
@@ -132,11 +98,11 @@ def test_a_move_is_refused_where_changes_are_off_and_needs_confirmation(home, tm
     live, folder, _app, client = home
     r = post(client, "/coldstore", {"session": CHAIN[0], "format": "json"})
     assert r.status_code == 400
-    assert _rows(live, CHAIN)["sessions"]
+    assert rows_of(live, CHAIN)["sessions"]
     ro = make_app(live, tmp_path / "ro", LOGBOOK_READ_ONLY=True).test_client()
     r = post(ro, "/coldstore", {"session": CHAIN[0], "confirm": "yes", "format": "json"})
     assert r.status_code in (403, 405)
-    assert len(_rows(live, CHAIN)["sessions"]) == 3
+    assert len(rows_of(live, CHAIN)["sessions"]) == 3
 
 
 def test_the_page_previews_then_moves_in_the_background(home):
@@ -165,7 +131,7 @@ def test_hermes_itself_reads_the_archive_file(home, tmp_path):
     assert job["conversations_moved"] == 1
     hermes_home = tmp_path / "hermes-home"
     hermes_home.mkdir()
-    shutil.copyfile(_month_file(folder / "inst"), hermes_home / "state.db")
+    shutil.copyfile(month_file(folder / "inst"), hermes_home / "state.db")
     hermes = Hermes(ensure_venv(), hermes_home)
     listed = hermes.call("list", kwargs={})
     # The archive holds that conversation alone, and Hermes lists it as it listed it in the
@@ -270,7 +236,7 @@ def test_a_move_beside_hermes_writing_leaves_what_hermes_exported(tmp_path):
     }
     assert sql(live, "PRAGMA integrity_check") == [("ok",)]
     fts_consistent(live)
-    archive = _month_file(tmp_path / "inst")
+    archive = month_file(tmp_path / "inst")
     fts_consistent(archive)
     ahome = tmp_path / "archive-home"
     ahome.mkdir()
@@ -305,14 +271,14 @@ def test_a_move_and_back_on_every_schema(name, tmp_path):
             root, members = cand, found
             break
     assert root is not None, name
-    before = _rows(live, members)
+    before = rows_of(live, members)
     job = post(
         client, "/coldstore", {"session": root, "confirm": "yes", "format": "json"}
     ).get_json()
     assert job["error"] is None and job["conversations_moved"] == 1, job
-    archive = _month_file(tmp_path / "inst")
-    assert _rows(live, members) == {"sessions": [], "messages": []}
-    assert _rows(archive, members) == before
+    archive = month_file(tmp_path / "inst")
+    assert rows_of(live, members) == {"sessions": [], "messages": []}
+    assert rows_of(archive, members) == before
     assert sql(archive, "SELECT sql FROM sqlite_master WHERE name = 'messages'") == sql(
         live, "SELECT sql FROM sqlite_master WHERE name = 'messages'"
     )
@@ -325,5 +291,5 @@ def test_a_move_and_back_on_every_schema(name, tmp_path):
         {"from": month, "back": "1", "session": root, "confirm": "yes", "format": "json"},
     ).get_json()
     assert back["error"] is None and back["sessions_moved"] == len(members), back
-    assert _rows(live, members) == before
+    assert rows_of(live, members) == before
     fts_consistent(live)

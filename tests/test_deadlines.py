@@ -28,23 +28,24 @@ def app(tmp_path):
     return make_app(db, tmp_path / "inst", LOGBOOK_QUERY_TIME_LIMIT=5.0)
 
 
-def test_queries_share_one_request_deadline(app):
+def test_queries_share_one_request_deadline(tmp_path):
+    # A query limit of ten minutes: only the request's deadline can stop SPIN (a minute of
+    # counting, or more), so its QueryTimeout says the deadline was applied, on any machine.
+    db = copy_fixture("hermes-v11.db", tmp_path)
+    app = make_app(db, tmp_path / "inst", LOGBOOK_QUERY_TIME_LIMIT=600.0)
     reader = app.extensions["logbook"].reader
     with app.test_request_context("/"):
+        t0 = time.monotonic()
         request_deadline.begin(0.6)
         try:
-            t0 = time.monotonic()
             with pytest.raises(QueryTimeout):
                 reader.scalar(SPIN)  # stopped at the request's deadline
             first = time.monotonic() - t0
-            t1 = time.monotonic()
             with pytest.raises(QueryTimeout):
-                reader.scalar("SELECT COUNT(*) FROM sessions")  # nothing left: not even run
-            second = time.monotonic() - t1
+                reader.scalar("SELECT COUNT(*) FROM sessions")  # nothing left for it
         finally:
             request_deadline.end()
-    assert 0.5 < first < 0.6 + 0.5, first
-    assert second < 0.05, second
+    assert first >= 0.6, first  # never before it (how soon after: benchmarks/)
     # without a request deadline the query limit alone applies
     with app.app_context():
         assert reader.scalar("SELECT COUNT(*) FROM sessions") > 0
@@ -74,11 +75,13 @@ def test_the_watchdog_interrupts_a_statement_the_progress_handler_cannot(tmp_pat
             "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c "
             "LIMIT 1000) SELECT SUM(slow(n)) FROM c"
         ).fetchone()
-    assert time.monotonic() - t0 < 0.3 + 0.3
-    # a statement that ends in time is never interrupted later
-    with dog.watch(conn, time.monotonic() + 0.2):
+    # Interrupted (1,000 rows of 50 ms would take 50 s), never before its deadline.
+    assert time.monotonic() - t0 >= 0.3
+    # A statement that ends in time is never interrupted later. (The sleep can only make
+    # this pass without proving much, if the watchdog ran late, never fail it.)
+    with dog.watch(conn, time.monotonic() + 0.5):
         assert conn.execute("SELECT 1").fetchone() == (1,)
-    time.sleep(0.3)
+    time.sleep(0.6)
     assert conn.execute("SELECT 2").fetchone() == (2,)
 
 
@@ -128,10 +131,10 @@ def test_a_streamed_export_outlives_the_request_deadline(tmp_path):
     app = make_app(db, tmp_path / "inst", LOGBOOK_REQUEST_DEADLINE=0.3)
     client = app.test_client()
     r = client.get("/export.jsonl", buffered=False)
-    lines = 0
-    for chunk in r.response:
-        lines += chunk.count(b"\n")
-        time.sleep(0.002)  # a slow reader: the whole body takes longer than 0.3 s
+    body = iter(r.response)
+    lines = next(body).count(b"\n")
+    time.sleep(0.35)  # a slow reader: the deadline passes before the rest is read
+    lines += sum(chunk.count(b"\n") for chunk in body)
     r.close()
     import sqlite3 as _sqlite3
 

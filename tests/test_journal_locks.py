@@ -14,14 +14,20 @@ import textwrap
 import time
 from pathlib import Path
 
-from test_coldstore import CHAIN, _month_file, _rows, home, move_chain_back  # noqa: F401
+import pytest
 
 from support import sql
+from support.coldstore import CHAIN, make_home, month_file, move_chain_back, rows_of
 from support.http import fts_consistent, post
 from webui.db import get_logbook
 from webui.db.journal import TMP_STALE_S, Journal
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def home(tmp_path):
+    return make_home(tmp_path)
 
 
 def _pending(folder) -> list[str]:
@@ -81,15 +87,15 @@ def test_a_file_being_written_is_left_alone_and_a_stale_one_removed(tmp_path):
     assert fresh.exists() and not stale.exists()
 
 
-def test_a_move_back_cut_short_earlier_is_undone_before_the_conversation_comes_back(home):  # noqa: F811
+def test_a_move_back_cut_short_earlier_is_undone_before_the_conversation_comes_back(home):
     """What a lock that stopped a move back part way leaves: some of the conversation's
     messages in the live file, owned by no session, and a released "return" entry. Moving it
     back again first takes those out (not the ones it copies), then brings it in whole."""
     live, folder, app, client = home
-    before = _rows(live, CHAIN)
+    before = rows_of(live, CHAIN)
     job = post(client, "/coldstore", {"session": CHAIN[0], "confirm": "yes", "format": "json"})
     assert job.get_json()["conversations_moved"] == 1
-    archive = _month_file(folder / "inst")
+    archive = month_file(folder / "inst")
     conn = sqlite3.connect(live)
     conn.execute("ATTACH DATABASE ? AS arch", (str(archive),))
     with conn:
@@ -104,7 +110,7 @@ def test_a_move_back_cut_short_earlier_is_undone_before_the_conversation_comes_b
         actions = get_logbook().actions
         actions.journal.release(actions.journal.open("return", dict.fromkeys(CHAIN, 0)))
     move_chain_back(client)
-    assert _rows(live, CHAIN) == before and _rows(archive, CHAIN)["messages"] == []
+    assert rows_of(live, CHAIN) == before and rows_of(archive, CHAIN)["messages"] == []
     assert sql(
         live, "SELECT COUNT(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)"
     ) == [(0,)]
@@ -115,17 +121,17 @@ def test_a_move_back_cut_short_earlier_is_undone_before_the_conversation_comes_b
     assert not list((folder / "inst").glob("removals-*/*.json"))
 
 
-def test_a_move_back_finishes_a_removal_of_its_sessions_cut_short_before_copying(home):  # noqa: F811
+def test_a_move_back_finishes_a_removal_of_its_sessions_cut_short_before_copying(home):
     """A move out killed while deleting the moved sessions from the live file leaves a
     journaled removal and what was not yet deleted. Moving the conversation back first
     finishes that removal (the archive holds the verified copy), then brings it in whole:
     left for a later resume, the removal would delete the sessions after the archive gave
     them up."""
     live, folder, app, client = home
-    before = _rows(live, CHAIN)
+    before = rows_of(live, CHAIN)
     job = post(client, "/coldstore", {"session": CHAIN[0], "confirm": "yes", "format": "json"})
     assert job.get_json()["conversations_moved"] == 1
-    archive = _month_file(folder / "inst")
+    archive = month_file(folder / "inst")
     cut = CHAIN[2]
     conn = sqlite3.connect(live)
     conn.execute("ATTACH DATABASE ? AS arch", (str(archive),))
@@ -149,13 +155,13 @@ def test_a_move_back_finishes_a_removal_of_its_sessions_cut_short_before_copying
         actions.resume_interrupted()  # what the next delete or start would run
         said = " ".join(actions.recovered)
     assert f"its removal of 1 session ({cut}) is now complete" in said
-    assert _rows(live, CHAIN) == before, "the conversation is whole in the live file"
-    assert _rows(archive, CHAIN) == {"sessions": [], "messages": []}
+    assert rows_of(live, CHAIN) == before, "the conversation is whole in the live file"
+    assert rows_of(archive, CHAIN) == {"sessions": [], "messages": []}
     assert not list((folder / "inst").glob("removals-*/*.json"))
     fts_consistent(live)
 
 
-def test_two_moves_of_one_conversation_do_not_wait_on_each_other(home, monkeypatch):  # noqa: F811
+def test_two_moves_of_one_conversation_do_not_wait_on_each_other(home, monkeypatch):
     """Only older work on the same sessions is waited for: the newer of two moves under way
     waits (and gives up, saying so, having copied nothing), the older goes on at once."""
     from webui.db import resuming

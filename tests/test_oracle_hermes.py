@@ -123,7 +123,8 @@ def test_recorded_searches_are_what_hermes_answers_today(venv):
 def test_search_hits_equal_live_hermes(pair):
     """Every recorded query, live, on each fixture (the v11 file as Hermes 0.19 migrated it)."""
     from oracle.record_truth import SEARCH_QUERIES
-    from test_search import search_matches_hermes
+
+    from support.search_check import search_matches_hermes
 
     name, hermes, client = pair
     db = hermes.db

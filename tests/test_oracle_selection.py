@@ -20,6 +20,7 @@ from urllib.parse import quote
 import pytest
 
 from support import copy_fixture, make_app, sql
+from support.export_pages import logbook_page
 from support.http import follow
 from support.oracle import Hermes, ensure_venv
 
@@ -121,8 +122,7 @@ def _ids_of(route: str, r) -> list[str]:
             return [json.loads(line)["session_id"] for line in lines]
         return re.findall(r'^session_id: "(.*)"$', r.get_data(as_text=True), re.M)
     if route == "html":
-        text = r.get_data(as_text=True)
-        return re.findall(r'<div class="session-view[^"]*" id="view-([^"]+)">', text)
+        return [s.id for s in logbook_page(r.get_data(as_text=True)).sessions]
     return [json.loads(line)["id"] for line in r.get_data(as_text=True).splitlines() if line]
 
 

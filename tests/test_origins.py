@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from support import copy_fixture, make_app, sql
-from support.htmlcheck import assert_inert
+from support.htmlcheck import assert_inert_page
 from support.http import follow
 
 
@@ -105,8 +105,7 @@ def test_origin_text_is_untrusted(v22):
             "cwd = '/tmp/<script>alert(2)</script>' WHERE id = 'x_tg_dm_0'"
         )
     for url in ("/chats", "/chats/agent:main:telegram:dm:4242", "/workspaces", "/people"):
-        html = client.get(url).get_data(as_text=True)
-        assert_inert(html)
+        assert_inert_page(client.get(url))
 
 
 def test_older_schemas_say_what_they_lack(tmp_path):
@@ -335,8 +334,7 @@ def test_hostile_origins_stay_text(origins):
         "/sessions?chat_type=dm",
         "/search?q=script",
     ):
-        html = client.get(url).get_data(as_text=True)
-        assert_inert(html)
+        assert_inert_page(client.get(url))
     # a direct chat is named by the person (the gateway's user_name): shown as text
     assert "&lt;b&gt;mallory&lt;/b&gt;" in client.get("/chats").get_data(as_text=True)
     signal = "agent:main:signal:dm:+15550002"  # its origin_json is cut-off JSON

@@ -6,7 +6,6 @@ import json
 import re
 import sqlite3
 import time
-from urllib.parse import quote
 
 import pytest
 
@@ -19,9 +18,10 @@ from support import (
     plant_tool_call_hit,
     sql,
 )
-from support.htmlcheck import assert_inert
+from support.htmlcheck import assert_inert_page
 from support.http import follow
 from support.reference import sanitizer_cases
+from support.search_check import search_matches_hermes
 from webui.hermes.search import contains_cjk, plan, sanitize_fts5_query
 
 CASES = sanitizer_cases()
@@ -147,9 +147,8 @@ def test_invalid_fts_is_searched_literally_with_a_notice(fx, q):
         assert "as you typed it" not in (body["notice"] or "")
         return
     assert body["notice"] and "as you typed it" in body["notice"]
-    html = client.get("/search", query_string={"q": q}).get_data(as_text=True)
+    html = assert_inert_page(client.get("/search", query_string={"q": q}))
     assert "as you typed it" in html
-    assert_inert(html)
 
 
 def test_literal_search_finds_what_is_there(fx):
@@ -200,9 +199,8 @@ def test_snippets_mark_matches_and_escape_html(fx):
     assert body["results"]
     for r in body["results"]:
         assert ">>>" in r["snippet"] and "<<<" in r["snippet"]
-    html = client.get("/search?q=script").get_data(as_text=True)
+    html = assert_inert_page(client.get("/search?q=script"))
     assert "<mark>script</mark>" in html.lower() or "<mark>Script</mark>" in html
-    assert_inert(html)
 
 
 def test_context_is_the_neighbours_in_the_same_session(fx):
@@ -258,9 +256,7 @@ def test_search_pages_render_with_filters_and_grouping(fx):
         "q=docker&session=nope",
         "q=test&exclude_source=cli",
     ):
-        r = client.get(f"/search?{qs}")
-        assert r.status_code == 200, qs
-        assert_inert(r.get_data(as_text=True))
+        assert_inert_page(client.get(f"/search?{qs}"))
     assert client.get("/search?q=x&page=0").status_code == 400
     assert client.get("/search?q=x&role=wizard").status_code == 400
 
@@ -396,27 +392,6 @@ def test_nul_characters_in_a_query_are_dropped(fx, q):
 # -- schema 22: the same hits as Hermes 0.19.0 (recorded in tests/data/hermes/) -------------
 
 SEARCH_TRUTH = json.loads((DATA / "hermes" / "search_truth.json").read_text())
-
-
-def search_matches_hermes(client, db, q: str, theirs: list[int]) -> str:
-    """Logbook's hits for ``q`` equal Hermes's, in Hermes's order; or Hermes finds nothing
-    because FTS5 cannot read the query, Logbook says so in words and every hit it offers
-    instead holds each typed word. Returns which of the two held."""
-    body = client.get("/search", query_string={"q": q, "format": "json"}).get_json()
-    ours = [r["message_id"] for r in follow(client, f"/search?format=json&q={quote(q)}", "results")]
-    if ours == theirs:
-        return "equal"
-    assert theirs == [], (q, len(ours), len(theirs))
-    assert "Hermes 0.19 finds nothing" in (body["notice"] or ""), (q, body["notice"])
-    words = [w.lower() for w in q.split() if any(ch.isalnum() for ch in w)]
-    for (text,) in sql(
-        db,
-        f"SELECT lower(COALESCE(content,'') || ' ' || COALESCE(tool_name,'') || ' ' || "
-        f"COALESCE(tool_calls,'')) FROM messages WHERE id IN ({','.join('?' * len(ours))})",
-        tuple(ours),
-    ):
-        assert all(w in text for w in words), (q, text[:200])
-    return "more"
 
 
 @pytest.mark.parametrize("name", sorted(SEARCH_TRUTH))

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from support import DATA, copy_fixture, make_app, sql
+from support import DATA, WAIT_BOUND_S, copy_fixture, make_app, sql
 from support.http import follow
 
 
@@ -169,7 +169,7 @@ def test_during_a_prune_figures_catch_up_in_the_background_and_end_exact(tmp_pat
         n, rows = telegram()
         assert gone not in rows  # the rows: fresh
         assert n == before  # the count: the previous one, while it is counted again
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT_BOUND_S
         while telegram()[0] != before - 1:
             assert time.monotonic() < deadline, "the background count never landed"
             time.sleep(0.05)
@@ -240,7 +240,7 @@ def test_shared_figures_are_counted_once_by_a_crowd_and_served_while_recounted(t
         assert len(calls) == 2
         write("UPDATE sessions SET source = 'discord' WHERE id = 'c-1'")  # in place: same key
         assert crowd(ttl=0) == [first[0] + 1] * 8  # the aged value, served at once ...
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT_BOUND_S
         while lb.sessions.shared("n", slow_count, Rule(fresh_s=60.0, stale_s=60.0)) != first[0]:
             assert time.monotonic() < deadline, "the background count never landed"
             time.sleep(0.05)
@@ -362,7 +362,7 @@ def test_figures_recounted_in_the_background_are_counted_by_the_apps_own_reader(
     lb.sessions.invalidate(soft=True)  # as each batch of a prune does
     with app.test_request_context("/sessions"):
         assert lb.sessions.count(q)[0] == n0  # the previous figure, at once
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + WAIT_BOUND_S
     while n0 + 1 not in counts(lb):  # no request asks again: only the background can land it
         assert time.monotonic() < deadline, f"the background count never landed: {counts(lb)}"
         time.sleep(0.05)

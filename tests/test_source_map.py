@@ -10,7 +10,15 @@ from urllib.parse import quote
 
 import pytest
 
-from support import FIXTURE_NAMES, copy_fixture, make_app, minimal_db, patch_search_limit, sql
+from support import (
+    FIXTURE_NAMES,
+    WAIT_BOUND_S,
+    copy_fixture,
+    make_app,
+    minimal_db,
+    patch_search_limit,
+    sql,
+)
 from webui.db import get_logbook
 from webui.db import search as search_db
 
@@ -221,7 +229,7 @@ def test_a_large_database_is_mapped_in_the_background(tmp_path, monkeypatch):
     assert taken == {"map": 0, "full": 1}
     with app.app_context():
         m = get_logbook().search.sources
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + WAIT_BOUND_S
         while not m.ready() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert m.ready()

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from support import copy_fixture, make_app, sql
+from support import WAIT_BOUND_S, copy_fixture, make_app, sql
 
 KINDS = (
     "input_tokens",
@@ -405,7 +405,7 @@ def test_the_rollup_is_built_in_the_background_and_pages_never_wait_for_it(tmp_p
                 done.set()
 
             threading.Thread(target=ask).start()
-            assert done.wait(20), "the page waited for the rollup's lock"
+            assert done.wait(WAIT_BOUND_S), "the page waited for the rollup's lock"
             page = result["r"].get_data(as_text=True)
             assert "rollup-progress" in page and 'hx-trigger="load delay:1500ms"' in page
         finally:
@@ -763,7 +763,7 @@ def test_an_older_report_is_served_at_once_while_its_successor_is_computed(tmp_p
     stale = client.get("/stats?period=all&format=json").get_json()
     assert stale["as_of"] == first["as_of"]
     assert stale["totals"]["input_tokens"] == first["totals"]["input_tokens"]
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + WAIT_BOUND_S
     while True:
         fresh = client.get("/stats?period=all&format=json").get_json()
         if fresh["as_of"] != first["as_of"]:

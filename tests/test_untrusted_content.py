@@ -5,25 +5,9 @@ from __future__ import annotations
 import pytest
 
 from support import sql
-from support.htmlcheck import assert_inert
+from support.htmlcheck import assert_inert, assert_inert_page
+from support.xss import PAYLOADS, sessions_with_markup
 from webui.present.markdown import markdown
-
-PAYLOADS = [
-    "<script>alert(1)</script>",
-    "<img src=x onerror=alert(1)>",
-    '"><svg onload=alert(1)>',
-    "<iframe src=javascript:alert(1)></iframe>",
-    '<a href="javascript:alert(1)">x</a>',
-    "[click](javascript:alert(1))",
-    "[data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
-    "![img](http://example.invalid/x.png)",
-    "<style>body{display:none}</style>",
-    '<div style="position:fixed">x</div>',
-    "<meta http-equiv=refresh content='0;url=http://evil.invalid'>",
-    "```html\n<script>alert(1)</script>\n```",
-    "[x](JaVaScRiPt:alert(1))",
-    "<details open ontoggle=alert(1)>",
-]
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
@@ -57,7 +41,7 @@ def test_code_is_highlighted_and_escaped():
 def test_every_fixture_page_is_inert(fixture_client, fixture_db):
     """The fixtures carry HTML/script payloads inside messages (see fixtures/README.md)."""
     assert sql(fixture_db, "SELECT COUNT(*) FROM messages WHERE content LIKE '%<script%'")[0][0] > 0
-    assert_inert(fixture_client.get("/sessions").get_data(as_text=True))
+    assert_inert_page(fixture_client.get("/sessions"))
     ids = [
         r[0]
         for r in sql(
@@ -68,35 +52,16 @@ def test_every_fixture_page_is_inert(fixture_client, fixture_db):
     ]
     assert ids
     for sid in ids:
-        html = fixture_client.get(f"/sessions/{sid}?rewound=1").get_data(as_text=True)
-        assert_inert(html)
+        assert_inert_page(fixture_client.get(f"/sessions/{sid}?rewound=1"))
 
 
 def test_generated_xss_corpus_is_inert_everywhere(client, generated_db):
-    db, _ = generated_db
-    ids = [
-        r[0]
-        for r in sql(
-            db,
-            "SELECT DISTINCT session_id FROM messages WHERE content LIKE "
-            "'%<script%' OR content LIKE '%onerror%' OR content LIKE "
-            "'%javascript:%' OR tool_calls LIKE '%<%' OR reasoning LIKE '%<%'",
-        )
-    ]
-    ids += [
-        r[0]
-        for r in sql(
-            db,
-            "SELECT id FROM sessions WHERE title LIKE '%<%' OR "
-            "system_prompt LIKE '%<%' OR model_config LIKE '%<%'",
-        )
-    ]
+    ids = sessions_with_markup(generated_db[0])
     assert ids, "the generator should plant an XSS corpus"
     for sid in set(ids):
-        html = client.get(f"/sessions/{sid}").get_data(as_text=True)
-        assert_inert(html)
+        assert_inert_page(client.get(f"/sessions/{sid}"))
     for q in ("?sort=-messages", "?q=%3Cscript", "?sort=cost"):
-        assert_inert(client.get(f"/sessions{q}").get_data(as_text=True))
+        assert_inert_page(client.get(f"/sessions{q}"))
 
 
 def test_security_headers(client):

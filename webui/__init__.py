@@ -32,6 +32,10 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_REQUEST_DEADLINE": None,  # seconds for all of a request's queries (None: the above)  # seconds, for every user-driven query
     "LOGBOOK_THREADS": 8,  # waitress threads = read connections in the pool
     "LOGBOOK_ROLLUP_BUDGET": 0.5,  # seconds a stats request may spend updating the rollup
+    # A page waits at most this long for a message rendered on request ("render it anyway",
+    # made in a process apart), never into the end of its deadline; None: until it is done
+    # (for tests and scripts: what they get must not depend on the machine's speed).
+    "LOGBOOK_RENDER_WAIT_S": 4.0,
     # The time limit of each read the rollup makes of state.db (None: the query limit); its
     # batches are sized to a quarter of it.
     "LOGBOOK_ROLLUP_READ_LIMIT": None,
@@ -54,6 +58,12 @@ DEFAULTS: dict[str, Any] = {
     "LOGBOOK_REPLICAS": [],
     "LOGBOOK_HERMES_ROOT": None,  # discover profiles here (None: --db pins one database)
     "LOGBOOK_PROFILE_NAME": None,  # the profile the primary database belongs to
+    # After this many seconds without a request every connection to the live database is
+    # closed, so Hermes 0.22's own maintenance may run (webui/web/idle.py; 0: never;
+    # $HERMES_LOGBOOK_IDLE_S wins).
+    "LOGBOOK_IDLE_RELEASE_S": 60.0,
+    # --trusted-proxy: the reverse proxy whose X-Forwarded-For names the client (webui.serve).
+    "LOGBOOK_TRUSTED_PROXY": None,
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Strict",
     "SESSION_COOKIE_NAME": "logbook_session",
@@ -164,7 +174,7 @@ def create_app(
             }
         }
 
-    from webui.web import access, errors, filewatch, limits, security, streams
+    from webui.web import access, errors, filewatch, idle, limits, security, streams
     from webui.web import profiles as profiles_web
     from webui.web import stores as stores_web
     from webui.web.views import actions as actions_views
@@ -178,6 +188,7 @@ def create_app(
     from webui.web.views import stores as stores_views
     from webui.web.views import ui as ui_views
 
+    idle.init_app(app)  # first: its count of requests in progress must see every request
     security.init_app(app)
     limits.init_app(app)
     streams.init_app(app)

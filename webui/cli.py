@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import stat
 import sys
 import time
 from pathlib import Path
@@ -93,6 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="follow another machine's Litestream replica at URL (file://, s3://, sftp://) as "
         "the read-only store NAME (repeatable; needs the replicas extra)",
     )
+    p.add_argument(
+        "--trusted-proxy",
+        metavar="ADDR",
+        help="remote mode behind a reverse proxy at this address: the client is the address "
+        "it appends to X-Forwarded-For (the login throttle, export slots and request turns "
+        "count clients, not the proxy); the header is ignored from anyone else",
+    )
     p.add_argument("--threads", type=int, default=8, help="waitress worker threads (default 8)")
     p.add_argument(
         "--instance",
@@ -176,6 +184,63 @@ def open_database(
     return check_database(candidates[0], tried=[str(c) for c in candidates]), root, "default"
 
 
+# A token file holds one token and a newline; anything much larger is not one.
+MAX_TOKEN_FILE_BYTES = 4096
+
+
+def read_token_file(name: str) -> tuple[str, int]:
+    """The token in a token file, stripped, and the file's mode. Only a regular file of at
+    most MAX_TOKEN_FILE_BYTES is read: a FIFO would hang the start until someone writes to
+    it, and a device or a huge file (a link to /dev/zero) would be read without end. It is
+    opened without waiting (O_NONBLOCK) and checked on the descriptor itself, so a file
+    swapped after a check is never read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(name, flags)
+    except OSError as exc:
+        raise StartupError(f"cannot read --token-file {name}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = _file_kind(st.st_mode)
+            raise StartupError(
+                f"--token-file {name} is {kind}, not a regular file: put the token in a "
+                "file of its own (chmod 600)."
+            )
+        if st.st_size > MAX_TOKEN_FILE_BYTES:
+            raise StartupError(
+                f"--token-file {name} holds {st.st_size:,} bytes; a token file holds one token "
+                f"(at most {MAX_TOKEN_FILE_BYTES:,} bytes). Is it the right file?"
+            )
+        data = os.read(fd, MAX_TOKEN_FILE_BYTES + 1)
+    except OSError as exc:
+        raise StartupError(f"cannot read --token-file {name}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TOKEN_FILE_BYTES:  # grew after the check
+        raise StartupError(
+            f"--token-file {name} holds more than {MAX_TOKEN_FILE_BYTES:,} bytes; a token "
+            "file holds one token. Is it the right file?"
+        )
+    try:
+        return data.decode("utf-8").strip(), st.st_mode
+    except UnicodeDecodeError as exc:
+        raise StartupError(f"cannot read --token-file {name}: {exc}") from None
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
 def resolve_token(args: argparse.Namespace, instance: Path, err) -> tuple[str | None, str]:
     """The admin token and where it came from: --token-file, else --token, else
     $HERMES_LOGBOOK_TOKEN, else LOGBOOK_TOKEN in the instance's config.py. Surrounding
@@ -185,12 +250,7 @@ def resolve_token(args: argparse.Namespace, instance: Path, err) -> tuple[str | 
     warns about a private key)."""
     token, source = None, "none"
     if args.token_file:
-        path = Path(args.token_file)
-        try:
-            token = path.read_text(encoding="utf-8").strip()
-            mode = path.stat().st_mode
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StartupError(f"cannot read --token-file {args.token_file}: {exc}") from None
+        token, mode = read_token_file(args.token_file)
         source = f"--token-file {args.token_file}"
         if mode & 0o077:
             print(
@@ -252,7 +312,26 @@ def access_lines(
             f"REMOTE: anyone who can reach port {args.port} on {args.host} may read every "
             "session, search and export, without a login"
         )
-    return [f"view:    {view}", f"changes: {changes}"]
+    lines = [f"view:    {view}", f"changes: {changes}"]
+    if getattr(args, "trusted_proxy", None):
+        lines.append(
+            f"proxy:   clients are the addresses {args.trusted_proxy} names in X-Forwarded-For "
+            "(login throttle, export slots, turns)"
+        )
+    return lines
+
+
+def trusted_proxy(value: str | None) -> str | None:
+    """--trusted-proxy as the address waitress compares the peer with (one IP address)."""
+    if value is None:
+        return None
+    try:
+        return str(ipaddress.ip_address(value.strip().strip("[]")))
+    except ValueError:
+        raise StartupError(
+            f"--trusted-proxy {value} is not an IP address: give the address your reverse "
+            "proxy connects to Logbook from (often 127.0.0.1)."
+        ) from None
 
 
 def stores_config(args: argparse.Namespace) -> dict:
@@ -303,6 +382,11 @@ def _main(argv: list[str] | None) -> int:
             file=err,
         )
         return 2
+    try:
+        proxy = trusted_proxy(args.trusted_proxy)
+    except StartupError as exc:
+        print(f"hermes-logbook: {exc}", file=err)
+        return 2
     instance = instance_folder(args.instance)
     try:
         token, token_source = resolve_token(args, instance, err)
@@ -338,6 +422,7 @@ def _main(argv: list[str] | None) -> int:
             "LOGBOOK_HERMES_ROOT": str(root) if root else None,
             "LOGBOOK_PROFILE_NAME": profile,
             "LOGBOOK_ALLOWED_HOSTS": [h.strip().lower() for h in args.allow_host if h.strip()],
+            "LOGBOOK_TRUSTED_PROXY": proxy,
         }
         | stores
         | ({"LOGBOOK_TOKEN": token} if token else {}),

@@ -5,9 +5,12 @@ Waitress hands requests to its workers first come, first served: twenty clients 
 bombs would take every worker and the list page would wait behind them. ``FairDispatcher``
 keeps two queues instead, and two sets of workers. Cheap requests (pages, fragments, JSON
 twins, simple searches) have ``threads`` workers of their own and go first, always. Heavy ones
-(exports, searches that may scan the whole index) run on ``threads // 2`` more workers kept for
-them; a heavy request that waited longer than ``SHED_AFTER_S`` for a worker is answered "busy"
-at once by the next free one. The time a request waited counts against its deadline
+(exports, searches that may scan the whole index) and dear ones (pages of more than 100 rows,
+deep search pages: webui.workclass) run on ``threads // 2`` more workers kept for them, dear
+ones one at a time; a heavy request that waited longer than ``SHED_AFTER_S`` for a worker is
+answered "busy" at once by the next free one (by waitress itself: no page is rendered for
+it). Within each queue, clients take turns (webui.turns): one client's many waiting requests
+go no sooner than another's one. The time a request waited counts against its deadline
 (webui.web.limits), so a search bomb ends within its deadline from when it arrived, not from
 when a worker took it. (How many heavy requests really work at once is capped further: one
 search slot, a quarter of ``threads`` for exports.)
@@ -30,15 +33,16 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import deque
 
 from waitress import create_server
 from waitress.task import ThreadedTaskDispatcher
+from waitress.utilities import Error
 
 from webui import gate, threads
 from webui.threads import cores
+from webui.turns import Turns, address_key, forwarded_client
 from webui.web.streams import SPOOL_BYTES
-from webui.workclass import is_heavy
+from webui.workclass import is_heavy, work_class  # noqa: F401 - is_heavy: named from here
 
 SHED_AFTER_S = 1.0
 HEAVY_NICE = 10
@@ -50,6 +54,10 @@ HEAVY_NICE = 10
 # users, 1M messages, 2 cores): 63 → 77-85 requests/s, all p95 407 → 220-241 ms.
 ADMIT_EXTRA = 1
 ADMIT_WAIT_S = 0.5
+# Dear pages (a page of 500 sessions, a search page past the first thousand hits) run one at a
+# time, on the heavy workers: a flood of them waits its turn there (and is answered "busy"
+# after SHED_AFTER_S), while the pages' workers and the interpreter stay with the cheap pages.
+DEAR_AT_ONCE = 1
 # The header waitress passes on as environ HTTP_X_LOGBOOK_QUEUE: "<arrival time>[ shed]".
 # Set for every request (a client's own value is overwritten), read by webui.web.limits.
 QUEUE_HEADER = "X_LOGBOOK_QUEUE"
@@ -58,55 +66,82 @@ QUEUE_HEADER = "X_LOGBOOK_QUEUE"
 # What the dispatcher knows of the database when it classes a search: its indexes and the
 # search rules of its Hermes (the app's own, set by make_server; Hermes 0.19's until then).
 class FairDispatcher(ThreadedTaskDispatcher):
-    def __init__(self, threads: int, shed_after_s: float = SHED_AFTER_S, facts: dict | None = None):
+    def __init__(
+        self,
+        threads: int,
+        shed_after_s: float = SHED_AFTER_S,
+        facts: dict | None = None,
+        trusted_proxy: str | None = None,
+    ):
         super().__init__()
-        self.facts = facts  # the database's search facts (is_heavy)
+        self.facts = facts  # the database's search facts (work_class)
+        self.trusted_proxy = trusted_proxy  # whose X-Forwarded-For names the client
         # Workers 0 .. heavy_max-1 are the lowered heavy ones, the next ``threads`` the pages'.
         self.heavy_max = max(1, threads // 2)
         self.total = threads + self.heavy_max
         self.shed_after_s = shed_after_s
-        self.heavy: deque[tuple[float, object]] = deque()
+        # Waiting requests, (arrived, task, kind), in one line per client (webui.turns).
+        self.cheap = Turns()
+        self.heavy = Turns()
         self.heavy_running = 0
+        self.dear_running = 0
         self.idle_full = 0  # full-priority workers waiting for a task (under self.lock)
         self.admit = threading.BoundedSemaphore(cores() + ADMIT_EXTRA)
         self.shed = 0  # heavy requests answered "busy" without waiting longer (tests, logs)
+
+    def client_of(self, task) -> str:
+        """The client a task is from (webui.turns), for taking turns."""
+        addr = getattr(task, "addr", None)
+        peer = addr[0] if isinstance(addr, tuple) else str(addr)
+        requests = getattr(task, "requests", None)
+        if self.trusted_proxy and requests:
+            forwarded = requests[0].headers.get("X_FORWARDED_FOR")
+            peer = forwarded_client(peer, forwarded, self.trusted_proxy)
+        return address_key(peer)
 
     def add_task(self, task) -> None:
         requests = getattr(task, "requests", None)
         request = requests[0] if requests else None
         now = time.time()
-        heavy = False
+        kind = "cheap"
         if request is not None:
             request.headers[QUEUE_HEADER] = f"{now:.6f}"
-            heavy = is_heavy(request.path or "", request.query or "", self.facts)
+            kind = work_class(request.path or "", request.query or "", self.facts)
+        client = self.client_of(task)
         with self.lock:
-            if heavy:
-                # Only some workers may take it: wake them all, the right one takes it.
-                self.heavy.append((now, task))
-                self.queue_cv.notify_all()
-            else:
-                self.queue.append(task)
-                # Every waiting worker looks (eight at most): a lowered one passes the task
-                # on when a full-priority one is waiting too, so that one must be woken.
-                self.queue_cv.notify_all()
+            (self.cheap if kind == "cheap" else self.heavy).put(client, (now, task, kind))
+            # Every waiting worker looks (eight at most): only some may take a heavy task,
+            # and a lowered one passes a cheap task on when a full-priority one is waiting.
+            self.queue_cv.notify_all()
+
+    def _dear_allowed(self, item) -> bool:
+        return item[2] != "dear" or self.dear_running < DEAR_AT_ONCE
 
     def _next(self, thread_no: int = 0):
         """(task, kind) to run now, or (None, seconds to wait at most). Under self.lock."""
-        if self.queue and (thread_no >= self.heavy_max or not self.idle_full):
-            if len(self.queue) > 1:
+        if self.cheap and (thread_no >= self.heavy_max or not self.idle_full):
+            if len(self.cheap) > 1:
                 self.queue_cv.notify_all()  # more than this one: wake the rest to look
-            return self.queue.popleft(), "cheap"
+            return self.cheap.take()[1], "cheap"
         if self.heavy and thread_no < self.heavy_max and self.heavy_running < self.heavy_max:
-            self.heavy_running += 1
-            return self.heavy.popleft()[1], "heavy"
+            item = self.heavy.take(self._dear_allowed)
+            if item is not None:
+                self.heavy_running += 1
+                self.dear_running += item[2] == "dear"
+                return item[1], item[2]
         if self.heavy:
-            arrived, task = self.heavy[0]
+            oldest = self.heavy.oldest(key=lambda item: item[0])
+            arrived, task, _kind = oldest
             waited = time.time() - arrived
             if waited >= self.shed_after_s:
-                self.heavy.popleft()
+                self.heavy.remove(oldest)
                 request = task.requests[0] if getattr(task, "requests", None) else None
                 if request is not None:
                     request.headers[QUEUE_HEADER] = f"{arrived:.6f} shed"
+                    # Answered by waitress itself, without the application: a flood of dear
+                    # pages is shed at 60 a second, and an HTML error page each took the
+                    # interpreter from the pages (webui.web.limits answers any other way in).
+                    request.error = Busy()
                 self.shed += 1
                 return task, "shed"
             return None, self.shed_after_s - waited
@@ -146,16 +181,39 @@ class FairDispatcher(ThreadedTaskDispatcher):
                     threads.page_ended()
                 if admitted:
                     self.admit.release()
-                if kind == "heavy":
+                if kind in ("heavy", "dear"):
                     with self.lock:
                         self.heavy_running -= 1
+                        self.dear_running -= kind == "dear"
                         self.queue_cv.notify_all()
 
     def shutdown(self, cancel_pending=True, timeout=5):
         with self.lock:
-            while self.heavy:
-                self.queue.append(self.heavy.popleft()[1])
+            for item in self.cheap.drain() + self.heavy.drain():
+                self.queue.append(item[1])
         return super().shutdown(cancel_pending=cancel_pending, timeout=timeout)
+
+
+class Busy(Error):
+    """The answer to a heavy request that waited too long for a worker: 503, Retry-After."""
+
+    code = 503
+    reason = "Service Unavailable"
+    text = (
+        "Logbook is busy with other searches, exports and large pages right now (this one "
+        "waited too long for its turn). Try again in a moment.\r\n"
+    )
+
+    def __init__(self):
+        super().__init__(self.text)
+
+    def to_response(self, ident=None):
+        headers = [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Retry-After", "2"),
+            ("X-Content-Type-Options", "nosniff"),
+        ]
+        return f"{self.code} {self.reason}", headers, self.text.encode()
 
 
 def _lower_priority(by: int) -> None:
@@ -194,7 +252,9 @@ def search_facts(app) -> dict | None:
 
 def make_server(app, host: str, port: int, threads: int = 8, **overrides):
     _fixed_mmap_threshold()
-    dispatcher = FairDispatcher(threads, facts=search_facts(app))
+    descriptors = _raise_descriptor_limit()
+    proxy = app.config.get("LOGBOOK_TRUSTED_PROXY") or None
+    dispatcher = FairDispatcher(threads, facts=search_facts(app), trusted_proxy=proxy)
     dispatcher.set_thread_count(dispatcher.total)
     settings = {
         "threads": dispatcher.total,
@@ -202,16 +262,54 @@ def make_server(app, host: str, port: int, threads: int = 8, **overrides):
         # Idle keep-alive connections are closed after 15 s of silence (checked every 5 s), a
         # request must arrive whole within 10 s, one address holds 32 connections at most, and
         # a newcomer takes the place of the longest-waiting idle one once 500 are open
-        # (webui/gate.py).
-        "connection_limit": 500,
+        # (webui/gate.py). Fewer where the process may hold few descriptors.
+        "connection_limit": max(16, min(CONNECTION_LIMIT, descriptors // 4)),
         "channel_timeout": 15,
         "cleanup_interval": 5,
         # A response is spooled (to a temporary file past 1 MB) up to this size before its
         # worker waits for the client: most exports are produced whole and the worker is free.
         "outbuf_high_watermark": SPOOL_BYTES,
+        # The loop polls: select() cannot watch a descriptor numbered 1024 or more, and an
+        # archive folder's stores plus the connections reach that (issue 49, B-2).
+        "asyncore_use_poll": True,
+        # The loop keeps reading a connection while its request is answered, so it sees the
+        # client leave, and the request's queries stop (webui.db.deadline.client_gone).
+        "channel_request_lookahead": 1,
     }
+    if proxy:
+        # Behind the reverse proxy the user named (--trusted-proxy), the client is the address
+        # it appends to X-Forwarded-For (waitress's own proxy handling: the login throttle and
+        # the export slots then count people, not the proxy); from anyone else the header is
+        # dropped.
+        settings |= {
+            "trusted_proxy": proxy,
+            "trusted_proxy_count": 1,
+            "trusted_proxy_headers": {"x-forwarded-for"},
+            "clear_untrusted_proxy_headers": True,
+        }
     settings.update(overrides)
     server = create_server(app, host=host, port=port, _dispatcher=dispatcher, **settings)
     # Slow or idle sockets can neither fill the server nor stop it accepting (webui/gate.py).
     gate.install(server)
     return server
+
+
+CONNECTION_LIMIT = 500
+DESCRIPTORS_WANTED = 65536
+
+
+def _raise_descriptor_limit(wanted: int = DESCRIPTORS_WANTED) -> int:
+    """Let the process hold as many descriptors as it is allowed to (the soft limit is often
+    1024, the hard one far more): connections, archive stores and their journals all count.
+    Returns the limit now in force."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        return wanted if soft == resource.RLIM_INFINITY else soft
+    except (ImportError, ValueError, OSError):
+        return 1024

@@ -22,6 +22,9 @@ FIXTURE_NAMES = (
     "hermes-v22-origins.db",
 )
 BUILD = ROOT / "build" / "test-artifacts"  # untracked: screenshots and other test output
+# How long a test waits for background work (another thread or process) before calling it
+# lost: a bound for a hang, far beyond any machine's slowness; never a speed target.
+WAIT_BOUND_S = 120
 
 
 def copy_fixture(name: str, dest: Path) -> Path:

@@ -40,7 +40,8 @@ class LiveServer:
     """The app served by waitress, as in production, on a free loopback port.
 
     The event loop runs in small steps so that `close` can stop it first and only then close
-    its sockets: closing them under a running `select` fails with EBADF in the loop thread."""
+    its sockets: closing them under a running `select` fails with EBADF in the loop thread. It
+    polls or selects as the server's settings say (``asyncore_use_poll``)."""
 
     def __init__(self, app, threads: int = 4, **settings):
         from webui.serve import make_server
@@ -54,8 +55,9 @@ class LiveServer:
     def _loop(self):
         from waitress import wasyncore
 
+        poll = self.server.adj.asyncore_use_poll  # as the server's own run() loops
         while not self._stop.is_set():
-            wasyncore.loop(timeout=0.05, map=self.server._map, count=1)
+            wasyncore.loop(timeout=0.05, map=self.server._map, count=1, use_poll=poll)
 
     def close(self):
         from waitress import wasyncore
@@ -107,6 +109,18 @@ def settled(pg, timeout_s: float = 15.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"htmx still busy after {timeout_s} s")
         pg.wait_for_timeout(10)
+
+
+def until(pg, check, what: str, timeout_s: float | None = None) -> None:
+    """Wait until ``check()`` holds, letting the page run between looks (a bound for a hang,
+    not a speed target: a fixed pause decides nothing on a busy machine)."""
+    from support import WAIT_BOUND_S
+
+    deadline = time.monotonic() + (WAIT_BOUND_S if timeout_s is None else timeout_s)
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        pg.wait_for_timeout(50)
 
 
 def screenshot_path(name: str) -> Path | None:

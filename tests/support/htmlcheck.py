@@ -54,3 +54,15 @@ def assert_inert(html: str) -> None:
     assert not a.bad_urls, f"dangerous URLs: {a.bad_urls}"
     assert not a.loaders, f"tags that load content: {a.loaders}"
     assert not a.styles, f"inline styles: {a.styles}"
+
+
+def assert_inert_page(response) -> str:
+    """A page that answered 200 and is inert; its text. A page that failed (a 500, a 404) says
+    nothing of how untrusted text is shown, so it can never pass for an inert one."""
+    assert response.status_code == 200, (
+        response.status_code,
+        response.get_data(as_text=True)[:300],
+    )
+    html = response.get_data(as_text=True)
+    assert_inert(html)
+    return html

@@ -5,7 +5,11 @@ Each user-driven query gets what is left of it, not a fresh limit, so a page of 
 cannot run many times the limit. SQLite's progress handler stops ordinary statements within a
 few milliseconds; some work (an FTS5 prefix expansion, a large sort step) runs inside one VM
 instruction where no handler is called, so a watchdog thread also calls
-``Connection.interrupt()`` once the deadline has passed."""
+``Connection.interrupt()`` once the deadline has passed.
+
+A request whose client has gone (the server's loop saw its connection close: waitress's
+``client_disconnected``) has no time left either: its remaining queries are not run, and the
+one running is stopped by the progress handler (``client_gone``)."""
 
 from __future__ import annotations
 
@@ -14,38 +18,64 @@ import itertools
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from webui import threads
 
 _deadline: ContextVar[float | None] = ContextVar("logbook_request_deadline", default=None)
+_gone: ContextVar[Callable[[], bool] | None] = ContextVar("logbook_client_gone", default=None)
 
 
-def begin(seconds: float) -> None:
+def begin(seconds: float, gone: Callable[[], bool] | None = None) -> None:
+    """This request's deadline, and how to tell that its client left (None: never asked)."""
     _deadline.set(time.monotonic() + seconds)
+    _gone.set(gone)
 
 
 def end() -> None:
     # Set, not reset: a streamed response may end in another context than it began.
     _deadline.set(None)
+    _gone.set(None)
 
 
 @contextmanager
 def suspended() -> Iterator[None]:
-    """Long work a request runs on purpose (a synchronous prune) has its own budgets."""
+    """Long work a request runs on purpose (a synchronous prune) has its own budgets, and
+    goes on if its client leaves."""
     token = _deadline.set(None)
+    gone = _gone.set(None)
     try:
         yield
     finally:
         _deadline.reset(token)
+        _gone.reset(gone)
+
+
+def client_gone() -> bool:
+    """Has this request's client left? (False outside a request, or when nobody can tell.)"""
+    check = _gone.get()
+    if check is None:
+        return False
+    try:
+        return bool(check())
+    except Exception:  # noqa: BLE001 - a connection torn down under us: it is gone
+        return True
+
+
+def gone_check() -> Callable[[], bool] | None:
+    """The request's own check, for a progress handler to call (None outside a request)."""
+    return _gone.get()
 
 
 def remaining() -> float | None:
-    """Seconds left for this request's queries, or None outside a request."""
+    """Seconds left for this request's queries (none once its client left), or None outside
+    a request."""
     at = _deadline.get()
-    return None if at is None else at - time.monotonic()
+    if at is None:
+        return None
+    return 0.0 if client_gone() else at - time.monotonic()
 
 
 class Watchdog:

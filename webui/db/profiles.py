@@ -141,6 +141,11 @@ class Profiles:
             raise ProfileUnavailable(f"Profile “{name}” cannot be read: {p.message}.")
         return p.logbook
 
+    def loaded(self) -> list[Logbook]:
+        """The stores of every profile opened so far (no rescan: nothing new is opened)."""
+        with self._lock:
+            return [p.logbook for p in self._profiles.values() if p.logbook is not None]
+
     def ready(self) -> list[Profile]:
         return [p for p in self.all() if p.logbook is not None]
 

@@ -102,6 +102,10 @@ class Reader:
         self._identity_checked = 0.0
         self._watch: sqlite3.Connection | None = None
         self._watch_inode = 0
+        # Which watcher connection this is: data_version is per connection, so a value read on
+        # a new one (after the file was let go while idle, or replaced) is never compared with
+        # the old one's. A counter, not id(): a new connection may reuse a freed one's address.
+        self._watch_generation = 0
         self._watch_lock = threading.Lock()
         self.watch_files = False  # see data_version: for files followed by Litestream
 
@@ -136,8 +140,9 @@ class Reader:
                         self.opened.path, immutable=self.opened.immutable
                     )
                     self._watch_inode = inode
+                    self._watch_generation += 1
                 version = self._watch.execute("PRAGMA data_version").fetchone()[0]
-                return f"{inode}:{id(self._watch)}:{version}"
+                return f"{inode}:{self._watch_generation}:{version}"
             except (OSError, sqlite3.Error):
                 self._watch = None
                 return f"unknown:{time.monotonic()}"
@@ -151,6 +156,18 @@ class Reader:
             if self._watch is not None:
                 self._watch.close()
                 self._watch = None
+
+    def let_go_if_unused(self) -> bool:
+        """``let_go`` when no connection of the pool is in use (a request, an export or
+        background work holds one: it goes on, and the next idle moment lets go). Whether
+        every connection was closed."""
+        engine = self._engine()
+        pool = engine.pool
+        checked_out = getattr(pool, "checkedout", None)
+        if checked_out is not None and checked_out():
+            return False
+        self.let_go()
+        return True
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -216,9 +233,15 @@ class Reader:
         with self._engine().connect() as conn:
             raw: sqlite3.Connection = conn.connection.driver_connection  # type: ignore[assignment]
             deadline = time.monotonic() + limit
-            raw.set_progress_handler(
-                lambda: 1 if time.monotonic() > deadline else 0, PROGRESS_STEPS
-            )
+            gone = request_deadline.gone_check() if time_limit_s is None else None
+            if gone is None:
+                raw.set_progress_handler(
+                    lambda: 1 if time.monotonic() > deadline else 0, PROGRESS_STEPS
+                )
+            else:  # a page's query also stops when its client has left
+                raw.set_progress_handler(
+                    lambda: 1 if time.monotonic() > deadline or gone() else 0, PROGRESS_STEPS
+                )
             try:
                 with request_deadline.WATCHDOG.watch(raw, deadline + WATCHDOG_GRACE_S):
                     yield raw

@@ -6,17 +6,20 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from webui.db import sql
-from webui.db.search_limits import (
-    MARK_END,
-    MARK_START,
-    RANGE_SNIPPETS,
-    SNIPPET_TOKENS,
-)
+from webui.db import deadline as request_deadline
+from webui.db import snippet_source, sql
+from webui.db.errors import QueryTimeout
+from webui.db.reader import TOOK_TOO_LONG
+from webui.db.search_limits import MARK_END, MARK_START, SNIPPET_TOKENS
 from webui.db.snippets import mirror_declaration
 from webui.db.snippets import snippets as mirror_snippets
 from webui.hermes.content import plain_text
 from webui.hermes.origin import ORIGIN_COLUMNS
+
+# How much of a hit's own text a page reads (what it shows of it is far less), and how far
+# before the substring route's first term a window of it starts.
+TEXT_CHARS = 256 * 1024
+TEXT_LEAD = 4_000
 
 
 class HitReading:
@@ -30,54 +33,67 @@ class HitReading:
 
     def _snippets(self, table: str, expression: str, ids: list[int]) -> dict[int, str]:
         """rowid -> snippet for a page's hits: from a mirror of the page's rows
-        (webui.db.snippets) when the table's declaration can be copied, else from the table."""
+        (webui.db.snippets) when the table's declaration can be copied, else from the table.
+        Either way a row whose matches may be many is never given to snippet() whole
+        (webui.db.snippet_source): its snippet costs what a short row's does."""
         declaration = mirror_declaration(
             self.r.scalar("SELECT sql FROM sqlite_master WHERE name = ?", [table]) or ""
         )
+        docs = self.r.rows(
+            f"SELECT rowid AS id, * FROM {table} WHERE rowid IN ({sql.in_list(len(ids))})", ids
+        )
         if declaration is not None:
-            docs = self.r.rows(
-                f"SELECT rowid AS id, * FROM {table} WHERE rowid IN ({sql.in_list(len(ids))})",
-                ids,
-            )
             try:
                 return mirror_snippets(
                     declaration, docs, expression, (MARK_START, MARK_END), SNIPPET_TOKENS
                 )
             except sqlite3.Error:
-                pass  # the table itself answers (and a passed deadline is reported there)
-        select = (
+                left = request_deadline.remaining()
+                if left is not None and left <= 0:
+                    raise QueryTimeout(TOOK_TOO_LONG) from None
+                # else the table itself answers
+        words = snippet_source.query_words(expression)
+        out: dict[int, str] = {}
+        light = []
+        for d in docs:
+            text = next((v for k, v in d.items() if k != "id"), None)  # column 0
+            if isinstance(text, str) and not snippet_source.whole(text, words):
+                out[d["id"]] = snippet_source.literal_snippet(
+                    text, words, (MARK_START, MARK_END), SNIPPET_TOKENS
+                )
+            else:
+                light.append(d["id"])
+        if not light:
+            return out
+        # Only the page's own light rows: a range scan would make snippets of every match in
+        # the range, large rows not on the page included.
+        rows = self.r.rows(
             f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) "
             f"AS snippet FROM {table} WHERE {table} MATCH ? AND "
+            f"rowid IN ({sql.in_list(len(light))})",
+            [MARK_START, MARK_END, expression, *light],
         )
-        # snippet() for "rowid IN (…)" evaluates the query once per id, which for a prefix
-        # (deploy*) means expanding it each time. When the page's ids lie in a range holding
-        # few other matches (newest-first pages are consecutive matches, less the
-        # filtered-out ones), one scan of that range does it in a single pass.
-        in_range = self.r.scalar(
-            f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ?",
-            [expression, min(ids), max(ids)],
-        )
-        if in_range > max(4 * len(ids), RANGE_SNIPPETS if "*" in expression else 0):
-            rows = self.r.rows(
-                select + f"rowid IN ({','.join('?' * len(ids))})",
-                [MARK_START, MARK_END, expression, *ids],
-            )
-        else:
-            wanted = set(ids)
-            rows = [
-                r
-                for r in self.r.rows(
-                    select + "rowid BETWEEN ? AND ?",
-                    [MARK_START, MARK_END, expression, min(ids), max(ids)],
-                )
-                if r["id"] in wanted
-            ]
-        return {r["id"]: r["snippet"] for r in rows}
+        out.update((r["id"], r["snippet"]) for r in rows)
+        return out
 
-    def _hydrate(self, ids: list[int]) -> list[dict[str, Any]]:
+    def _hydrate(self, ids: list[int], around: str | None = None) -> list[dict[str, Any]]:
+        """The page's hits with their sessions. A hit's own text (``_text``: what presentation
+        cuts a snippet from and reads a tool result's fields in) is at most TEXT_CHARS of it:
+        from its start, or from shortly before ``around`` (the substring route's first term)
+        where that lies further in. A 10 MB tool result was read and decoded whole for each
+        search it matched."""
         if not ids:
             return []
         content = self._content
+        if content != "NULL":
+            if around:
+                start = f"max(1, instr(lower({content}), lower(?)) - {TEXT_LEAD})"
+                ids_params: list[Any] = [around.replace("\x00", ""), *ids]
+            else:
+                start, ids_params = "1", list(ids)
+            text = f"substr({content}, {start}, {TEXT_CHARS})"
+        else:
+            text, ids_params = "NULL", list(ids)
         title = "s.title" if self.schema.has("sessions", "title") else "NULL"
         model = "s.model" if self.schema.has("sessions", "model") else "NULL"
         tool_calls = "m.tool_calls" if self.schema.has("messages", "tool_calls") else "NULL"
@@ -85,7 +101,7 @@ class HitReading:
         rows = self.r.rows(
             f"SELECT m.id AS message_id, m.session_id AS session_id, m.role AS role, "
             f"m.timestamp AS timestamp, {tool_name} AS tool_name, {tool_calls} AS tool_calls, "
-            f"{content} AS _text, s.source AS source, {model} AS model, {title} AS session_title, "
+            f"{text} AS _text, s.source AS source, {model} AS model, {title} AS session_title, "
             # An untitled session is named by its first user message, as in the list.
             f"CASE WHEN {title} IS NULL THEN (SELECT substr({content.replace('m.', 'p.')}, 1, 300) FROM messages p "
             f"WHERE p.session_id = s.id AND p.role = 'user' ORDER BY p.timestamp, p.id LIMIT 1) "
@@ -93,7 +109,7 @@ class HitReading:
             f"s.started_at AS session_started, {self._origin_columns()} FROM messages m "
             "JOIN sessions s ON "
             f"s.id = m.session_id WHERE m.id IN ({','.join('?' * len(ids))})",
-            ids,
+            ids_params,
         )
         by_id = {r["message_id"]: r for r in rows}
         return [by_id[i] for i in ids if i in by_id]

@@ -71,7 +71,7 @@ class SubstringRoute:
         ]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
-        rows = self._hydrate(ids)
+        rows = self._hydrate(ids, around=terms[0] if terms else None)
         for row in rows:
             # No snippet() on this route: presentation cuts one around the terms.
             row["snippet"] = None

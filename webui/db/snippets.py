@@ -18,9 +18,12 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from webui.db import deadline as request_deadline
+from webui.db import snippet_source as source
 
 _local = threading.local()
 # Options that say where an FTS5 table's content lives: the mirror keeps its own copy.
@@ -77,28 +80,95 @@ def snippets(
 ) -> dict[int, str]:
     """rowid -> snippet of ``docs`` (each {"id": rowid, <column>: text, …}, the columns in the
     table's order) for ``expression``, as snippet(table, column, *marks, '...', tokens) gives
-    them on the real table. Raises sqlite3.Error when the mirror cannot be made or asked."""
+    them on the real table; a row whose matches may be many is cut first (pieces,
+    webui.db.snippet_source) and its snippet comes from its first piece that matches. Raises
+    sqlite3.Error when the mirror cannot be made or asked."""
     if not docs:
         return {}
     conn = _connection()
     name = _table(conn, declaration)
     columns = [k for k in docs[0] if k != "id"]
+    key = columns[column] if column < len(columns) else None
+    words = source.query_words(expression)
+    light, heavy = [], []
+    for d in docs:
+        text = d.get(key) if key is not None else None
+        if isinstance(text, str) and not source.whole(text, words):
+            heavy.append(d)
+        else:
+            light.append(d)
     quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+    insert = f"INSERT INTO {name}(rowid, {quoted}) VALUES (?{', ?' * len(columns)})"
+    ask = f"SELECT rowid, snippet({name}, ?, ?, ?, '...', ?) FROM {name} WHERE {name} MATCH ?"
+    args = [column, marks[0], marks[1], tokens, expression]
     try:
-        conn.executemany(
-            f"INSERT INTO {name}(rowid, {quoted}) VALUES (?{', ?' * len(columns)})",
-            [[d["id"], *(d[c] for c in columns)] for d in docs],
-        )
-        return dict(
-            conn.execute(
-                f"SELECT rowid, snippet({name}, ?, ?, ?, '...', ?) FROM {name} "
-                f"WHERE {name} MATCH ?",
-                [column, marks[0], marks[1], tokens, expression],
-            ).fetchall()
-        )
+        with _watched(conn):
+            out: dict[int, str] = {}
+            if light:
+                conn.executemany(insert, [[d["id"], *(d[c] for c in columns)] for d in light])
+                out.update(conn.execute(ask, args).fetchall())
+                conn.execute(f"DELETE FROM {name}")
+            for d in heavy:
+                out[d["id"]] = _from_pieces(conn, name, insert, ask, args, columns, key, d, words)
+            return out
     finally:
         try:
             conn.execute(f"DELETE FROM {name}")
         except sqlite3.Error:  # interrupted at the deadline: start afresh next time
             _local.conn = None
             conn.close()
+
+
+# Pieces are put into the mirror this many at a time, and the mirror asked whether one
+# matches, until one does: a row whose first match comes early costs little.
+PIECES_PER_BATCH = 64
+
+
+def _from_pieces(conn, name, insert, ask, args, columns, key, doc, words) -> str:
+    """The snippet of one large or match-dense row: from its first piece that matches the
+    query; failing that (the query's words lie far apart, or outside what is scanned), one
+    made from the words where they appear (source.literal_snippet)."""
+    text: str = doc[key]
+    blank = dict.fromkeys(columns)
+    found = None
+    batch: list[tuple[int, str]] = []
+    for offset, piece in source.pieces(text):
+        batch.append((offset, piece))
+        if len(batch) == PIECES_PER_BATCH:
+            found = _first_match(conn, name, insert, args, columns, key, blank, batch)
+            batch = []
+            if found is not None:
+                break
+    if found is None and batch:
+        found = _first_match(conn, name, insert, args, columns, key, blank, batch)
+    if found is not None:
+        conn.execute(f"DELETE FROM {name}")
+        conn.execute(insert, [0, *({**blank, key: found}[c] for c in columns)])
+        row = conn.execute(ask, args).fetchone()
+        if row is not None:
+            return row[1]
+    marks = (args[1], args[2])
+    return source.literal_snippet(text, words, marks, args[3])
+
+
+def _first_match(conn, name, insert, args, columns, key, blank, batch) -> str | None:
+    conn.execute(f"DELETE FROM {name}")
+    conn.executemany(
+        insert,
+        [[n, *({**blank, key: piece}[c] for c in columns)] for n, (_, piece) in enumerate(batch)],
+    )
+    row = conn.execute(
+        f"SELECT rowid FROM {name} WHERE {name} MATCH ? ORDER BY rowid LIMIT 1", [args[-1]]
+    ).fetchone()
+    return batch[row[0]][1] if row is not None else None
+
+
+@contextmanager
+def _watched(conn: sqlite3.Connection) -> Iterator[None]:
+    """Under the request's deadline, also for a step the progress handler does not reach."""
+    left = request_deadline.remaining()
+    if left is None:
+        yield
+        return
+    with request_deadline.WATCHDOG.watch(conn, time.monotonic() + max(left, 0.0) + 0.05):
+        yield

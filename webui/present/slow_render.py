@@ -7,6 +7,10 @@ waits for it only as long as its own deadline allows; if it is not done by then,
 shows the message as plain text saying the render continues, and the render goes on. Once
 made, a render is kept (by the text's digest), so asking again, or reloading, costs nothing:
 a client that loops on the link gets the same running job, then the kept result.
+
+How long a page waits is the caller's to say (``render(..., wait_s=)``, from the app's
+``LOGBOOK_RENDER_WAIT_S``): the machine's speed decides only how soon a render is done, never
+what a test that asks for the rendered page sees.
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ from webui.db import deadline
 KEPT_CHARS = 64_000_000
 # Distinct renders waiting at once; past it, a request shows the text plain and says so.
 MAX_PENDING = 4
-WAIT_AT_MOST_S = 4.0  # a page never waits longer than this for a render, whatever is left
+WAIT_AT_MOST_S = 4.0  # by default a page waits at most this for a render, whatever is left
 SPARE_S = 0.5  # left of the request's deadline for the rest of the page
 
 _kept = keep.Sized(KEPT_CHARS, getsizeof=lambda entry: entry[0])
 _running: dict[tuple[str, bytes], concurrent.futures.Future] = {}
 _lock = threading.Lock()
+_idle = threading.Condition(_lock)  # notified whenever a render ends
 _pool: concurrent.futures.ProcessPoolExecutor | None = None
 
 
@@ -81,8 +86,17 @@ class Outcome:
         self.pending = pending  # None: done
 
 
-def render(kind: str, text: str) -> Outcome:
-    """``kind``: "markdown" (HTML) or "json" (highlighted code and lifted strings)."""
+def patience(wait_s: float, left: float | None) -> float:
+    """How long a page waits for a render: at most ``wait_s``, and never into the last
+    ``SPARE_S`` of the request's deadline (``left``; None outside a request)."""
+    return max(0.0, wait_s if left is None else min(wait_s, left - SPARE_S))
+
+
+def render(kind: str, text: str, wait_s: float | None = WAIT_AT_MOST_S) -> Outcome:
+    """``kind``: "markdown" (HTML) or "json" (highlighted code and lifted strings).
+    ``wait_s``: how long to wait for it at most (see ``patience``); None: until it is done,
+    whatever the deadline (for tests and scripts that want the page rendered, not the
+    machine's speed, to decide what they get)."""
     key = (kind, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
     hit = _kept.find(key)
     if hit is not None:
@@ -90,15 +104,26 @@ def render(kind: str, text: str) -> Outcome:
     with _lock:
         job = _running.get(key)
         if job is None:
+            # Looked at again under the lock: a render that ended since is kept by now (it is
+            # kept before it leaves _running), so it is never made twice.
+            hit = _kept.find(key)
+            if hit is not None:
+                return Outcome(hit[1])
             if len(_running) >= MAX_PENDING:
                 return Outcome(pending="busy")
             job = _executor().submit(_work, kind, text)
             _running[key] = job
             job.add_done_callback(lambda done: _finished(key, kind, text, done))
     left = deadline.remaining()
-    wait = WAIT_AT_MOST_S if left is None else min(WAIT_AT_MOST_S, left - SPARE_S)
     try:
-        return Outcome(job.result(timeout=max(0.0, wait)))
+        if wait_s is None:
+            # Waiting until it is done: the wait is not the request's queries' time, so they
+            # get what was left of the deadline before it.
+            value = job.result()
+            if left is not None:
+                deadline.begin(left)
+            return Outcome(value)
+        return Outcome(job.result(timeout=patience(wait_s, left)))
     except concurrent.futures.TimeoutError:
         return Outcome(pending="running")
     except Exception:  # noqa: BLE001 - the process died or the text defeated the renderer
@@ -106,9 +131,23 @@ def render(kind: str, text: str) -> Outcome:
 
 
 def _finished(key, kind: str, text: str, job: concurrent.futures.Future) -> None:
+    try:
+        if not job.cancelled() and job.exception() is None:
+            value = job.result()
+            _kept.keep(key, (_size(kind, text, value), value))
+    finally:
+        with _lock:
+            _running.pop(key, None)
+            _idle.notify_all()
+
+
+def running() -> int:
+    """How many renders are under way."""
     with _lock:
-        _running.pop(key, None)
-    if job.cancelled() or job.exception() is not None:
-        return
-    value = job.result()
-    _kept.keep(key, (_size(kind, text, value), value))
+        return len(_running)
+
+
+def wait_idle(timeout: float) -> bool:
+    """Wait until no render is under way (at most ``timeout`` seconds); True if none is."""
+    with _lock:
+        return _idle.wait_for(lambda: not _running, timeout)

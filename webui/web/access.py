@@ -201,9 +201,13 @@ def login():
     error = None
     nxt = safe_next(request.values.get("next"), url_for("sessions.list_sessions"))
     if request.method == "POST":
-        key = address_key(request.remote_addr)
+        # A browser that logged in with this token before counts on its own: guessers at
+        # the same address (a shared NAT, a proxy not named with --trusted-proxy) cannot lock
+        # it out.
+        known = _known_browser()
+        key = f"browser:{known}" if known else address_key(request.remote_addr)
         throttle = current_app.extensions["login_throttle"]
-        refusal = throttle.refusal(key)
+        refusal = throttle.refusal(key, everyone=not known)
         if refusal:
             return render_template("login.html", error=refusal, next=nxt), 429
         expected = current_app.config.get("LOGBOOK_TOKEN") or ""
@@ -212,7 +216,17 @@ def login():
             session.clear()
             session["admin"] = _token_mark()
             session.permanent = True
-            return redirect(nxt)
+            response = redirect(nxt)
+            response.set_cookie(
+                KNOWN_COOKIE,
+                _known_mark(),
+                max_age=KNOWN_MAX_AGE_S,
+                path=url_for("access.login"),
+                httponly=True,
+                samesite="Strict",
+                secure=request.is_secure,
+            )
+            return response
         if expected:
             throttle.failed(key)
         error = (
@@ -221,6 +235,28 @@ def login():
             else "No admin token is configured, so there is nothing to log in to."
         )
     return render_template("login.html", error=error, next=nxt), (401 if error else 200)
+
+
+KNOWN_COOKIE = "logbook_known"
+KNOWN_MAX_AGE_S = 365 * 86400
+
+
+def _known_mark() -> str:
+    """What a browser that logged in with the current token keeps (a keyed digest of the
+    token: a new token, or another install's key, makes every old one worthless)."""
+    token = current_app.config.get("LOGBOOK_TOKEN") or ""
+    return hmac.new(
+        current_app.config["SECRET_KEY"].encode(), f"known-browser\n{token}".encode(), "sha256"
+    ).hexdigest()
+
+
+def _known_browser() -> str | None:
+    """A short name for this browser when it carries a valid known-browser mark, else None.
+    The mark survives logout (it proves a past login, never grants one)."""
+    mark = request.cookies.get(KNOWN_COOKIE) or ""
+    if not current_app.config.get("LOGBOOK_TOKEN") or not mark:
+        return None
+    return mark[:16] if hmac.compare_digest(mark.encode(), _known_mark().encode()) else None
 
 
 @bp.post("/logout")

@@ -40,7 +40,11 @@ def init_app(app: Flask) -> None:
                 waited = min(max(time.time() - float(arrived), 0.0), seconds)
             except ValueError:
                 waited = 0.0
-        request_deadline.begin(seconds - waited)
+        # waitress's check of the connection (the loop reads on while a request is answered,
+        # webui.serve): a client that leaves stops its request's queries.
+        request_deadline.begin(
+            seconds - waited, gone=request.environ.get("waitress.client_disconnected")
+        )
 
     # The deadline covers the view; a streamed body (an export) runs after it with its own
     # per-batch budgets, so it ends before the body is sent.

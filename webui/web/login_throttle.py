@@ -6,33 +6,23 @@ everyone together (guessers rotating addresses). An address that has not failed 
 is always checked, so the right token gets in during a flood: a guesser gets one try per
 address per minute once the overall budget is spent, and a new address must be found for
 each. IPv6 addresses count by their /64 (one machine can rotate inside it freely). Only
-failures count; logging in never uses up an allowance.
+failures count; logging in never uses up an allowance. A browser that logged in with the
+token before counts apart from its address (webui.web.access: a signed mark it keeps), so
+guessers sharing the admin's address (a NAT, a proxy) cannot lock that browser out; behind a
+reverse proxy named with ``--trusted-proxy`` the address is the one the proxy forwards for.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 import time
 from collections import deque
 
+from webui.turns import address_key  # noqa: F401 - the key the throttle counts by (access.py)
+
 WINDOW_S = 60.0
 PER_ADDRESS = 5
 OVERALL = 20
-
-
-def address_key(remote: str | None) -> str:
-    try:
-        ip = ipaddress.ip_address((remote or "").split("%")[0])
-    except ValueError:
-        return remote or "?"
-    if ip.version == 4:
-        return str(ip)
-    if ip.ipv4_mapped:
-        return str(ip.ipv4_mapped)
-    if ip.is_loopback:
-        return str(ip)
-    return str(ipaddress.ip_network(f"{ip}/64", strict=False))
 
 
 class LoginThrottle:
@@ -54,15 +44,16 @@ class LoginThrottle:
             while q and q[0] < cutoff:
                 q.popleft()
 
-    def refusal(self, key: str) -> str | None:
-        """Why this address may not try now (before any check), or None."""
+    def refusal(self, key: str, everyone: bool = True) -> str | None:
+        """Why this address may not try now (before any check), or None. ``everyone``
+        False: only its own failures count (a browser that logged in before)."""
         with self._lock:
             now = time.monotonic()
             self._forget_old(now)
             mine = self._by_address.get(key)
             if mine and len(mine) >= self.per_address:
                 return "Too many wrong tokens from your address: wait a minute and try again."
-            if mine and len(self._all) >= self.overall:
+            if everyone and mine and len(self._all) >= self.overall:
                 return (
                     "Too many wrong tokens from several addresses in the last minute: wait a "
                     "minute and try again."

@@ -445,9 +445,10 @@ def qmd():
 
 @bp.get("/export.html")
 def html():
-    """Hermes's page: one session alone, or any number behind a sidebar. The sidebar needs
-    the sessions' short rows before their messages, so the ids are read first (a few bytes a
-    session) and the conversations then stream one at a time."""
+    """Logbook's standalone page (what Hermes's page holds, in its order): one session, or
+    any number after a list of contents. The contents need the sessions' short rows before
+    their messages, so the ids are read first (a few bytes a session) and the conversations
+    then stream one at a time."""
     _refuse("only", why=ONLY_WHERE)
     _refuse("lineage_mode", why=LINEAGE_WHERE)
     ids, name = _ids()
@@ -455,7 +456,7 @@ def html():
     chosen = list(ids)
     across = _other_stores(None)
     if across:
-        # Every store's sessions (less the copies an earlier store holds), one sidebar.
+        # Every store's sessions (less the copies an earlier store holds), one contents list.
         books = [get_logbook(), *(b for _n, b in across)]
         parts = [(books[0], chosen)] + [
             (b, list(_store_ids(b, books[:i]))) for i, b in enumerate(books[1:], start=1)
@@ -477,7 +478,7 @@ def html():
         first = next(records, None)
         if first is None:
             abort(404, description="That session is gone.")
-        page = export_html.page_chunks([first], None, title=first.get("title", "Hermes Session"))
+        page = export_html.page_chunks([first], None)
     else:
         rows = get_logbook().exporter.sidebar_rows(chosen)
         page = export_html.page_chunks(records, (redact_record(r) if redact else r for r in rows))

@@ -389,7 +389,7 @@ def prepare_messages(
     forced = frozenset(
         int(x) for x in request.args.getlist("render") if x.isascii() and x.isdigit()
     )
-    budget = RenderBudget(forced=forced)
+    budget = RenderBudget(forced=forced, wait_s=current_app.config["LOGBOOK_RENDER_WAIT_S"])
     views = [message_view(m, links, href, budget) for m in rows]
     number_and_date(views, first_n, day_of)
     return views
