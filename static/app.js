@@ -30,7 +30,14 @@
     var root = document.getElementById("m-" + m[1]);
     if (!root) return;
     var lowered = terms.map(function (t) { return t.toLowerCase(); });
-    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    // The message's own text only: its "⋯" menu (copy, raw text) holds the same words, and a
+    // mark there would open that panel over the very hit the reader came for.
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: function (n) {
+        return n.parentElement && n.parentElement.closest(".msg-menu")
+          ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
+      }
+    });
     var nodes = [];
     while (walker.nextNode()) nodes.push(walker.currentNode);
     nodes.forEach(function (node) {
@@ -54,7 +61,7 @@
         node.parentNode.replaceChild(frag, node);
       }
     });
-    root.querySelectorAll("details").forEach(function (d) {
+    root.querySelectorAll("details:not(.msg-menu)").forEach(function (d) {
       if (d.querySelector("mark")) d.open = true;
     });
   }
@@ -366,9 +373,19 @@
   function atTop(m) {
     return Math.abs(m.getBoundingClientRect().top - (barsBottom() + 8)) < 6;
   }
+  // The message the reader is at: the one last moved to while its start is on the screen
+  // (at the end of a conversation it cannot reach the top), else the one at the top.
+  function currentMessage() {
+    var marked = document.querySelector("article.msg.kbd-current[data-n]");
+    if (marked) {
+      var top = marked.getBoundingClientRect().top;
+      if (top >= barsBottom() - 2 && top < window.innerHeight - 24) return marked;
+    }
+    return topMessage();
+  }
   function updatePosition() {
     var pos = document.querySelector(".viewer-nav .pos");
-    var top = topMessage();
+    var top = currentMessage();
     if (!pos || !top) return;
     var total = Number(pos.getAttribute("data-total"));
     pos.textContent = "message " + Number(top.getAttribute("data-n")).toLocaleString() +
@@ -384,20 +401,21 @@
     updatePosition();
   }
   // The message to move to, among those loaded: the next or previous one (of any role, or a
-  // user's question only) from the one now at the top.
+  // user's question only) from the one now at the top. Forward it is always one after that
+  // one: at the top of a conversation the first message is in view already, and "next" goes
+  // past it (it used to bring it up under the bars first, so the first "next" did not move
+  // on). Back, a message whose start is hidden under the bars is shown from its start first.
   function step(dir, questionsOnly) {
     var msgs = shownMessages().filter(function (m) {
       return !questionsOnly || m.classList.contains("role-user");
     });
-    var marked = document.querySelector("article.msg.kbd-current");
-    var top = marked && atTop(marked) ? marked : topMessage();
+    var top = currentMessage();
     if (!top) return {found: null};
     var n = Number(top.getAttribute("data-n"));
     var i;
     if (dir > 0) {
       for (i = 0; i < msgs.length; i++) {
-        var k = Number(msgs[i].getAttribute("data-n"));
-        if (k > n || (k === n && !atTop(msgs[i]) && msgs[i].getBoundingClientRect().top > barsBottom() + 14)) return {found: msgs[i]};
+        if (Number(msgs[i].getAttribute("data-n")) > n) return {found: msgs[i]};
       }
     } else {
       for (i = msgs.length - 1; i >= 0; i--) {
@@ -497,6 +515,13 @@
     document.documentElement.style.setProperty("--header-h", (stuck ? h.offsetHeight : 0) + "px");
   }
   window.addEventListener("resize", headerHeight);
+  // The header's height also changes when its fonts arrive or a profile menu wraps it.
+  if (window.ResizeObserver) {
+    ready(function () {
+      var h = document.querySelector("header.top");
+      if (h) new ResizeObserver(headerHeight).observe(h);
+    });
+  }
   // Opened at a message (?at=…#m-<id>): it sits just under the sticky bars, marked as the
   // one the keys move from.
   function openAtMessage() {
@@ -531,3 +556,30 @@
 document.addEventListener("change", function (e) {
   if (e.target.matches && e.target.matches("select[data-autosubmit]")) e.target.form.submit();
 });
+
+// The navigation's menus are <details>: they open and close without this script. With it,
+// Escape closes an open one (the focus goes back to its button), as does a click or a focus
+// anywhere else, and opening one closes the others.
+(function () {
+  "use strict";
+  function menus() { return Array.prototype.slice.call(document.querySelectorAll("details.nav-menu")); }
+  document.addEventListener("toggle", function (e) {
+    var d = e.target;
+    if (!d.matches || !d.matches("details.nav-menu") || !d.open) return;
+    menus().forEach(function (m) { if (m !== d) m.open = false; });
+  }, true);
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape") return;
+    menus().forEach(function (m) {
+      if (!m.open) return;
+      var inside = m.contains(document.activeElement);
+      m.open = false;
+      if (inside) m.querySelector("summary").focus();
+    });
+  });
+  function closeOutside(target) {
+    menus().forEach(function (m) { if (m.open && !m.contains(target)) m.open = false; });
+  }
+  document.addEventListener("click", function (e) { closeOutside(e.target); });
+  document.addEventListener("focusin", function (e) { closeOutside(e.target); });
+})();

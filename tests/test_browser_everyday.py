@@ -1,5 +1,6 @@
-"""Everyday use in a real browser: live updates, keyboard, themes (with screenshots of every
-page in light and dark), and an axe-core accessibility check on every page."""
+"""Everyday use in a real browser: live updates, keyboard, themes, a phone's layout, CJK.
+(axe on every page type, in both themes and at both sizes, with the light and dark
+screenshots, is tests/test_browser_axe.py.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 import pytest
 
 from support import sql
-from support.browser import LiveServer, axe_problems, screenshot, until
+from support.browser import LiveServer, screenshot, until
 
 pytestmark = pytest.mark.browser
 
@@ -20,33 +21,6 @@ def live(gen_app):
     srv = LiveServer(gen_app)
     yield srv
     srv.close()
-
-
-def pages(db, long_id) -> dict[str, str]:
-    """Every page of Logbook, each on data that shows it at its best."""
-    family = sql(
-        db,
-        "WITH RECURSIVE d(id, root) AS (SELECT id, id FROM sessions WHERE "
-        "parent_session_id IS NULL UNION SELECT s.id, d.root FROM sessions s JOIN d "
-        "ON s.parent_session_id = d.id) SELECT root FROM d GROUP BY root "
-        "ORDER BY COUNT(*) DESC LIMIT 1",
-    )[0][0]
-    rich = sql(
-        db,
-        "SELECT session_id FROM messages WHERE tool_calls IS NOT NULL GROUP BY 1 "
-        "ORDER BY COUNT(*) DESC LIMIT 1",
-    )[0][0]
-    return {
-        "sessions": "/sessions",
-        "viewer": f"/sessions/{rich}",
-        "search": "/search?q=docker",
-        "lineage": f"/sessions/{family}/lineage",
-        "stats": "/stats?period=all",
-        "export": "/export",
-        "prune": "/prune?older_than=200",
-        "long": f"/sessions/{long_id}",
-        "notfound": "/sessions/no-such-session",
-    }
 
 
 def test_live_update_appends_new_message_without_reload(live, page, generated_db):
@@ -108,29 +82,6 @@ def test_theme_toggle_is_remembered(live, page):
     bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
     page.locator("[data-theme-toggle]").click()
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") != bg
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_page_in_both_themes_passes_axe(live, chromium, generated_db, scheme):
-    db, long_id = generated_db
-    context = chromium.new_context(
-        viewport={"width": 1280, "height": 900}, color_scheme=scheme, bypass_csp=True
-    )
-    pg = context.new_page()
-    problems = []
-    try:
-        for name, path in pages(db, long_id).items():
-            pg.goto(live.url + path)
-            pg.wait_for_load_state("networkidle")
-            if name == "viewer":
-                for d in pg.locator("details").all()[:30]:
-                    d.evaluate("el => el.open = true")
-            if name in ("sessions", "viewer", "search", "lineage", "stats", "export", "prune"):
-                screenshot(pg, f"{name}-{scheme}.png")
-            problems += axe_problems(pg, name)
-    finally:
-        context.close()
-    assert not problems, problems
 
 
 def test_phone_layout_cards_and_folded_metadata(live, chromium, generated_db):

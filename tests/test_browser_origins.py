@@ -38,7 +38,7 @@ def test_read_a_chat_across_its_resets_search_it_and_page_on(origins, page):
     assert first_link.endswith(first_sessions[0][0])
     lines = timeline.locator(".reset-line").all_inner_texts()
     assert lines and all("ended" in t or "not ended" in t for t in lines)
-    assert any("daily reset" in t for t in lines)
+    assert any("automatically reset (daily schedule)" in t for t in lines)
     shown = timeline.locator("article.msg").count()
     assert shown == 100
     page.get_by_role("link", name="Later messages").click()

@@ -36,8 +36,9 @@ def test_chats_are_session_keys_with_their_totals(v22):
     expected = sql(
         db,
         f"SELECT session_key, COUNT(*), SUM(message_count), SUM({COST}), MAX(display_name) "
+        "|| COALESCE(' (thread ' || MAX(thread_id) || ')', '') "
         "FROM sessions WHERE session_key IS NOT NULL GROUP BY 1",
-    )
+    )  # a chat's name: its display name, with the thread for a thread (hermes.origin.chat_name)
     assert sorted(got) == sorted(r[0] for r in expected) and len(expected) >= 2
     for key, n, msgs, cost, name in expected:
         assert (got[key]["sessions"], got[key]["messages"], got[key]["label"]) == (n, msgs, name)
@@ -62,7 +63,7 @@ def test_a_chat_is_its_sessions_in_order_with_why_each_ended(origins):
     # Hermes's own reset reasons, as its gateway wrote them
     assert {"daily", "idle", "session_reset", "compression", None} <= reasons
     html = client.get(f"/chats/{ALICE}").get_data(as_text=True)
-    assert "daily reset" in html and "context compressed" in html
+    assert "automatically reset (daily schedule)" in html and "context compacted" in html
     assert client.get("/chats/agent:nope?format=json").status_code == 404
 
 
@@ -309,8 +310,8 @@ def test_lineage_and_search_hits_say_where_it_came_from(origins):
 def test_reset_words_and_origin_names_are_pure_rules():
     from webui.hermes.origin import end_reason_words, origin_label
 
-    assert end_reason_words("daily") == "daily reset"
-    assert end_reason_words("session_reset") == "reset by /new or /reset"
+    assert end_reason_words("daily") == "session automatically reset (daily schedule)"
+    assert end_reason_words("session_reset") == "session reset by /new or /reset: starting fresh"
     assert end_reason_words("some_new_reason") == "some new reason"
     assert end_reason_words(None) is None
     # the gateway's origin_json is SessionSource.to_dict(): chat_name, not label
@@ -334,7 +335,8 @@ def test_hostile_origins_stay_text(origins):
         "/search?q=script",
     ):
         assert_inert_page(client.get(url))
-    assert "&lt;img src=x onerror=" in client.get("/chats").get_data(as_text=True)
+    # a direct chat is named by the person (the gateway's user_name): shown as text
+    assert "&lt;b&gt;mallory&lt;/b&gt;" in client.get("/chats").get_data(as_text=True)
     signal = "agent:main:signal:dm:+15550002"  # its origin_json is cut-off JSON
     assert client.get(f"/chats/{signal}?format=json").get_json()["chat"]["label"] == "+15550002"
 

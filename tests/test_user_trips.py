@@ -60,7 +60,7 @@ def test_chats_keyed_per_person_are_told_apart(origins):
     labels = [t.strip() for t in re.findall(r"<option value=\"[^\"]+\"[^>]*>([^<]+)", chat_menu)]
     names = [re.sub(r" \(\d+\)$", "", t) for t in labels]
     assert len(names) == len(set(names)), names
-    assert any("ops · discord (carol)" in n for n in names), names
+    assert any("ops (carol) · discord" in n for n in names), names
     chats = [c["label"] for c in client.get("/chats?format=json").get_json()["chats"]]
     assert len(chats) == len(set(chats)), chats
 
@@ -73,7 +73,8 @@ def test_groups_with_unpriced_sessions_say_so_never_zero_dollars(origins):
     page = client.get("/stats?period=all").get_data(as_text=True)
     rows = dict(
         re.findall(
-            r'<th scope="row">([^<]+)</th>(?:<td class="n">.*?</td>){3}<td class="n">([^<]+)</td>',
+            r'<th scope="row">([^<]+)</th>(?:<td class="n">.*?</td>){3}<td class="n">'
+            r"(?:<span [^>]*>)?([^<]+)(?:</span>)?</td>",
             page,
         )
     )
@@ -92,7 +93,8 @@ def test_groups_with_unpriced_sessions_say_so_never_zero_dollars(origins):
     by_status = {
         m[0]: m[1:]
         for m in re.findall(
-            r'<th scope="row">([^<]+)</th><td class="n">[^<]*</td><td class="n">([^<]*)</td>'
+            r'<th scope="row">([^<]+)</th><td class="n">[^<]*</td><td class="n">'
+            r"(?:<span [^>]*>)?([^<]*)(?:</span>)?</td>"
             r'<td class="n">([^<]*)</td><td class="n">([^<]*)</td>',
             table,
         )
@@ -239,8 +241,8 @@ def test_archive_is_in_the_navigation_the_session_page_and_the_bulk_bar(origins,
     db = copy_fixture("hermes-v22-origins.db", tmp_path)
     client = make_app(db, tmp_path / "inst").test_client()
     page = client.get("/sessions").get_data(as_text=True)
-    nav = re.search(r'<nav aria-label="Main">.*?</nav>', page, re.S).group(0)
-    assert ">Archive</a>" in nav
+    nav = re.search(r'<nav aria-label="Main"[^>]*>.*?</nav>', page, re.S).group(0)
+    assert 'href="/archive">Archive<' in nav  # in the History menu
     assert 'value="archive"' in page  # the bulk bar
     sid = sql(
         db, "SELECT id FROM sessions WHERE ended_at IS NOT NULL ORDER BY started_at DESC LIMIT 1"

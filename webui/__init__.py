@@ -14,15 +14,17 @@ from htmx_flask import Htmx
 from webui.db import OpenedDatabase, check_database, init_db
 from webui.hermes.activity import session_state
 from webui.hermes.content import pretty_json
-from webui.hermes.origin import chat_type_words, end_reason_words
+from webui.hermes.origin import END_REASONS, chat_type_words, end_reason_short, end_reason_words
 from webui.paths import STATIC, TEMPLATES
-from webui.present import filters
+from webui.present import filters, nav
 from webui.present.fragments import FragmentCache, hit_key, list_row_key, message_key
 from webui.present.markdown import highlight_json
 from webui.web.jinja import LogbookEnvironment
 from webui.web.urls import row_url
 
-__version__ = "0.1.0"
+# The one place the version is written (pyproject.toml reads it: [tool.hatch.version]); the
+# README's changelog names it first (tests/test_version_and_stop.py checks both).
+__version__ = "0.6.0"
 
 DEFAULTS: dict[str, Any] = {
     "LOGBOOK_DB": None,  # path of the state.db to serve
@@ -136,6 +138,9 @@ def create_app(
     app.jinja_env.globals["message_key"] = message_key
     app.jinja_env.globals["hit_key"] = hit_key
     app.jinja_env.filters["end_reason_words"] = end_reason_words
+    app.jinja_env.filters["end_reason_short"] = end_reason_short
+    app.jinja_env.globals["nav_bar"] = nav.bar
+    app.jinja_env.globals["end_reasons"] = END_REASONS
     app.jinja_env.filters["chat_type_words"] = chat_type_words
 
     @app.context_processor

@@ -358,6 +358,19 @@ def stores_config(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The program. Ctrl+C stops it at any moment (starting, printing the banner, serving)
+    with one line and exit status 0: never a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        try:
+            print("hermes-logbook: stopped.", file=sys.stderr, flush=True)
+        except (KeyboardInterrupt, OSError):
+            pass
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     err = sys.stderr
     if not is_loopback(args.host) and not args.insecure:

@@ -25,12 +25,17 @@ queue. Here:
   and a parked connection whose reader takes nothing for ``channel_timeout`` is closed;
 - running out of descriptors never stops the loop: an accept that fails for want of one pauses
   accepting for a moment and makes room (the loop itself polls, so no descriptor number is
-  too high for it: webui.serve).
+  too high for it: webui.serve);
+- a request line holding raw non-ASCII bytes (``curl 'http://…/search?q=数据库迁移'``, as
+  scripts send it) is read as if they were percent-encoded, as browsers send them; a request
+  line waitress cannot read at all is answered with its 400 (it was dropped unanswered: the
+  dispatcher looked for a path such a request does not have).
 """
 
 from __future__ import annotations
 
 import errno
+import re
 import socket
 import struct
 import threading
@@ -43,6 +48,7 @@ except ImportError:  # pragma: no cover - elsewhere that is not known, and count
     fcntl = termios = None  # type: ignore[assignment]
 
 from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser
 from waitress.server import TcpWSGIServer
 
 REQUEST_DEADLINE_S = 10.0
@@ -58,7 +64,28 @@ REFUSAL = (
 )
 
 
+_RAW_BYTE = re.compile(rb"[\x80-\xff]")
+
+
+class RequestParser(HTTPRequestParser):
+    # What a request waitress could not parse reads as (it answers it with a 400): the
+    # dispatcher classes every request by its path and query before it is answered.
+    path = ""
+    query = ""
+
+    def parse_header(self, header_plus):
+        """The request line's raw bytes above 0x7f percent-encoded (UTF-8 stays UTF-8 once
+        decoded: ``%E6%95%B0``…), before waitress reads it; header lines are left alone."""
+        end = header_plus.find(b"\r\n")
+        line = header_plus if end < 0 else header_plus[:end]
+        if _RAW_BYTE.search(line):
+            line = _RAW_BYTE.sub(lambda m: b"%%%02X" % m.group()[0], line)
+            header_plus = line if end < 0 else line + header_plus[end:]
+        return super().parse_header(header_plus)
+
+
 class GatedChannel(HTTPChannel):
+    parser_class = RequestParser
     began: float | None = None  # when the first byte of the request being read arrived
 
     def received(self, data):

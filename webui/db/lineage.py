@@ -12,6 +12,7 @@ from webui.db import sql
 from webui.db.reader import Reader
 from webui.db.sessions import like_escape
 from webui.db.sql import SESSION_FIGURES
+from webui.hermes.cost import session_cost
 from webui.hermes.origin import ORIGIN_COLUMNS
 
 MAX_NODES = 20_000
@@ -94,7 +95,15 @@ class LineageStore:
         root, dangling, cycle = self._root_of(session_id)
         cols = ", ".join(
             f"{self.col(c)} AS {c}"
-            for c in ("title", "end_reason", "ended_at", "model", *TOTAL_COLUMNS, *ORIGIN_COLUMNS)
+            for c in (
+                "title",
+                "end_reason",
+                "ended_at",
+                "model",
+                "cost_status",
+                *TOTAL_COLUMNS,
+                *ORIGIN_COLUMNS,
+            )
         )
         rows = self.r.rows(
             f"{sql.descendants_cte(MAX_NODES + 1)}"
@@ -222,12 +231,20 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     t: dict[str, Any] = dict.fromkeys(TOTAL_COLUMNS, 0)
     t["estimated_cost_usd"] = t["actual_cost_usd"] = 0.0
     cost = 0.0
+    unpriced = {"included": 0, "unknown": 0}
     for r in rows:
         for c in TOTAL_COLUMNS:
             t[c] += _number(r.get(c))
         actual = r.get("actual_cost_usd")
         cost += _number(actual if actual is not None else r.get("estimated_cost_usd"))
+        amount, kind = session_cost(actual, r.get("estimated_cost_usd"), r.get("cost_status"))
+        if amount is None:
+            unpriced[kind] += 1
     t["cost_usd"] = round(cost, 10)
+    # Segments whose cost is no dollar figure: the total says what it leaves out.
+    t["sessions"] = len(rows)
+    t["included_sessions"] = unpriced["included"]
+    t["unpriced_sessions"] = unpriced["unknown"]
     t["estimated_cost_usd"] = round(t["estimated_cost_usd"], 10)
     t["actual_cost_usd"] = round(t["actual_cost_usd"], 10)
     t["segments"] = len(rows)

@@ -14,7 +14,7 @@ from webui.db.errors import BadRequest
 from webui.db.messages import MessageStore
 from webui.db.reader import Reader
 from webui.db.sql import decode_cursor, encode_cursor
-from webui.hermes.origin import ORIGIN_NAME_KEYS, distinct_labels
+from webui.hermes.origin import ORIGIN_NAME_KEYS, chat_name, distinct_labels
 
 PAGE = 100
 # A chat's timeline: messages per page, and sessions looked at per page (empty ones cost a
@@ -84,7 +84,9 @@ class OriginStore:
         )
         more = len(rows) > PAGE
         rows = rows[:PAGE]
-        distinct_labels(rows)
+        for r in rows:
+            r["label"] = chat_name(r)
+        distinct_labels(rows, within=("source",))  # the page shows each chat's source
         cursor = encode_cursor(rows[-1]["last_active"], rows[-1]["session_key"]) if more else None
         return rows, cursor
 
@@ -134,10 +136,14 @@ class OriginStore:
         row = self.r.one(
             f"SELECT s.session_key AS session_key, MAX({self._label('s')}) AS label, "
             f"MAX(s.source) AS source, MAX({sql.col(self.schema, 'chat_type', 's')}) AS chat_type, "
+            f"MAX({sql.col(self.schema, 'thread_id', 's')}) AS thread_id, "
+            f"MAX({self._person('s')}) AS user_name, "
             f"MAX({sql.col(self.schema, 'user_id', 's')}) AS user_id, {self._figures()} "
             "FROM sessions s WHERE s.session_key = ? GROUP BY s.session_key",
             [session_key],
         )
+        if row is not None:
+            row["label"] = chat_name(row)
         return row
 
     def chat_sessions(
@@ -166,6 +172,11 @@ class OriginStore:
             f"{sql.col(self.schema, 'end_reason', 's')} AS end_reason, "
             f"{sql.num(self.schema, 'message_count', 's')} AS message_count, "
             f"{sql.cost(self.schema, 's')} AS cost, "
+            # Each session's cost by the one rule (present.filters.cost): its two figures
+            # and its status, so an unknown or included cost is named, never "$0".
+            f"{sql.col(self.schema, 'actual_cost_usd', 's')} AS actual_cost_usd, "
+            f"{sql.col(self.schema, 'estimated_cost_usd', 's')} AS estimated_cost_usd, "
+            f"{sql.col(self.schema, 'cost_status', 's')} AS cost_status, "
             f"{sql.col(self.schema, 'display_name', 's')} AS display_name, "
             f"{sql.col(self.schema, 'user_id', 's')} AS user_id"
         )
@@ -244,27 +255,29 @@ class OriginStore:
 
         chats = counted("s.session_key")
         users = counted("s.user_id", ", MAX(s.source) AS source")
-        # Each chat as its newest session names it, with the person and thread that tell
-        # apart chats that would read the same.
+        # Each chat as its newest session names it (hermes.origin.chat_name: a thread by its
+        # chat and thread, a direct chat by the person), with its source.
         label, person = self._label("x"), self._person("x")
         thread = sql.col(self.schema, "thread_id", "x")
         chat_labels = {
             r["value"]: r
             for r in self.r.rows(
-                f"SELECT k.value AS value, {label} || ' · ' || x.source AS label, {person} AS "
-                f"user_name, x.user_id AS user_id, {thread} AS thread_id FROM json_each(?) k "
+                f"SELECT k.value AS value, {label} AS label, x.source AS source, {person} AS "
+                f"user_name, x.user_id AS user_id, {thread} AS thread_id, x.chat_type AS "
+                "chat_type FROM json_each(?) k "
                 "JOIN sessions x ON x.id = (SELECT s.id FROM sessions s WHERE s.session_key = "
                 "k.value ORDER BY s.started_at DESC LIMIT 1)",
                 [json.dumps([c["value"] for c in chats])],
             )
         }
         for c in chats:
-            c.update({k: v for k, v in chat_labels.get(c["value"], {}).items() if k != "value"})
-            c["label"] = c.get("label") or c["value"]
+            found = chat_labels.get(c["value"])
+            c["label"] = (
+                f"{chat_name({**found, 'session_key': c['value']})} · {found['source']}"
+                if found
+                else c["value"]
+            )
         distinct_labels(chats)
-        for c in chats:
-            for k in ("user_name", "user_id", "thread_id"):
-                c.pop(k, None)
         # A person's newest name (the gateway's user_name), found through the gateway peer
         # index (source, user_id, …); a group's name is never a person's.
         user_labels = {

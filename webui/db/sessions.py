@@ -390,7 +390,8 @@ class SessionStore(Keeping, KeptOrders):
             self.r.one(
                 "SELECT "
                 + ", ".join(f"TOTAL({self.num(c)}) AS {c}" for c in summed)
-                + f", TOTAL({self.cost_expr}) AS cost FROM sessions s WHERE s.id IN "
+                + f", TOTAL({self.cost_expr}) AS cost, COUNT(*) AS sessions, "
+                f"{sql.price_counts(self.schema, 's')} FROM sessions s WHERE s.id IN "
                 f"({sql.in_list(len(members))})",
                 members,
             )
@@ -398,6 +399,9 @@ class SessionStore(Keeping, KeptOrders):
         )
         out: dict[str, Any] = {c: int(row.get(c) or 0) for c in summed}
         out["cost"] = row.get("cost") or 0.0
+        # The chain as a group for present.filters.cost: segments of no dollar figure named.
+        for k in ("sessions", "included_sessions", "unpriced_sessions"):
+            out[k] = int(row.get(k) or 0)
         out["segments"] = len(members)
         out["root"] = members[0]
         out["members"] = list(members)

@@ -281,7 +281,8 @@ class StatsStore:
         token_sums = ", ".join(f"{_total(self.col(k))} AS {k}" for k in TOKEN_KINDS)
         return self.r.rows(
             f"SELECT {BUCKET_SQL[bucket].format(t=local)} AS bucket, COALESCE({stack}, '(none)') AS stack, "
-            f"COUNT(*) AS sessions, {token_sums}, {sql.total(self.cost, integer=False)} AS cost_usd FROM sessions "
+            f"COUNT(*) AS sessions, {token_sums}, {sql.total(self.cost, integer=False)} AS cost_usd, "
+            f"{sql.price_counts(self.schema)} FROM sessions "
             f"WHERE {where} GROUP BY 1, 2 ORDER BY 1",
             params,
         )
@@ -290,23 +291,26 @@ class StatsStore:
         where, params = self.where(q)
         key = self.cost if by == "cost" else " + ".join(self.num(k) for k in TOKEN_KINDS[:4])
         title = self.col("title")
+        kind = sql.price_kind(self.schema)  # a value of no dollar figure is named by its kind
         if q.lineage:
             # fam has only (id, root): every other column name resolves to x unambiguously.
             return self.r.rows(
                 f"{FAMILY}, agg AS (SELECT COALESCE(fam.root, x.id) AS root, COUNT(*) AS segments, "
                 f"{sql.total(key, integer=False) if by == 'cost' else _total(key)} AS value, "
-                f"{_total(self.num('message_count'))} AS messages "
+                f"{_total(self.num('message_count'))} AS messages, {sql.price_counts(self.schema, 'x')} "
                 f"FROM sessions x LEFT JOIN fam ON fam.id = x.id WHERE {where} GROUP BY 1) "
                 f"SELECT agg.root AS id, {'s.title' if title != 'NULL' else 'NULL'} AS title, "
                 f"s.source AS source, s.started_at AS started_at, agg.value AS value, "
-                f"agg.segments AS segments, agg.messages AS messages FROM agg JOIN sessions s "
-                f"ON s.id = agg.root ORDER BY value DESC LIMIT {limit}",
+                f"agg.segments AS segments, agg.messages AS messages, agg.included_sessions AS "
+                f"included_sessions, agg.unpriced_sessions AS unpriced_sessions FROM agg JOIN "
+                f"sessions s ON s.id = agg.root ORDER BY value DESC LIMIT {limit}",
                 params,
             )
         return self.r.rows(
             f"SELECT id, {title} AS title, source, started_at, {key} AS value, 1 AS segments, "
-            f"{self.num('message_count')} AS messages FROM sessions WHERE {where} "
-            f"ORDER BY value DESC LIMIT {limit}",
+            f"{self.num('message_count')} AS messages, ({kind} = 'included') AS "
+            f"included_sessions, ({kind} = 'unknown') AS unpriced_sessions "
+            f"FROM sessions WHERE {where} ORDER BY value DESC LIMIT {limit}",
             params,
         )
 
@@ -358,8 +362,19 @@ class StatsStore:
         tokens = " + ".join(f"COALESCE(u.{k}, 0)" for k in TOKEN_KINDS[:4] if k in cols) or "0"
         cost = "COALESCE(u.actual_cost_usd, 0)" if "actual_cost_usd" in cols else "0"
         est = "COALESCE(u.estimated_cost_usd, 0)" if "estimated_cost_usd" in cols else "0"
+        # A usage row's cost is no dollar figure when Hermes says so (included, unknown), or
+        # when it gives no status and no figure: counted by session, as the groups name them.
+        status = f"COALESCE({c('cost_status')}, '')"
+        included = f"CASE WHEN {status} = 'included' THEN u.session_id END"
+        unknown = (
+            f"CASE WHEN {status} = 'unknown' OR ({status} = '' AND {cost} = 0 AND {est} = 0) "
+            "THEN u.session_id END"
+        )
         groups = self.r.rows(
             f"SELECT {c('task')} AS task, u.model AS model, "
+            f"COUNT(DISTINCT u.session_id) AS sessions, "
+            f"COUNT(DISTINCT {included}) AS included_sessions, "
+            f"COUNT(DISTINCT {unknown}) AS unpriced_sessions, "
             f"{_total(c('input_tokens'))} AS input_tokens, "
             f"{_total(c('output_tokens'))} AS output_tokens, "
             f"TOTAL({c('estimated_cost_usd')}) AS estimated_cost_usd, "
@@ -375,7 +390,7 @@ class StatsStore:
                 {
                     "model": "unknown" if g["model"] is None else g["model"],
                     "task": g["task"],
-                    **{k: g[k] for k in ADDED_BY_AUX},
+                    **{k: g[k] for k in (*ADDED_BY_AUX, *PRICED_BY)},
                 }
                 for g in groups
                 if g["task"] not in (None, "")
@@ -384,9 +399,17 @@ class StatsStore:
         for g in groups:
             key = (g["task"] or "main", g["model"])
             row = usage.setdefault(
-                key, {"task": key[0], "model": key[1], "api_calls": 0, "tokens": 0, "cost_usd": 0}
+                key,
+                {
+                    "task": key[0],
+                    "model": key[1],
+                    "api_calls": 0,
+                    "tokens": 0,
+                    "cost_usd": 0,
+                    **dict.fromkeys(PRICED_BY, 0),
+                },
             )
-            for k in ("api_calls", "tokens", "cost_usd"):
+            for k in ("api_calls", "tokens", "cost_usd", *PRICED_BY):
                 row[k] += g[k] or 0
         return by_model, sorted(usage.values(), key=lambda r: -r["tokens"])
 
@@ -412,6 +435,13 @@ def merge_aux_into_by_model(
             row.update(dict.fromkeys((*ADDED_BY_AUX, "cost_usd", "actual_cost_usd"), 0))
             row["main"] = dict.fromkeys(ADDED_BY_AUX, 0)
             row["aux_tasks"] = []
+            # A model used only for auxiliary calls: its cost is theirs, and so is what says
+            # whether it is a dollar figure (sessions whose calls these are, unpriced ones).
+            row.update(dict.fromkeys(("aux_sessions", "included_sessions", "unpriced_sessions"), 0))
+        if "aux_sessions" in row:
+            row["aux_sessions"] += a.get("sessions") or 0
+            row["included_sessions"] += a.get("included_sessions") or 0
+            row["unpriced_sessions"] += a.get("unpriced_sessions") or 0
         for k in ADDED_BY_AUX:
             row[k] = (row.get(k) or 0) + (a[k] or 0)
         row["cost_usd"] = (row.get("cost_usd") or 0) + (a["estimated_cost_usd"] or 0)
@@ -439,6 +469,8 @@ _SUM_KEYS = (
     "unpriced_sessions",
 )
 ADDED_BY_AUX = ("input_tokens", "output_tokens", "estimated_cost_usd", "api_calls")
+# What tells whether a group's cost is a dollar figure (present.filters.group_cost).
+PRICED_BY = ("sessions", "included_sessions", "unpriced_sessions")
 
 
 _total = sql.total

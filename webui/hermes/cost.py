@@ -29,3 +29,29 @@ def session_cost(actual: Any, estimated: Any, status: Any = None) -> tuple[float
         except (TypeError, ValueError):
             continue
     return None, "unknown"
+
+
+def group_cost(
+    amount: Any, sessions: Any, included: Any = 0, unpriced: Any = 0
+) -> tuple[float | None, int, int]:
+    """What a group of sessions cost (a model, a day, a chat, a conversation's segments):
+    (dollars or None, sessions of unknown cost, sessions included in a subscription).
+
+    The dollars are the priced sessions' sum; a group whose every session is unknown or
+    included has no dollar figure at all (None), never "$0": Hermes stores 0 for what it did
+    not price. An empty group (no sessions) keeps the amount it was given."""
+
+    def count(value: Any) -> int:
+        try:
+            return max(0, int(value or 0))
+        except (TypeError, ValueError):
+            return 0
+
+    n, inc, unk = count(sessions), count(included), count(unpriced)
+    try:
+        figure = None if amount is None else float(amount)
+    except (TypeError, ValueError):
+        figure = None
+    if n and inc + unk >= n:
+        figure = None
+    return figure, unk, inc

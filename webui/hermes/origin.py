@@ -19,30 +19,53 @@ ORIGIN_COLUMNS = ("display_name", "chat_type", "origin_json", "cwd", "git_repo_r
 # (chat_name, user_name); other writers put a "label".
 ORIGIN_NAME_KEYS = ("label", "chat_name", "user_name")
 
-# Why a session ended, as a chat's timeline words the boundary. The gateway ends a chat's
-# session when it resets it: "daily" (the daily reset hour, 04:00 by default), "idle" (the idle
-# timeout), "session_reset" (/new or /reset), "session_switch" (/resume of another session),
-# "suspended", "resume_pending_expired"; agents end theirs for other reasons.
-END_REASONS = {
-    "daily": "daily reset",
-    "idle": "idle reset (no message for a while)",
-    "session_reset": "reset by /new or /reset",
-    "new_session": "a new session was started",
-    "session_switch": "switched to another session (/resume)",
-    "resumed_other": "another session was resumed",
-    "suspended": "suspended",
-    "resume_pending_expired": "an interrupted run expired",
-    "compression": "context compressed: continued in the next session",
-    "branched": "branched (/branch)",
-    "cli_close": "the CLI closed",
-    "tui_close": "the TUI closed",
-    "tui_shutdown": "the TUI shut down",
-    "agent_close": "the agent closed",
-    "cron_complete": "the cron job finished",
-    "idle_timeout": "idle timeout",
-    "lru_evict": "evicted (too many open sessions)",
-    "ws_disconnect": "the connection dropped",
-    "ws_orphan_reap": "the connection was lost",
+# Why a session ended, in the words Hermes itself uses when it happens (the notice the gateway
+# sends on an automatic reset, its replies to /new, /reset, /resume and /branch, the CLI's
+# lines): (a short form for a list cell, the sentence). The facts come from Hermes 0.19 and
+# 0.22 (gateway/run.py's reset notice, locales/en.yaml's gateway.reset/resume/branch replies,
+# cli.py); an end reason not listed here is shown as Hermes wrote it.
+END_REASONS: dict[str, tuple[str, str]] = {
+    # "◐ Session automatically reset (daily schedule at 4:00)."
+    "daily": ("daily reset", "session automatically reset (daily schedule)"),
+    # "◐ Session automatically reset (inactive for 24h)."
+    "idle": ("reset after inactivity", "session automatically reset (inactive)"),
+    "suspended": (
+        "stopped or interrupted",
+        "session automatically reset (previous session was stopped or interrupted)",
+    ),
+    "resume_pending_expired": (
+        "restart recovery timed out",
+        "session automatically reset (gateway restart recovery timed out)",
+    ),
+    # "✨ Session reset! Starting fresh." / "✨ New session started!"
+    "session_reset": ("session reset", "session reset by /new or /reset: starting fresh"),
+    # the CLI's /new: "New session started!"
+    "new_session": ("new session started", "new session started (/new)"),
+    # "↻ Resumed session …": the one open before it ends
+    "session_switch": ("resumed another session", "another session resumed (/resume)"),
+    "resumed_other": ("resumed another session", "another session resumed (/resume)"),
+    "superseded_by_resume": ("resumed elsewhere", "the session was resumed in another window"),
+    # "🗜️ Compacting context — summarizing earlier conversation so I can continue"
+    "compression": (
+        "context compacted",
+        "context compacted: earlier conversation summarized, continued in the next session",
+    ),
+    # "⑂ Branched to …"
+    "branched": ("branched", "branched (/branch)"),
+    # the CLI's "Goodbye! ⚕"
+    "cli_close": ("CLI closed", "the CLI was closed"),
+    "tui_close": ("TUI closed", "the terminal UI was closed"),
+    "tui_shutdown": ("TUI shut down", "the terminal UI shut down"),
+    "agent_close": ("agent closed", "the agent was closed"),
+    "cron_complete": ("cron job done", "the cron job finished"),
+    "webhook_complete": ("webhook done", "the webhook run finished"),
+    "idle_timeout": ("idle timeout", "closed after a while without activity"),
+    "lru_evict": ("closed for newer sessions", "closed to make room for newer sessions"),
+    "ws_disconnect": ("disconnected", "the connection was closed"),
+    "ws_orphan_reap": ("connection lost", "the connection was lost"),
+    "adopted_by_profile": ("moved to another profile", "moved to another profile"),
+    "onboarding_restart": ("setup restarted", "restarted by setup"),
+    "user_exit": ("exited", "the user exited"),
 }
 # The reasons that start a new session of the same chat: a reset boundary, not an ending.
 RESETS = frozenset(
@@ -66,10 +89,19 @@ def chat_type_words(chat_type: Any) -> str:
 
 
 def end_reason_words(reason: Any) -> str | None:
-    """A session's end_reason in words (an unknown one as Hermes wrote it)."""
+    """A session's end_reason as Hermes words it (an unknown one as Hermes wrote it)."""
     if reason is None or reason == "":
         return None
-    return END_REASONS.get(str(reason), str(reason).replace("_", " "))
+    known = END_REASONS.get(str(reason))
+    return known[1] if known else str(reason).replace("_", " ")
+
+
+def end_reason_short(reason: Any) -> str | None:
+    """The same in a few words, for a list's cell (the sentence is its tooltip)."""
+    if reason is None or reason == "":
+        return None
+    known = END_REASONS.get(str(reason))
+    return known[0] if known else str(reason).replace("_", " ")
 
 
 def origin_label(row: Mapping[str, Any], home: str | None = None) -> str | None:
@@ -105,23 +137,51 @@ def origin_json_name(raw: Any) -> str:
     return ""
 
 
-def distinct_labels(rows: list[dict[str, Any]], label: str = "label") -> None:
-    """Chats that would read the same ("ops · discord" for a group keyed per person, a
-    channel's threads) are told apart, in place: by the person where their people differ,
-    else by the thread, else by the end of their key."""
-    by_label: dict[Any, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_label.setdefault(row.get(label), []).append(row)
-    for same in by_label.values():
-        if len(same) < 2:
-            continue
-        people = {r.get("user_name") or r.get("user_id") for r in same}
-        threads = {r.get("thread_id") for r in same}
+def chat_name(row: Mapping[str, Any]) -> str:
+    """A chat's name, from what its sessions recorded (``label``: the chat's own name, else
+    its id; ``user_name``, ``user_id``, ``thread_id``, ``chat_type``, ``session_key``):
+
+    * a direct chat is the person ("Alice");
+    * a thread is its chat's name and the thread ("Family 🏠 (thread 57)"): everyone in it
+      shares one session (Hermes's default), so no member names it;
+    * a group or channel is its name, with the person when Hermes keys its sessions per person
+      (the key ends with that person's id: "ops (carol)").
+    """
+    name = str(row.get("label") or "").strip()
+    person = str(row.get("user_name") or "").strip()
+    user_id = str(row.get("user_id") or "").strip()
+    thread = str(row.get("thread_id") or "").strip()
+    kind = str(row.get("chat_type") or "").strip().lower()
+    key = str(row.get("session_key") or "")
+    if kind == "dm":
+        name = person or name or user_id or key.rsplit(":", 1)[-1]
+        return f"{name} (thread {thread})" if thread else name
+    name = name or key.rsplit(":", 1)[-1]
+    if thread:
+        return f"{name} (thread {thread})"
+    if user_id and key.endswith(":" + user_id):
+        return f"{name} ({person or user_id})"
+    return name
+
+
+def distinct_labels(
+    rows: list[dict[str, Any]], label: str = "label", within: tuple[str, ...] = ()
+) -> None:
+    """Chats whose names read the same (within the same ``within`` values: on /chats, the
+    same source) are told apart, in place, by the end of their key (a chat, person or thread
+    id), and by the whole key if that is not enough."""
+
+    def clashes() -> list[list[dict[str, Any]]]:
+        by: dict[Any, list[dict[str, Any]]] = {}
+        for row in rows:
+            by.setdefault((row.get(label), *(row.get(k) for k in within)), []).append(row)
+        return [same for same in by.values() if len(same) > 1]
+
+    for same in clashes():
         for r in same:
-            if len(people) > 1 and (r.get("user_name") or r.get("user_id")):
-                extra = str(r.get("user_name") or r.get("user_id"))
-            elif len(threads) > 1 and r.get("thread_id"):
-                extra = f"thread {r['thread_id']}"
-            else:
-                extra = str(r.get("session_key") or r.get("value") or "").rsplit(":", 1)[-1]
-            r[label] = f"{r.get(label)} ({extra})" if extra else r.get(label)
+            tail = str(r.get("session_key") or r.get("value") or "").rsplit(":", 1)[-1]
+            if tail and tail not in str(r.get(label)):
+                r[label] = f"{r.get(label)} ({tail})"
+    for same in clashes():
+        for r in same:
+            r[label] = f"{r.get(label)} ({r.get('session_key') or r.get('value')})"

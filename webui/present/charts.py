@@ -51,7 +51,10 @@ def stacked_columns(
     xlabel: str,
     width: int = 760,
     height: int = 260,
+    tick_fmt: Callable[[float], str] | None = None,
 ) -> Chart:
+    """Columns stacked per category; ``fmt`` words a bar's value (its tooltip), ``tick_fmt``
+    (default ``fmt``) the y axis's ticks."""
     left, right, top, bottom = 64, 12, 12, 44
     plot_w, plot_h = width - left - right, height - top - bottom
     totals = [sum(value(c, s) for s in stacks) for c in categories]
@@ -93,7 +96,9 @@ def stacked_columns(
             )
     for k in range(5):
         v = top_value * k / 4
-        chart.yticks.append({"y": round(top + plot_h - plot_h * k / 4, 2), "text": fmt(v)})
+        chart.yticks.append(
+            {"y": round(top + plot_h - plot_h * k / 4, 2), "text": (tick_fmt or fmt)(v)}
+        )
     if len(stacks) > 1:
         chart.legend = [{"cls": f"c{j % PALETTE}", "text": s} for j, s in enumerate(stacks)]
     return chart
@@ -118,7 +123,11 @@ def horizontal_bars(
 ) -> Chart:
     """One bar per label; ``texts`` (optional) replaces the formatted values, e.g. "unknown"
     where a cost of 0 would mislead."""
-    row_h, left, right = 24, 170, 90
+    row_h, left = 24, 170
+    # Room after the bars for the longest value ("$0.91 + 3 unknown, 3 included" is 30
+    # characters of 11 px text), at most half the width.
+    shown_texts = texts if texts else [fmt(v) for v in values]
+    right = int(min(width / 2, max(90, 12 + 6.4 * max(map(len, shown_texts), default=0))))
     height = max(len(labels), 1) * row_h + 8
     top_value = max(values, default=0) or 1
     chart = Chart(

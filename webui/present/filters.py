@@ -10,6 +10,7 @@ from typing import Any
 from markupsafe import Markup
 
 from webui import keep
+from webui.hermes.cost import group_cost as group_cost_rule
 from webui.hermes.cost import session_cost
 
 
@@ -37,6 +38,9 @@ def compact(value: Any) -> str:
 
 
 def money(value: Any) -> str:
+    """A dollar figure, for an amount that is one. Every cost of a session or a group goes
+    through ``cost`` (or ``group_cost``), which decides first whether there is a dollar figure
+    at all: unknown and included work is named, never "$0"."""
     if value is None:
         return "—"
     try:
@@ -52,16 +56,43 @@ def money(value: Any) -> str:
     return f"${v:,.0f}"
 
 
+def axis_money(value: Any) -> str:
+    """A chart axis's dollar tick: its zero is the axis's origin, written "0"."""
+    try:
+        return "0" if float(value) == 0 else money(value)
+    except (TypeError, ValueError):
+        return money(value)
+
+
 COST_TITLES = {
     "actual": "actual cost, as the provider billed it",
     "estimated": "estimated from the token counts and the price table",
     "included": "included in a subscription: no per-token charge",
     "unknown": "unknown: Hermes had no price for this model",
+    "group": "the sum of the priced sessions' costs (billed where the provider reported it, "
+    "else estimated)",
 }
 
 
+def _getter(row: Any):
+    if hasattr(row, "get"):
+        return row.get
+    return lambda k, d=None: getattr(row, k, d)
+
+
+def _is_group(row: Any) -> bool:
+    """A group of sessions (a model, a day, a chat, a chain) carries its session count; a
+    session row never has one."""
+    return _getter(row)("sessions") is not None
+
+
 def _cost_parts(row: Any) -> tuple[str, str]:
-    get = row.get if hasattr(row, "get") else (lambda k: getattr(row, k, None))
+    get = _getter(row)
+    if _is_group(row):
+        figure, left_out = group_cost_parts(row)
+        if left_out:
+            return f"{figure} + {left_out}", "group"
+        return figure, figure if figure in ("unknown", "included") else "group"
     amount, kind = session_cost(
         get("actual_cost_usd"), get("estimated_cost_usd"), get("cost_status")
     )
@@ -71,17 +102,32 @@ def _cost_parts(row: Any) -> tuple[str, str]:
 
 
 def cost_text(row: Any) -> str:
-    """A session's cost as plain text (for SVG labels and titles)."""
+    """A cost as plain text (for SVG labels and titles): ``cost`` without the markup."""
     return _cost_parts(row)[0]
 
 
 def cost(row: Any) -> Markup:
-    """A session's cost in words: "$0.32" (actual), "≈ $0.19" (estimated), "included" or
-    "unknown" (never "$0" for a cost nobody knows)."""
+    """The one way a cost is shown, for a session or a group of sessions. A session: "$0.32"
+    (actual), "≈ $0.19" (estimated), "included" or "unknown". A group (a row carrying
+    ``sessions``, ``included_sessions``, ``unpriced_sessions`` and ``cost_usd``/``cost``): the
+    priced sessions' sum saying what it leaves out ("$3.16 + 11 unknown, 13 included"), or
+    only words when no session of it was priced. Never "$0" for a cost nobody knows."""
     text, kind = _cost_parts(row)
-    return Markup('<span class="cost cost-{}" title="{}">{}</span>').format(
-        kind, COST_TITLES[kind], text
-    )
+    if kind == "group" and " + " in text:
+        title = COST_TITLES["group"] + "; sessions with no dollar figure are not in it"
+    else:
+        title = COST_TITLES[kind]
+    return Markup('<span class="cost cost-{}" title="{}">{}</span>').format(kind, title, text)
+
+
+def as_group(amount: Any, sessions: Any, included: Any = 0, unpriced: Any = 0) -> dict[str, Any]:
+    """Figures kept apart (a report's totals, a top list's value) as a group for ``cost``."""
+    return {
+        "cost_usd": amount,
+        "sessions": sessions or 0,
+        "included_sessions": included or 0,
+        "unpriced_sessions": unpriced or 0,
+    }
 
 
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -103,30 +149,34 @@ def tokens(row: Any) -> int:
 def group_cost_parts(row: Any) -> tuple[str, str]:
     """(the figure, what it leaves out): ("$3.16", "11 unknown, 13 included"); a group with no
     dollar figure at all is never "$0": ("unknown", ""), ("included", ""), or
-    ("11 unknown, 13 included", "")."""
-    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
-    sessions = int(get("sessions") or 0)
-    included = int(get("included_sessions") or 0)
-    unpriced = int(get("unpriced_sessions") or 0)
-    cost = get("cost_usd")
-    if cost is None:
-        cost = get("cost")
-    if sessions and included == sessions:
-        return "included", ""
-    if sessions and unpriced == sessions:
-        return "unknown", ""
-    left_out = ", ".join(
-        f"{n:,} {word}" for n, word in ((unpriced, "unknown"), (included, "included")) if n
+    ("11 unknown, 13 included", ""). The rule is ``webui.hermes.cost.group_cost``."""
+    get = _getter(row)
+    amount = get("cost_usd")
+    if amount is None:
+        amount = get("cost")
+    # A model used only for auxiliary calls counts the sessions those calls belong to.
+    sessions = get("sessions") or get("aux_sessions")
+    figure, unknown, included = group_cost_rule(
+        amount, sessions, get("included_sessions"), get("unpriced_sessions")
     )
-    if sessions and included + unpriced == sessions:
+    left_out = ", ".join(
+        f"{n:,} {word}" for n, word in ((unknown, "unknown"), (included, "included")) if n
+    )
+    if figure is not None and not figure and not sessions:
+        return "—", ""  # nothing to price: no sessions (an empty period, a day before)
+    if figure is None:
+        if not unknown:
+            return ("included" if included else "—"), ""
+        if not included:
+            return "unknown", ""
         return left_out, ""
-    return money(cost), left_out
+    return money(figure), left_out
 
 
 def group_cost(row: Any) -> str:
-    """The cost of a group of sessions (a model, a source, a selection, a chat): a sum in
-    dollars that says what it leaves out ("$3.16 + 11 unknown, 13 included"), never "$0" for
-    a group with no dollar figure at all."""
+    """The cost of a group of sessions as plain text: a sum in dollars that says what it
+    leaves out ("$3.16 + 11 unknown, 13 included"), never "$0" for a group with no dollar
+    figure at all (``cost`` is the same with its markup)."""
     figure, left_out = group_cost_parts(row)
     return f"{figure} + {left_out}" if left_out else figure
 
@@ -135,12 +185,11 @@ def status_part(row: Any, kind: str) -> str:
     """The actual or estimated part of a cost-status group: "—" where the group's sessions
     report none of that kind (an "estimated" group's actual cost is not $0, it was never
     reported; nor is an "actual" group's estimate), or where the group has no dollar figure."""
-    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
-    sessions = int(get("sessions") or 0)
-    if (
-        sessions
-        and int(get("included_sessions") or 0) + int(get("unpriced_sessions") or 0) == sessions
-    ):
+    get = _getter(row)
+    figure, _unknown, _included = group_cost_rule(
+        0, get("sessions"), get("included_sessions"), get("unpriced_sessions")
+    )
+    if figure is None:
         return "—"
     value = get(f"{kind}_cost_usd")
     reports = {"actual": "actual", "estimated": "estimated"}
@@ -262,6 +311,13 @@ def short_id(session_id: Any) -> str:
     return text if len(text) <= 12 else text[:12] + "…"
 
 
+def model_short(model: Any) -> str:
+    """A model's name without its provider's prefix ("anthropic/claude-sonnet-4.6" →
+    "claude-sonnet-4.6"), for a narrow column whose tooltip holds the whole name."""
+    text = str(model or "").strip()
+    return text.rsplit("/", 1)[-1] if text else ""
+
+
 def rowid(session_id: Any) -> str:
     """A stable, HTML-safe element id for a session's row (ids may hold any character)."""
     import hashlib
@@ -272,9 +328,11 @@ def rowid(session_id: Any) -> str:
 FILTERS = {
     "rowid": rowid,
     "short_id": short_id,
+    "model_short": model_short,
     "num": num,
     "compact": compact,
     "money": money,
+    "as_group": as_group,
     "cost": cost,
     "cost_text": cost_text,
     "group_cost": group_cost,

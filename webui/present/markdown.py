@@ -96,6 +96,27 @@ def _render_image(self, tokens, idx, options, env):
     return f'<a href="{escape(src)}" class="md-image">🖼 {escape(alt)}</a>'
 
 
+# A message's headings sit under the page's own: h1 is the page's title and h2 a section of it
+# (the viewer's "Messages", one session of a chat), so a message's "#" becomes an h3.
+MESSAGE_TOP_HEADING = 3
+
+
+def _demote_headings(state) -> None:
+    """Each heading of a message one level under the page's, and never more than one level
+    deeper than the heading before it (``#`` then ``####`` reads h3 then h4): wherever a
+    message sits, the page's heading order holds. h6 is the deepest."""
+    before = MESSAGE_TOP_HEADING - 1
+    level = before
+    for token in state.tokens:
+        if token.type == "heading_open":
+            written = int(token.tag[1])
+            level = min(written + MESSAGE_TOP_HEADING - 1, before + 1, 6)
+            before = level
+            token.tag = f"h{level}"
+        elif token.type == "heading_close":
+            token.tag = f"h{level}"
+
+
 def _make_parser() -> MarkdownIt:
     md = MarkdownIt(
         "commonmark",
@@ -103,6 +124,7 @@ def _make_parser() -> MarkdownIt:
     )
     md.enable(["table", "strikethrough"])
     md.add_render_rule("image", _render_image)
+    md.core.ruler.push("demote_headings", _demote_headings)
     return md
 
 

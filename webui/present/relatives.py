@@ -50,6 +50,10 @@ def child_groups(nodes: list[dict[str, Any]], session_id: str) -> list[Group]:
                 "started_at": n.get("started_at"),
                 "messages": n.get("message_count"),
                 "cost": actual if actual is not None else n.get("estimated_cost_usd"),
+                # the cost's own figures, for the one rule that words it (filters.cost)
+                "actual_cost_usd": actual,
+                "estimated_cost_usd": n.get("estimated_cost_usd"),
+                "cost_status": n.get("cost_status"),
                 # Hermes 0.19's rule: live only when active in the last five minutes
                 "state": session_state(n.get("ended_at"), n.get("last_active")),
             }

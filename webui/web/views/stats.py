@@ -26,7 +26,7 @@ from webui.db.stats import (
 )
 from webui.hermes import listing
 from webui.present import charts, fragments
-from webui.present.filters import compact, group_cost, money, num
+from webui.present.filters import axis_money, compact, group_cost, money, num
 from webui.present.headline import headline, leaders
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import kept_answer, readable, request_stores
@@ -338,6 +338,7 @@ def build_charts(report: dict[str, Any]) -> dict[str, charts.Chart]:
             money,
             "USD",
             unit,
+            tick_fmt=axis_money,
         ),
     }
     for key, title in (
@@ -532,7 +533,9 @@ def stats_csv():
         data = report[panel]
     buf = io.StringIO()
     if data:
-        writer = csv.DictWriter(buf, fieldnames=list(data[0].keys()))
+        # Every key any row has, in first-seen order: rows of one panel may differ (a model
+        # used only for auxiliary calls has figures of its own).
+        writer = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in data for k in r)))
         writer.writeheader()
         for row in data:
             writer.writerow({k: _csv_safe(v) for k, v in row.items()})
