@@ -312,7 +312,7 @@ def test_a_move_back_killed_between_its_messages_and_its_rows_is_undone_at_the_n
     live_before, kept_before = _state(db), _state(archive)
     killer = (
         "import os, signal\n"
-        "            import webui.db.changes.moving as mv, webui.db.changes.lane as ln\n"
+        "            import webui.db.changes.carrying as mv, webui.db.changes.lane as ln\n"
         "            mv.BACK_BATCH = 3\n"
         "            def kill(label):\n"
         "                if label == 'live commit':\n"

@@ -302,9 +302,13 @@ def move_out(
         j.target = path
         verdict = judge(continuing(lb), j.include_resumable)
         batches = Batches(lane.w, job=j, patience_s=LOCK_PATIENCE_S)
+        seen: set[str] = set()
         for root in roots:
+            if root in seen:
+                continue  # its conversation was judged already (moved or left)
             with lane.unit("out", wait_s=None, job=j) as unit:
                 moved = moving.out_one(lane, unit, batches, path, ident, root, verdict)
+            seen.update(moved.members)
             _record(j, moved)
     except Exception as exc:  # noqa: BLE001 - said to the user through the job
         failure = exc
@@ -325,9 +329,13 @@ def move_back(lb: Logbook, path: Path, roots: list[str], j: MoveJob) -> MoveJob:
                 f"Nothing was moved back: {problem or f'{path} is not an archive file here'}."
             )
         batches = Batches(lane.w, job=j, patience_s=LOCK_PATIENCE_S)
+        seen: set[str] = set()
         for root in roots:
+            if root in seen:
+                continue
             with lane.unit("back", wait_s=None, job=j) as unit:
                 moved = moving.back_one(lane, unit, batches, path, ident, root)
+            seen.update(moved.members)
             _record(j, moved)
     except Exception as exc:  # noqa: BLE001 - said to the user through the job
         failure = exc

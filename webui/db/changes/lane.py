@@ -157,7 +157,7 @@ class Lane:
         """Every entry cut short, oldest first, finished or undone (the lock is held). An
         error leaves the entry for the next try and stops the unit that wanted to begin: no
         unit runs beside work left half done."""
-        from webui.db.changes import moving, removal
+        from webui.db.changes import move_replay, removal
 
         entries, notes = self.journal.pending()
         removed: list[str] = []
@@ -166,9 +166,9 @@ class Lane:
             if entry.kind in ("delete", "prune"):
                 note, gone = removal.replay(self, entry)
             elif entry.kind == "out":
-                note, gone = moving.replay_out(self, entry)
+                note, gone = move_replay.replay_out(self, entry)
             else:
-                note, gone = moving.replay_back(self, entry)
+                note, gone = move_replay.replay_back(self, entry)
             self.journal.close(entry)
             step("replayed")
             notes.append(note)
