@@ -84,6 +84,14 @@ class Moved:
 # -- out ---------------------------------------------------------------------------------------
 
 
+def changed_under(target: Path, root: str) -> ColdStoreError:
+    return ColdStoreError(
+        f"The move stopped: {target.name} was deleted, replaced or changed by something else "
+        f"while {root} was moving. That conversation is whole in the live database; nothing "
+        "was lost, and nothing more is written into that file."
+    )
+
+
 def out_one(
     lane: Lane,
     unit: Unit,
@@ -96,6 +104,30 @@ def out_one(
     """One conversation (the one ``root`` belongs to, as the live file holds it now) into
     ``target``, which must be the file ``ident``. Raises ColdStoreError when the archive file
     misbehaves (the job stops); every session is then whole in the live file."""
+    try:
+        return _out(lane, unit, batches, target, ident, root, judge)
+    except ArchiveChanged:
+        # Before the verified mark nothing left the live file: nothing is left to finish.
+        if unit.entry is not None and "verified" not in unit.entry.marks:
+            unit.finish()
+        raise changed_under(target, root) from None
+    except sqlite3.Error:
+        if ident.still_at(target, check_wal=False):
+            raise
+        if unit.entry is not None and "verified" not in unit.entry.marks:
+            unit.finish()
+        raise changed_under(target, root) from None
+
+
+def _out(
+    lane: Lane,
+    unit: Unit,
+    batches: Batches,
+    target: Path,
+    ident: Identity,
+    root: str,
+    judge: Judge,
+) -> Moved:
     live_path = lane.r.opened.path
     copy = open_checked(target, ident, "rw")
     try:
@@ -109,6 +141,8 @@ def out_one(
         unit.intend(dict.fromkeys(members, 0), archive=str(target), **ident.facts())
         copy.execute("BEGIN IMMEDIATE")  # the archive's write lock; the live file is only read
         try:
+            if not ident.still_at(target, check_wal=False):
+                raise ArchiveChanged(f"{target} changed")
             problem = schema_problem(copy, "main", "live")
             if problem:
                 raise ColdStoreError(
@@ -173,11 +207,7 @@ def out_one(
             carry_in(batches, held, members)  # what left the live file, from the snapshot
             if isinstance(exc, ArchiveChanged):
                 unit.finish()
-                raise ColdStoreError(
-                    f"The move stopped: {target.name} was deleted, replaced or written to by "
-                    f"something else while {members[0]} was moving. That conversation was "
-                    "put back whole in the live database; nothing was lost."
-                ) from None
+                raise changed_under(target, root) from None
             undo_copy(held, target, ident, members)
             drop_copies(target, members, originals)
             unit.finish()
