@@ -27,7 +27,7 @@ from webui.db.changes import archive_file
 from webui.db.changes import lane as lane_module
 
 MOMENTS = settings(
-    max_examples=60 if os.environ.get("CI") else 15,
+    max_examples=40 if os.environ.get("CI") else 12,
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )

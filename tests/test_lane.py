@@ -195,3 +195,103 @@ def test_an_endless_huge_or_foreign_entry_never_stops_the_start(tmp_path):
     assert "is now complete" in done.stdout
     assert not sql(db, "SELECT 1 FROM sessions WHERE id = ?", (good,))
     assert not list(folder.glob("*.jsonl"))
+
+
+CHAIN = ["20251216_225305_346aef", "20251216_230519_71eb5c", "20251216_231538_b523c0"]
+
+
+def _chain_rows(db: Path) -> dict[str, list]:
+    marks = ",".join("?" * len(CHAIN))
+    return {
+        "sessions": sql(db, f"SELECT * FROM sessions WHERE id IN ({marks}) ORDER BY id", CHAIN),
+        "messages": sql(
+            db, f"SELECT * FROM messages WHERE session_id IN ({marks}) ORDER BY id", CHAIN
+        ),
+    }
+
+
+def _back(client) -> dict:
+    r = post(
+        client,
+        "/coldstore",
+        {
+            "from": time.strftime("archive %Y-%m"),
+            "back": "1",
+            "session": CHAIN[0],
+            "confirm": "yes",
+            "format": "json",
+        },
+    )
+    job = r.get_json()
+    assert r.status_code == 200 and job["error"] is None and job["sessions_moved"] == 3, job
+    return job
+
+
+def test_a_move_back_cut_short_earlier_is_undone_before_the_conversation_comes_back(tmp_path):
+    """A move back killed after some of the conversation's messages entered the live file
+    (owned by no session there): the next move back first takes those out (its replay), then
+    brings the conversation in whole."""
+    db = _home(tmp_path)
+    instance = tmp_path / "inst"
+    app = make_app(db, instance)
+    client = app.test_client()
+    before = _chain_rows(db)
+    job = post(
+        client,
+        "/coldstore",
+        {"session": CHAIN[0], "resumable": "include", "confirm": "yes", "format": "json"},
+    ).get_json()
+    assert job["conversations_moved"] == 1, job
+    archive = Path(job["archive"])
+    killed, _ = run(db, instance, {"op": "start"})  # nothing to replay: a clean start
+    assert not killed
+    killed, _ = run(
+        db,
+        instance,
+        {"op": "back-from", "ids": [CHAIN[0]], "archive": str(archive)},
+        kill_at="live commit+0",
+    )
+    assert killed
+    orphans = sql(
+        db, "SELECT COUNT(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)"
+    )[0][0]
+    assert orphans > 0
+    _back(client)
+    assert _chain_rows(db) == before and _chain_rows(archive)["messages"] == []
+    with app.app_context():
+        said = " ".join(get_logbook().actions.recovered)
+    assert f"the {orphans} messages it had copied into the live file were taken out again" in said
+    assert not list(_journal(instance).glob("*.jsonl"))
+    fts_consistent(db)
+
+
+def test_a_move_out_cut_while_removing_is_finished_before_a_move_back(tmp_path):
+    """A move to cold storage killed after its copy was verified, part way through removing the
+    conversation from the live file: the next change (here a move back of that conversation)
+    first finishes the removal — the archive holds the verified copy — then brings it back
+    whole. Left for later, the removal would delete it again after the archive gave it up."""
+    db = _home(tmp_path)
+    instance = tmp_path / "inst"
+    app = make_app(db, instance)
+    client = app.test_client()
+    before = _chain_rows(db)
+    killed, _ = run(
+        db,
+        instance,
+        {"op": "out-to", "ids": [CHAIN[0]], "archive": str(_month_file(instance))},
+        kill_at="out: verified+1",
+    )
+    assert killed
+    left = _chain_rows(db)
+    assert left["sessions"] and len(left["sessions"]) < 3, "the kill missed the removal"
+    _back(client)
+    assert _chain_rows(db) == before
+    assert _chain_rows(_month_file(instance)) == {"sessions": [], "messages": []}
+    with app.app_context():
+        said = " ".join(get_logbook().actions.recovered)
+    assert "had been cut short; it is now complete (3 sessions" in said
+    fts_consistent(db)
+
+
+def _month_file(instance: Path) -> Path:
+    return instance / "archives" / time.strftime("hermes-archive-%Y-%m.db")

@@ -64,7 +64,7 @@ def run(
     db: Path,
     instance: Path,
     op: dict,
-    kill_at: int | None = None,
+    kill_at: int | str | None = None,
     sabotage: str | None = None,
     timeout: float = 300.0,
 ) -> tuple[bool, dict]:
@@ -94,11 +94,21 @@ def work(db: str, instance: str, op: dict, kill_at, sabotage, out: str) -> None:
     import webui.db.changes.lane as lane_module
 
     count = [0]
+    # kill_at: a step number, or "label+N": the N-th step after the first one so labelled.
+    after = [None]
+    if isinstance(kill_at, str):
+        label, _, extra = kill_at.partition("+")
+        after = [label, int(extra or 0)]
 
-    def step(_label: str) -> None:
+    def step(name: str) -> None:
         count[0] += 1
-        if kill_at is not None and count[0] >= kill_at:
+        if isinstance(kill_at, int) and count[0] >= kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
+        if after[0] is not None:
+            if name == after[0] and len(after) == 2:
+                after.append(count[0])
+            if len(after) == 3 and count[0] >= after[2] + after[1]:
+                os.kill(os.getpid(), signal.SIGKILL)
 
     lane_module.STEP = step
     _fixed_batches()
@@ -151,8 +161,13 @@ def _run(db: Path, instance: Path, op: dict) -> dict:
             job = cold.new_job(archive_of(instance), len(ids), False, include_resumable=True)
             cold.move_out(lb, ids, job)
             return job.as_json()
-        if kind == "back":
-            job = cold.new_job(archive_of(instance), len(ids), True)
-            cold.move_back(lb, archive_of(instance), ids, job)
+        if kind in ("back", "back-from"):
+            archive = Path(op.get("archive") or archive_of(instance))
+            job = cold.new_job(archive, len(ids), True)
+            cold.move_back(lb, archive, ids, job)
+            return job.as_json()
+        if kind == "out-to":
+            job = cold.new_job(Path(op["archive"]), len(ids), False, include_resumable=True)
+            cold.move_out(lb, ids, job)
             return job.as_json()
         return {"recovered": list(lb.actions.recovered)}
