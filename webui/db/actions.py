@@ -64,14 +64,15 @@ class Actions(SelectionReads, Pruning):
         reader: Reader,
         writer: Writer,
         on_change=lambda soft=False: None,
-        journal_folder: Path | None = None,
+        *,
+        journal_folder: Path,
         legacy_journals: tuple[Path, ...] = (),
     ):
         self.r = reader
         self.w = writer
         self.on_change = on_change  # caches of what was just changed are dropped
         self.lane = Lane(
-            journal_folder or Path(".") / "changes",
+            journal_folder,
             writer,
             reader,
             rules=lambda: self.rules,
@@ -214,7 +215,7 @@ class Actions(SelectionReads, Pruning):
                 for sid, most in limits.items():
                     if most != -1:
                         trim(batches, self.r, sid, most, trimmed)
-                deleted = self._final_delete(session_id, cascade, upto, trimmed[0])
+                deleted = self._final_delete(batches, session_id, cascade, upto, trimmed[0])
             except ChangedSinceBackup:
                 unit.finish()  # kept on purpose, and said so
                 raise
@@ -252,7 +253,12 @@ class Actions(SelectionReads, Pruning):
         }
 
     def _final_delete(
-        self, session_id: str, cascade: bool, upto: dict[str, int] | None, trimmed: int
+        self,
+        batches: Batches,
+        session_id: str,
+        cascade: bool,
+        upto: dict[str, int] | None,
+        trimmed: int,
     ) -> Deleted:
         """The one transaction that takes the session row, what is left of its messages and
         (Hermes 0.19) its delegate subagent runs."""
@@ -283,7 +289,7 @@ class Actions(SelectionReads, Pruning):
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             return [session_id, *children]
 
-        return Deleted(self.w.run(fn))
+        return Deleted(batches.once(fn))
 
     @staticmethod
     def _check_unchanged(
