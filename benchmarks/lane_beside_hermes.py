@@ -71,9 +71,7 @@ def main() -> int:
         archive = home / "inst" / "archives" / "hermes-archive-bench.db"
         if name == "move back":  # the way back needs something out there first
             with app.app_context():
-                cold.move_out(
-                    get_logbook(), ended, cold.new_job(archive, len(ended), False, True)
-                )
+                cold.move_out(get_logbook(), ended, cold.new_job(archive, len(ended), False, True))
         writer = start_hermes_writer(venv, db, 600, args.rate)
         began = time.monotonic()
         jobs = []
@@ -81,10 +79,14 @@ def main() -> int:
             with app.app_context():
                 lb = get_logbook()
                 if name == "move out":
-                    jobs.append(cold.move_out(lb, ended, cold.new_job(archive, len(ended), False, True)))
+                    jobs.append(
+                        cold.move_out(lb, ended, cold.new_job(archive, len(ended), False, True))
+                    )
                 elif name == "move back":
                     half = ended[: len(ended) // 2]
-                    jobs.append(cold.move_back(lb, archive, half, cold.new_job(archive, len(half), True)))
+                    jobs.append(
+                        cold.move_back(lb, archive, half, cold.new_job(archive, len(half), True))
+                    )
                 elif name == "bulk delete":
                     from webui.db.changes.jobs import Job
 
@@ -93,7 +95,9 @@ def main() -> int:
                         lb.actions.delete(sid, job=job)
                     jobs.append(job)
                 elif name == "prune":
-                    jobs.append(lb.actions.run_prune(Selection(sessions=tuple(ended), archived=None)))
+                    jobs.append(
+                        lb.actions.run_prune(Selection(sessions=tuple(ended), archived=None))
+                    )
                 else:
                     jobs.extend(_all_at_once(app, lb, ended, archive))
         finally:
@@ -102,7 +106,9 @@ def main() -> int:
             out, _ = writer.communicate(timeout=120)
         written = json.loads(out.strip().splitlines()[-1])
         errors = [getattr(j, "error", None) for j in jobs if getattr(j, "error", None)]
-        rows.append(_row(name, _times(jobs), written, took) + (f" errors: {errors}" if errors else ""))
+        rows.append(
+            _row(name, _times(jobs), written, took) + (f" errors: {errors}" if errors else "")
+        )
         print(rows[-1], flush=True)
     print("\n".join(rows))
     shutil.rmtree(work, ignore_errors=True)
@@ -118,12 +124,16 @@ def _all_at_once(app, lb, ended, archive):
     def mover():
         with app.app_context():
             gate.wait()
-            jobs.append(cold.move_out(get_logbook(), ended, cold.new_job(archive, len(ended), False, True)))
+            jobs.append(
+                cold.move_out(get_logbook(), ended, cold.new_job(archive, len(ended), False, True))
+            )
 
     def pruner():
         with app.app_context():
             gate.wait()
-            jobs.append(get_logbook().actions.run_prune(Selection(sessions=tuple(ended), archived=None)))
+            jobs.append(
+                get_logbook().actions.run_prune(Selection(sessions=tuple(ended), archived=None))
+            )
 
     def deleter():
         with app.app_context():
