@@ -342,9 +342,10 @@ def test_session_ids_that_are_not_file_names_move_no_file_either_way(tmp_path, b
     out = _move(app, instance, [bad])
     assert out.error is None and out.conversations_moved == 1 and out.files_moved == 0
     archives = instance / "archives"
-    for d in [archives / "evil.json", archives / "evil.jsonl"]:
-        d.write_text("{}")  # what a glob of "sessions/../evil.json*" would reach on the way back
-    decoys += [archives / "evil.json", archives / "evil.jsonl"]
+    (archives / "sessions").mkdir(exist_ok=True)
+    for d in [archives / "evil.json", archives / "evil.jsonl", archives / "sessions" / "ev1l.json"]:
+        d.write_text("{}")  # what a glob of "sessions/../evil.json*" (or "ev*l") would reach
+    decoys += [archives / "evil.json", archives / "evil.jsonl", archives / "sessions" / "ev1l.json"]
     with app.app_context():
         lb = get_logbook()
         job = cold.new_job(_month(instance), 1, True)
