@@ -136,7 +136,7 @@ def test_a_kill_anywhere_leaves_every_session_whole(many_db, tmp_path, name):
         make_app(db, instance)  # the next start finishes what the journal holds
         after = _state(db)
         _whole(before, after)
-        assert not list(instance.glob("removals-*/*.json")), "the journal is emptied"
+        assert not list(instance.glob("changes-*/*.jsonl")), "the journal is emptied"
         fts_consistent(db)
     assert cuts >= RUNS // 2, f"only {cuts} of {RUNS} runs were cut mid-way: move the moments"
 
@@ -211,7 +211,7 @@ COLD = (
     "            ids = actions.prune_ids(selection_from_args({'older_than': '0'}, command='prune'))\n"
     "            groups = cold.conversations_of(lb, ids)\n"
     "            job = cold.new_job(Path(app.instance_path) / 'archives' / 'hermes-archive-2026-01.db', len(groups), False)\n"
-    "            cold.move_out(lb, groups, job)\n"
+    "            cold.move_out(lb, [g[0] for g in groups], job)\n"
     "            assert job.error is None, job.error"
 )
 
@@ -255,7 +255,7 @@ COLD_BACK = (
     "            ids = [r[0] for r in sqlite3.connect(archive).execute('SELECT id FROM sessions')]\n"
     "            groups = cold.archive_conversations(archive, ids)\n"
     "            job = cold.new_job(archive, len(groups), True)\n"
-    "            cold.move_back(lb, archive, groups, job)\n"
+    "            cold.move_back(lb, archive, [g[0] for g in groups], job)\n"
     "            assert job.error is None, job.error"
 )
 
@@ -312,13 +312,12 @@ def test_a_move_back_killed_between_its_messages_and_its_rows_is_undone_at_the_n
     live_before, kept_before = _state(db), _state(archive)
     killer = (
         "import os, signal\n"
-        "            import webui.db.coldstore as cs\n"
-        "            cs.BACK_BATCH = 3\n"
-        "            plain = cs._short\n"
-        "            def _short(*a, **k):\n"
-        "                plain(*a, **k)\n"
-        "                os.kill(os.getpid(), signal.SIGKILL)\n"
-        "            cs._short = _short\n"
+        "            import webui.db.changes.carrying as mv, webui.db.changes.lane as ln\n"
+        "            mv.BACK_BATCH = 3\n"
+        "            def kill(label):\n"
+        "                if label == 'live commit':\n"
+        "                    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "            ln.STEP = kill\n"
         "            " + COLD_BACK
     )
     assert _kill_at(db, instance, killer, 30.0) is False  # it killed itself: no longer running

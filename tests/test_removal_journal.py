@@ -101,13 +101,13 @@ def test_a_killed_delete_is_finished_at_the_next_start(long_db, tmp_path):
     before = sql(db, "SELECT COUNT(*) FROM messages")[0][0]
     left = _kill_mid_delete(db, instance, sid)
     assert 0 < left < LONG and _exists(db, sid)  # cut mid-way: a partial transcript
-    journal = list(instance.glob("removals-*/*.json"))
+    journal = list(instance.glob("changes-*/*.jsonl"))
     assert len(journal) == 1
 
     app = make_app(db, instance)  # the next start finishes the removal
     assert not _exists(db, sid) and _messages(db, sid) == 0
     assert sql(db, "SELECT COUNT(*) FROM messages")[0][0] == before - LONG
-    assert not list(instance.glob("removals-*/*.json"))
+    assert not list(instance.glob("changes-*/*.jsonl"))
     fts_consistent(db)
     with app.app_context():
         notes = get_logbook().actions.recovered
@@ -145,7 +145,7 @@ def test_a_session_that_got_a_message_since_is_kept_and_named(long_db, tmp_path)
     conn.close()
     app = make_app(db, instance)
     assert _exists(db, sid) and _messages(db, sid) == left + 1
-    assert not list(instance.glob("removals-*/*.json"))
+    assert not list(instance.glob("changes-*/*.jsonl"))
     with app.app_context():
         (note,) = get_logbook().actions.recovered
     assert "Kept" in note and sid in note
@@ -188,5 +188,5 @@ def test_a_delete_cut_by_a_lock_says_exactly_what_went_and_finishes_on_retry(lon
     r = post(client, f"/sessions/{sid}/delete", {"confirm": "yes"})  # the lock is gone now
     assert r.status_code in (200, 303)
     assert not _exists(db, sid) and _messages(db, sid) == 0
-    assert not list((tmp_path / "inst").glob("removals-*/*.json"))
+    assert not list((tmp_path / "inst").glob("changes-*/*.jsonl"))
     fts_consistent(db)

@@ -41,23 +41,28 @@ def test_a_batch_past_its_time_limit_is_rolled_back_whole(long_db, tmp_path):
     app = make_app(db, tmp_path / "inst")
     before = _per_session(db)
     with app.app_context():
-        w = get_logbook().actions.w
-        with pytest.raises(TooSlow):
+        actions = get_logbook().actions
+        w = actions.w
+        # Every write runs inside a unit of the lane (webui.db.changes); outside, it is refused.
+        with pytest.raises(RuntimeError, match="outside the lane"):
+            w.run(lambda c: c.execute("SELECT 1").fetchone())
+        with actions.lane.unit("test"), pytest.raises(TooSlow):
             w.run(
                 lambda c: c.execute("DELETE FROM messages WHERE session_id = ?", (sid,)).rowcount,
                 give_up_after=0.0,
             )
         assert w.stats["abandoned"] == 1
         # The same batch with no limit goes through: the limit, not the statement, stopped it.
-        gone = w.run(
-            lambda c: (
-                c.execute(
-                    "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? "
-                    "LIMIT 10)",
-                    (sid,),
-                ).rowcount
+        with actions.lane.unit("test"):
+            gone = w.run(
+                lambda c: (
+                    c.execute(
+                        "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE "
+                        "session_id = ? LIMIT 10)",
+                        (sid,),
+                    ).rowcount
+                )
             )
-        )
     assert gone == 10
     after = _per_session(db)
     assert after == {**before, sid: before[sid] - 10}
@@ -86,7 +91,7 @@ def test_a_prune_whose_batches_all_run_too_long_still_removes_exactly_its_sessio
     long_db, tmp_path, monkeypatch
 ):
     db, sid = long_db
-    monkeypatch.setattr("webui.db.batches.STATEMENTS_BUDGET_S", 0.0)  # every cuttable batch
+    monkeypatch.setattr("webui.db.changes.batches.STATEMENTS_BUDGET_S", 0.0)  # every cuttable batch
     app = make_app(db, tmp_path / "inst")
     before = _per_session(db)
     with app.app_context():
@@ -106,8 +111,8 @@ def test_a_prune_whose_batches_all_run_too_long_still_removes_exactly_its_sessio
 
 
 def test_a_batch_that_cannot_be_cut_is_tried_under_the_limit_a_few_times_then_runs_to_the_end():
-    from webui.db.batches import SMALLEST_TRIES, STATEMENTS_BUDGET_S
-    from webui.db.batches import limit as _limit
+    from webui.db.changes.batches import SMALLEST_TRIES, STATEMENTS_BUDGET_S
+    from webui.db.changes.batches import limit as _limit
 
     assert _limit(True, 0) == _limit(True, 99) == STATEMENTS_BUDGET_S
     assert [_limit(False, n) for n in range(SMALLEST_TRIES + 1)] == [

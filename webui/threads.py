@@ -34,6 +34,19 @@ _launcher = threading.Thread(target=_launch, name="logbook-launcher", daemon=Tru
 _launcher.start()
 
 
+def _launcher_after_fork() -> None:
+    """A child forked from a process that runs Logbook (a fork server, a test's worker) has
+    only the forking thread: it gets a launcher of its own, or every ``start`` would wait."""
+    global _launcher, _requests
+    _requests = queue.SimpleQueue()
+    _launcher = threading.Thread(target=_launch, name="logbook-launcher", daemon=True)
+    _launcher.start()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_launcher_after_fork)
+
+
 def start(target: Callable[[], object], name: str) -> threading.Thread:
     """Start ``target`` in a daemon thread at the launcher's priority; returns once it runs."""
     thread = threading.Thread(target=target, name=name, daemon=True)

@@ -275,8 +275,20 @@ def op_batch(db, req):
     return out
 
 
+def op_append(db, req):
+    """Hermes continuing a session: one message appended to it (fails when the session is no
+    longer in the file), and whether Hermes finds the session at all."""
+    found = db.get_session(req["session_id"])
+    try:
+        mid = db.append_message(req["session_id"], "user", req.get("content", "still there?"))
+        return {"ok": True, "id": mid, "session": found and found["id"]}
+    except Exception as exc:  # noqa: BLE001 - what Hermes says is the answer
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "session": None}
+
+
 OPS = {
     "batch": op_batch,
+    "append": op_append,
     "verify_export": op_verify_export,
     "redact": op_redact,
     "list": op_list,

@@ -23,7 +23,6 @@ from webui.db.errors import (
     StartupError,
 )
 from webui.db.export import Exporter
-from webui.db.journal import Journal
 from webui.db.lineage import LineageStore
 from webui.db.maintenance import Maintenance
 from webui.db.messages import MessageStore
@@ -118,14 +117,19 @@ def init_db(app: Flask, opened: OpenedDatabase) -> Logbook:
 
 
 def _resume_removals(app: Flask, logbook: Logbook) -> None:
-    """Finish (or report) removals a kill or a crash cut short (webui/db/journal.py)."""
+    """Finish (or undo) the changes a kill or a crash cut short (webui/db/changes). Start-up
+    never ends here: whatever goes wrong is said, and the next change tries again."""
     try:
         for note in logbook.actions.resume_interrupted():
             app.logger.warning("%s", note)
-    except LogbookDBError as exc:  # locked right now: the next delete or prune finishes it
-        app.logger.warning("an interrupted removal could not be finished yet: %s", exc.message)
-    except OSError as exc:  # the journal's folder unreadable: Logbook starts all the same
-        app.logger.warning("the removal journal could not be read: %s", exc)
+    except LogbookDBError as exc:  # locked right now: the next change finishes it
+        app.logger.warning("a change cut short could not be finished yet: %s", exc.message)
+    except Exception as exc:  # noqa: BLE001 - an unreadable folder, a file that misbehaves
+        app.logger.warning("the change journal could not be replayed yet: %s", exc)
+        logbook.actions.recovered.append(
+            f"Changes cut short earlier could not be finished at start-up ({exc}); the next "
+            "change tries again."
+        )
 
 
 FIRST_PAGE_WAIT_S = 10.0
@@ -187,7 +191,10 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
             reader,
             Writer(opened, newest_known_version=NEWEST_KNOWN_VERSION),
             on_change=sessions.invalidate,
-            journal=Journal(Path(app.instance_path) / f"removals-{digest}"),
+            # The lane's journal and lock (webui.db.changes); the removal journal it replaced
+            # is still read, so an upgrade finishes what it held.
+            journal_folder=Path(app.instance_path) / f"changes-{digest}",
+            legacy_journals=(Path(app.instance_path) / f"removals-{digest}",),
         ),
         OriginStore(reader),
         Maintenance(reader),

@@ -3,29 +3,23 @@ through the Writer in short transactions."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from webui.db import backup, sql
 from webui.db import deadline as request_deadline
 from webui.db.backup import Backup, ChangedSinceBackup
-from webui.db.batches import ONE_TXN_MESSAGES, adapt, limit
+from webui.db.changes import transcripts
+from webui.db.changes.batches import Batches
+from webui.db.changes.jobs import Job
+from webui.db.changes.lane import Lane
+from webui.db.changes.removal import trim
 from webui.db.errors import LogbookDBError, NotFound
-from webui.db.journal import Journal
-from webui.db.prune import PruneJob, Pruning
+from webui.db.prune import Pruning
 from webui.db.reader import Reader
-from webui.db.resuming import Resuming
 from webui.db.selected import SelectionReads
-from webui.db.writer import (
-    MESSAGE_BATCH,
-    MESSAGE_BATCH_MAX,
-    MESSAGE_BATCH_MIN,
-    TooSlow,
-    Writer,
-)
+from webui.db.writer import Writer
 from webui.hermes.rules import Rules, rules_for
 from webui.hermes.titles import sanitize_title
 
@@ -61,22 +55,43 @@ class Deleted:
         return max(len(self.ids) - 1, 0)
 
 
-class Actions(SelectionReads, Pruning, Resuming):
+class Actions(SelectionReads, Pruning):
+    """Every change goes through ``self.lane`` (webui.db.changes): one unit at a time per live
+    file, journaled, what a kill cut short replayed before the next."""
+
     def __init__(
         self,
         reader: Reader,
         writer: Writer,
         on_change=lambda soft=False: None,
-        journal: Journal | None = None,
+        *,
+        journal_folder: Path,
+        legacy_journals: tuple[Path, ...] = (),
     ):
         self.r = reader
         self.w = writer
         self.on_change = on_change  # caches of what was just changed are dropped
-        self.jobs: dict[str, PruneJob] = {}
-        self._jobs_lock = threading.Lock()
-        self.journal = journal
-        self.recovered: list[str] = []  # what resume_interrupted finished, said to the user
-        self._resume_lock = threading.Lock()
+        self.lane = Lane(
+            journal_folder,
+            writer,
+            reader,
+            rules=lambda: self.rules,
+            on_change=on_change,
+            legacy=legacy_journals,
+        )
+
+    @property
+    def recovered(self) -> list[str]:
+        """What replays finished or undid, in sentences, for the pages."""
+        return self.lane.recovered
+
+    @property
+    def journal(self):
+        return self.lane.journal
+
+    def resume_interrupted(self) -> list[str]:
+        """Replay what the journal holds (at start-up): what was done, in sentences."""
+        return self.lane.replay()
 
     # -- rename ------------------------------------------------------------------------------
 
@@ -108,7 +123,8 @@ class Actions(SelectionReads, Pruning, Resuming):
                     raise TitleInUse(title, row[0])
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
 
-        self.w.run(fn)
+        with self.lane.unit("rename"):
+            self.w.run(fn)
         self.on_change()
         return title
 
@@ -162,64 +178,87 @@ class Actions(SelectionReads, Pruning, Resuming):
     def rules(self) -> Rules:
         return rules_for(self.r.schema.version)
 
-    def delete(self, session_id: str, upto: dict[str, int] | None = None) -> Deleted:
+    def delete(
+        self, session_id: str, upto: dict[str, int] | None = None, job: Job | None = None
+    ) -> Deleted:
         # Its transactions have budgets of their own; a long transcript's batches may outlast
         # the request's deadline, and stopping between them would leave the removal half done.
         with request_deadline.suspended():
-            return self._delete(session_id, upto)
+            return self._delete(session_id, upto, job)
 
-    def _delete(self, session_id: str, upto: dict[str, int] | None = None) -> Deleted:
+    def _delete(
+        self, session_id: str, upto: dict[str, int] | None = None, job: Job | None = None
+    ) -> Deleted:
         """Delete one session as the Hermes that wrote the database does. Hermes 0.19 (schema
         22): its delegate subagent runs go with it and the transcript files of every deleted
         session are removed from the Hermes home; other children are orphaned. Returns the
         ids deleted (empty when the session does not exist). A long transcript goes in batches
-        first, so no single transaction holds the gateway off for long.
+        first, so no single transaction holds the gateway off for long. One unit of the lane:
+        journaled before its first batch, so a kill anywhere is finished by the next change
+        or start.
 
         ``upto`` (after a verified backup): the highest message id backed up per session. Only
         those messages are trimmed early, and the final transaction deletes nothing (raising
         ChangedSinceBackup) if any session got a newer message or a new subagent run."""
-        finished = self._resume()[1]
-        if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
-            # Already gone, or its interrupted removal was just finished: the retry succeeded.
-            return Deleted([session_id] if session_id in finished else [])
-        cascade = self.rules.delete_cascades
-        doomed = [session_id, *(self.delegate_children([session_id]) if cascade else [])]
-        limits = {sid: (None if upto is None else upto.get(sid, -1)) for sid in doomed}
-        entry = self._journal_open("delete", limits)
-        trimmed = [0]  # messages removed ahead of the final transaction, counted as they go
-        # However this ends, the entry is let go: closed when nothing is left to finish, else
-        # released (a no-op after a close) for the next resume to finish.
-        try:
+        wait = {"wait_s": None, "job": job} if job is not None else {}
+        with self.lane.unit("delete", **wait) as unit:
+            if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
+                # Already gone, or its interrupted removal was just finished: the retry succeeded.
+                return Deleted([session_id] if session_id in unit.replayed else [])
+            cascade = self.rules.delete_cascades
+            doomed = [session_id, *(self.delegate_children([session_id]) if cascade else [])]
+            limits = {sid: (None if upto is None else upto.get(sid, -1)) for sid in doomed}
+            unit.intend(self._newest(limits))
+            trimmed = [0]  # messages removed ahead of the final transaction, as they go
+            batches = Batches(self.w, job=job)
             try:
-                for sid, limit in limits.items():
-                    if limit != -1:
-                        self._trim_messages(sid, limit, trimmed)
-                deleted = self._final_delete(session_id, cascade, upto, trimmed[0])
+                for sid, most in limits.items():
+                    if most != -1:
+                        trim(batches, self.r, sid, most, trimmed)
+                deleted = self._final_delete(batches, session_id, cascade, upto, trimmed[0])
             except ChangedSinceBackup:
-                self._journal_close(entry)  # kept on purpose, and said so
+                unit.finish()  # kept on purpose, and said so
                 raise
             except LogbookDBError as exc:
                 if not trimmed[0]:
-                    self._journal_close(entry)  # nothing was removed: nothing to finish later
-                    raise
+                    raise  # nothing was removed: nothing to finish later
                 raise PartlyRemoved(
                     f"{exc.message.split(';')[0]}, so removing {session_id} stopped part way: "
                     f"{trimmed[0]:,} of its messages are gone and the session is still listed. "
                     "Delete it again to finish (Logbook also finishes it at its next start)."
                 ) from None
             if deleted and self.rules.removes_transcripts:
-                # Hermes removes a deleted session's transcript files too; the journal entry
-                # stays until they are gone, so a kill here is finished at the next start.
+                # Hermes removes a deleted session's transcript files too; the entry stays
+                # until they are gone, so a kill here is finished at the next start.
                 deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
-            self._journal_close(entry)
-        finally:
-            self._journal_release(entry)
         self.on_change()
         self.w.checkpoint()
         return deleted
 
+    def _newest(self, limits: dict[str, int | None]) -> dict[str, int]:
+        """The journal's intent for a removal: per session, the newest message id it may
+        lose (None: all it has now; -1: none)."""
+        ids = list(limits)
+        tops = {
+            r["sid"]: int(r["top"] or 0)
+            for r in self.r.rows(
+                f"SELECT session_id AS sid, MAX(id) AS top FROM messages WHERE session_id IN "
+                f"({sql.in_list(len(ids))}) GROUP BY session_id",
+                ids,
+            )
+        }
+        return {
+            sid: 0 if most == -1 else min(tops.get(sid, 0), most if most is not None else 1 << 62)
+            for sid, most in limits.items()
+        }
+
     def _final_delete(
-        self, session_id: str, cascade: bool, upto: dict[str, int] | None, trimmed: int
+        self,
+        batches: Batches,
+        session_id: str,
+        cascade: bool,
+        upto: dict[str, int] | None,
+        trimmed: int,
     ) -> Deleted:
         """The one transaction that takes the session row, what is left of its messages and
         (Hermes 0.19) its delegate subagent runs."""
@@ -250,48 +289,7 @@ class Actions(SelectionReads, Pruning, Resuming):
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             return [session_id, *children]
 
-        return Deleted(self.w.run(fn))
-
-    def _trim_messages(
-        self, session_id: str, upto_id: int | None = None, counter: list[int] | None = None
-    ) -> int:
-        """Delete a long transcript's messages ahead of the session, a batch per transaction,
-        until one short transaction can take the rest. With ``upto_id``, only messages with
-        ids up to it (the ones a backup holds). Returns how many went; ``counter[0]`` counts
-        them as they go (so a failure part way still says how many)."""
-        bound, params = ("", []) if upto_id is None else (" AND id <= ?", [upto_id])
-        n = self.r.scalar(
-            f"SELECT COUNT(*) FROM messages WHERE session_id = ?{bound}", [session_id, *params]
-        )
-        total = 0
-        size = MESSAGE_BATCH
-        slow = 0  # batches at the smallest size rolled back in a row
-        while n > ONE_TXN_MESSAGES:
-            used = size
-            try:
-                gone = self.w.run(
-                    lambda c: (
-                        c.execute(
-                            "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE "
-                            f"session_id = ?{bound} ORDER BY timestamp DESC, id DESC LIMIT ?)",
-                            (session_id, *params, used),
-                        ).rowcount
-                    ),
-                    give_up_after=limit(used > MESSAGE_BATCH_MIN, slow),
-                )
-            except TooSlow:
-                slow += used <= MESSAGE_BATCH_MIN
-                size = max(MESSAGE_BATCH_MIN, used // 2)
-                continue
-            slow = 0
-            if not gone:
-                break
-            size = adapt(used, self.w.last_transaction_s, MESSAGE_BATCH_MIN, MESSAGE_BATCH_MAX)
-            n -= gone
-            total += gone
-            if counter is not None:
-                counter[0] += gone
-        return total
+        return Deleted(batches.once(fn))
 
     @staticmethod
     def _check_unchanged(
@@ -325,58 +323,28 @@ class Actions(SelectionReads, Pruning, Resuming):
             raise NotFound(f"No session has the id “{session_id}”.")
         return self._delete_into(session_id, exporter, backup.new_folder(root, session_id))
 
-    def _delete_into(self, session_id: str, exporter, folder: Path) -> tuple[Deleted, Backup]:
+    def _delete_into(
+        self, session_id: str, exporter, folder: Path, job: Job | None = None
+    ) -> tuple[Deleted, Backup]:
         cascade = self.rules.delete_cascades
         doomed = [session_id, *(self.delegate_children([session_id]) if cascade else [])]
         full = [r for r in (exporter.session_record(i, include_rewound=True) for i in doomed) if r]
         if not full or full[0]["id"] != session_id:
             raise NotFound(f"No session has the id “{session_id}”.")
         done = backup.write_and_verify(folder, full)
-        deleted = self.delete(session_id, upto=backup.newest_message_ids(full))
+        deleted = self.delete(session_id, upto=backup.newest_message_ids(full), job=job)
         return deleted, done
 
     def transcript_files(self, session_id: str) -> list[Path]:
         """The files Hermes 0.19 removes with a session, inside this Hermes home only:
-        ``sessions/<id>.json``, ``sessions/<id>.jsonl``, ``sessions/request_dump_<id>_*.json``.
-        A sessions folder that is a link out of the home, or an id that is not a plain file
-        name, gives nothing."""
-        home = self.r.opened.path.parent
-        folder = home / "sessions"
-        if (
-            not session_id
-            or "/" in session_id
-            or "\\" in session_id
-            or session_id in (".", "..")
-            or "\x00" in session_id
-            or not folder.is_dir()
-            or folder.is_symlink()
-            or folder.resolve().parent != home.resolve()
-        ):
-            return []
-        wanted = {f"{session_id}.json", f"{session_id}.jsonl"}
-        dump = f"request_dump_{session_id}_"
-        out = []
-        try:
-            for entry in os.scandir(folder):
-                name = entry.name
-                ours = name in wanted or (name.startswith(dump) and name.endswith(".json"))
-                if ours and (entry.is_file(follow_symlinks=False) or entry.is_symlink()):
-                    out.append(folder / name)
-        except OSError:
-            return []
-        return out
+        ``sessions/<id>.json``, ``sessions/<id>.jsonl``, ``sessions/request_dump_<id>_*.json``
+        (webui.db.changes.transcripts)."""
+        return transcripts.home_files(self.r.opened.path, session_id)
 
     def remove_transcripts(self, session_id: str) -> int:
         """Remove them (a link is removed, never what it points to); errors are skipped, as
         Hermes skips them. Returns how many went."""
-        n = 0
-        for path in self.transcript_files(session_id):
-            try:
-                path.unlink()
-                n += 1
-            except OSError:
-                pass
-        return n
+        return transcripts.remove(self.transcript_files(session_id))
 
     # -- archive -----------------------------------------------------------------------------
 
@@ -407,7 +375,8 @@ class Actions(SelectionReads, Pruning, Resuming):
                 n = c.execute("SELECT changes()").fetchone()[0]
                 return found is not None, n
 
-            found, n = self.w.run(fn)
+            with self.lane.unit("archive"):
+                found, n = self.w.run(fn)
             matched += found
             changed += n
         self.on_change()

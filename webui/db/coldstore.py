@@ -2,288 +2,87 @@
 (``hermes-archive-YYYY-MM.db`` in the archives folder), and back.
 
 Hermes's own ``archive`` only sets a flag: the rows stay, the file does not shrink. A move here
-takes the rows out. For each conversation (a compression chain with its branches and delegate
-children, as Hermes's archive treats a lineage):
+takes the rows out, a conversation at a time (a compression chain with its branches and
+delegate children, as Hermes's archive treats a lineage), each as one unit of the live file's
+lane (webui.db.changes: the copy, its check read back from the file's path, the removal from
+the live file, the transcripts — see webui.db.changes.moving). This module chooses the file
+(webui.db.changes.archive_file.choose: only a plain file cold storage made itself, with the
+live file's schema), decides which conversations stay and why, runs the jobs and says what
+they did.
 
-1. its rows are read from the live file in one read transaction (a snapshot) and written into
-   the archive file in one transaction of its own — message ids kept, so the archive's search
-   index (its FTS triggers, created with the live file's own ``sqlite_master``) and every link
-   stay valid; a row already there (a move cut short and tried again) is left as it is;
-2. the copy is verified: the archive is read back and must hold every session row and every
-   message read, byte for byte (a SHA-256 over every column of every row, in id order);
-3. only then the conversation leaves the live file through the same journaled, short
-   transactions as a delete (Actions.delete with the verified message ids): a message that
-   arrived after the copy keeps its session in the live file, named in the result; a kill at
-   any point is finished at the next start, and what was copied stays in the archive, where
-   the store merge shows the live copy first until the move is tried again.
+What stays: a conversation with a session that never ended, and — unless the user includes
+them — one Hermes would still continue by its own rules (webui.hermes.continuing): a moved
+conversation can no longer be continued by Hermes, until it is moved back. The preview and the
+job ask the same question of the same rules, so the result names what the preview named.
 
-Transcript files (``sessions/<id>.json``…) are copied beside the archive file first and leave
-the Hermes home with the rows. Nothing here runs VACUUM on the live file: the freed pages are
-reused by the gateway, and ``hermes sessions optimize`` gives them back to the disk while the
-gateway is stopped.
-
-Moving back is the same in reverse, journaled as a "return" (undone if cut short): messages in
-short transactions, then the session rows, so no page shows half of it; ids kept (refused when
-one is another session's in the live file); verified; then removed from the archive."""
+Nothing here runs VACUUM on the live file: the freed pages are reused by the gateway, and
+``hermes sessions optimize`` gives them back to the disk while the gateway is stopped."""
 
 from __future__ import annotations
 
-import glob
-import hashlib
-import shutil
+import json
+import os
 import sqlite3
-import threading
+import stat
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.request import pathname2url
 
-from webui.db import sql as sqlbits
-from webui.db.backup import ChangedSinceBackup
+from webui.db.changes import moving, rows
+from webui.db.changes.archive_file import (
+    ColdStoreError,
+    Identity,
+    Made,
+    choose,
+    link_problem,
+)
+from webui.db.changes.batches import LOCK_PATIENCE_S, Batches
+from webui.db.changes.jobs import JOBS, Job
 from webui.db.errors import LogbookDBError
+from webui.hermes import continuing as rules_of
 
 if TYPE_CHECKING:
     from webui.db import Logbook
 
-# Tables whose rows belong to one session (besides sessions and messages): moved with it.
-SESSION_TABLES = ("session_model_usage",)
-# Small tables copied whole when an archive file is created: what says which Hermes wrote it.
-META_TABLES = ("schema_version", "state_meta")
-BACK_BATCH = 500  # messages per transaction when moving back into the live file
+__all__ = ["ColdStoreError", "MoveJob", "archive_file", "job", "new_job", "move_out", "move_back"]
 
-
-class ColdStoreError(LogbookDBError):
-    status = 409
+ROUTING_FILE_CAP = 8 << 20  # sessions/sessions.json is read up to this size
 
 
 def archive_file(folder: Path, when: float | None = None) -> Path:
-    """The archive file of the month of the move."""
+    """This month's archive file's first name (the one a move uses unless it must pass it)."""
     return folder / time.strftime("hermes-archive-%Y-%m.db", time.localtime(when or time.time()))
 
 
-# -- the archive file's schema -------------------------------------------------------------
-
-
-def _schema(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
-    return [
-        (t, n, s)
-        for t, n, s in conn.execute(
-            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
-            "AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-        )
-    ]
-
-
-def create_like(live: sqlite3.Connection, path: Path) -> None:
-    """A new archive file with the live file's schema as its ``sqlite_master`` states it:
-    full-text tables first (they make their own shadow tables), then the other tables, their
-    indexes and triggers, and the rows that say which schema it is. Written to a temporary
-    name and renamed, so a half-made file is never read as an archive."""
-    entries = _schema(live)
-    tmp = path.with_name(path.name + f".{uuid.uuid4().hex[:6]}.part")
-    out = sqlite3.connect(tmp, isolation_level=None)
-    try:
-        out.execute("PRAGMA journal_mode = WAL")
-        out.execute("BEGIN")
-        virtual = [
-            e for e in entries if e[0] == "table" and e[2].upper().startswith("CREATE VIRTUAL")
-        ]
-        for _t, _n, s in virtual:
-            out.execute(s)
-        made = {r[0] for r in out.execute("SELECT name FROM sqlite_master")}
-        for kind in ("table", "index", "view", "trigger"):
-            for t, n, s in entries:
-                if t == kind and n not in made:
-                    out.execute(s)
-                    made.add(n)
-        for table in META_TABLES:
-            if table in made:
-                cols, rows = _read(live, f"SELECT * FROM {_q(table)}", ())
-                _insert(out, table, cols, rows)
-        out.execute("COMMIT")
-    except BaseException:
-        out.close()
-        tmp.unlink(missing_ok=True)
-        raise
-    out.close()
-    tmp.rename(path)
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _read(conn: sqlite3.Connection, query: str, params) -> tuple[list[str], list[tuple]]:
-    cur = conn.execute(query, tuple(params))
-    return [d[0] for d in cur.description], cur.fetchall()
-
-
-def _insert(conn: sqlite3.Connection, table: str, cols: list[str], rows: list[tuple]) -> int:
-    """INSERT OR IGNORE: a row already there (an earlier try) stays as it is."""
-    if not rows:
-        return 0
-    names = ", ".join(_q(c) for c in cols)
-    marks = ", ".join("?" * len(cols))
-    cur = conn.executemany(f"INSERT OR IGNORE INTO {_q(table)} ({names}) VALUES ({marks})", rows)
-    return cur.rowcount
-
-
-# -- what a conversation is --------------------------------------------------------------
-
-
-def conversation(conn: sqlite3.Connection, session_id: str) -> list[str]:
-    """Every session of the conversation ``session_id`` belongs to: up its parent links to the
-    first, then every session below that (compression continuations, branches, delegate
-    children), parents before children."""
-    root, seen = session_id, {session_id}
-    while True:
-        row = conn.execute(
-            "SELECT parent_session_id FROM sessions WHERE id = ?", (root,)
-        ).fetchone()
-        if row is None or not row[0] or row[0] in seen:
-            break
-        exists = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (row[0],)).fetchone()
-        if not exists:
-            break
-        seen.add(row[0])
-        root = row[0]
-    out, level = [root], [root]
-    done = {root}
-    while level:
-        marks = sqlbits.in_list(len(level))
-        level = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT id FROM sessions WHERE parent_session_id IN ({marks}) ORDER BY started_at, id",
-                level,
-            )
-            if r[0] not in done
-        ]
-        done.update(level)
-        out.extend(level)
-    return out
+# -- the job ---------------------------------------------------------------------------------
 
 
 @dataclass
-class Copied:
-    """What one transaction copied of a conversation (read from one snapshot of the source)."""
-
-    ids: list[str]
-    sessions: int
-    messages: int
-    newest: dict[str, int]  # session -> its newest message id in the copy
-    active: list[str]
-
-
-def _columns(conn: sqlite3.Connection, schema: str, table: str) -> list[str]:
-    return [r[1] for r in conn.execute(f"PRAGMA {schema}.table_info({_q(table)})")]
-
-
-def copy_rows(
-    conn: sqlite3.Connection, src: str, dst: str, ids: list[str], tables: set[str]
-) -> Copied:
-    """Inside the caller's transaction on ``conn`` (both files attached): the conversation's
-    rows from schema ``src`` into ``dst``, SQLite to SQLite, so every value keeps its bytes
-    and type. Columns are named; a column the destination lacks refuses the copy."""
-    marks = sqlbits.in_list(len(ids))
-    where = {"sessions": f"id IN ({marks})", "messages": f"session_id IN ({marks})"}
-    for t in SESSION_TABLES:
-        if t in tables:
-            where[t] = f"session_id IN ({marks})"
-    # A copy left by an earlier try (cut short, or of rows changed since) is replaced whole:
-    # deleted through the destination's own triggers, so its search index stays exact.
-    for table, cond in reversed(list(where.items())):
-        conn.execute(f"DELETE FROM {dst}.{_q(table)} WHERE {cond}", ids)
-    for table, cond in where.items():
-        have, want = _columns(conn, dst, table), _columns(conn, src, table)
-        missing = [c for c in want if c not in have]
-        if missing:
-            raise ColdStoreError(
-                f"The file written to lacks the column{'s' if len(missing) > 1 else ''} "
-                f"{', '.join(missing)} of {table} (it was made by another Hermes schema); "
-                "nothing was moved."
-            )
-        names = ", ".join(_q(c) for c in want)
-        conn.execute(
-            f"INSERT INTO {dst}.{_q(table)} ({names}) "
-            f"SELECT {names} FROM {src}.{_q(table)} WHERE {cond}",
-            ids,
-        )
-    sessions = conn.execute(
-        f"SELECT id, ended_at FROM {src}.sessions WHERE id IN ({marks})", ids
-    ).fetchall()
-    newest = dict.fromkeys(ids, 0)
-    count = 0
-    for sid, top, n in conn.execute(
-        f"SELECT session_id, MAX(id), COUNT(*) FROM {src}.messages WHERE session_id IN ({marks}) "
-        "GROUP BY session_id",
-        ids,
-    ):
-        newest[sid], count = top, count + n
-    return Copied(ids, len(sessions), count, newest, [s for s, end in sessions if end is None])
-
-
-def verify(conn: sqlite3.Connection, src: str, dst: str, c: Copied) -> None:
-    """The copy holds exactly what was read: every session row and every message up to the
-    copied ones, compared byte for byte (a SHA-256 over every column and its type)."""
-    marks = sqlbits.in_list(len(c.ids))
-    columns = {t: _columns(conn, src, t) for t in ("sessions", "messages")}
-    conn.text_factory = bytes  # compared as stored, whatever the text's encoding
-    try:
-        for table, cond, params in (
-            ("sessions", f"id IN ({marks})", c.ids),
-            (
-                "messages",
-                f"session_id IN ({marks}) AND id <= ?",
-                [*c.ids, max(c.newest.values(), default=0)],
-            ),
-        ):
-            cols = columns[table]
-            names = ", ".join(f"{_q(x)}, typeof({_q(x)})" for x in cols)
-            order = "id"
-            got = {}
-            for schema in (src, dst):
-                h = hashlib.sha256()
-                n = 0
-                for row in conn.execute(
-                    f"SELECT {names} FROM {schema}.{_q(table)} WHERE {cond} ORDER BY {order}",
-                    params,
-                ):
-                    h.update(repr(row).encode())
-                    n += 1
-                got[schema] = (n, h.hexdigest())
-            if got[src] != got[dst]:
-                raise ColdStoreError(
-                    f"The copy of {c.ids[0]} did not verify ({table}: {got[dst][0]} rows copied "
-                    f"of {got[src][0]}, or their bytes differ); nothing was removed."
-                )
-    finally:
-        conn.text_factory = str
-
-
-# -- a move --------------------------------------------------------------------------------
-
-
-@dataclass
-class MoveJob:
-    id: str
-    back: bool
-    target: Path
-    total: int  # conversations chosen
+class MoveJob(Job):
+    kind: str = "coldstore"
+    back: bool = False
+    target: Path = field(default_factory=Path)
+    total: int = 0  # conversations chosen
+    include_resumable: bool = False
     sessions_moved: int = 0
     messages_moved: int = 0
     conversations_moved: int = 0
     files_moved: int = 0
-    skipped_active: list[str] = field(default_factory=list)  # a member is still running
-    kept: list[str] = field(default_factory=list)  # changed after the copy: stays where it was
-    done: bool = False
-    error: str | None = None
-    started: float = field(default_factory=time.time)
-    finished: float | None = None
-    free_bytes: int | None = None  # the live file's free pages after the move
-    longest_txn_s: float = 0.0
+    skipped_active: list[str] = field(default_factory=list)  # sessions that never ended
+    stayed: list[dict[str, Any]] = field(default_factory=list)  # each conversation left, and why
+    kept: list[str] = field(default_factory=list)  # changed during the move, or ids taken
+    notes: list[str] = field(default_factory=list)
+    passed_over: list[str] = field(default_factory=list)  # archive names not used, and why
+    free_pages: int | None = None  # the live file's free pages after the move
+    page_size: int | None = None
+
+    @property
+    def free_bytes(self) -> int | None:
+        if self.free_pages is None or self.page_size is None:
+            return None
+        return self.free_pages * self.page_size
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -296,52 +95,46 @@ class MoveJob:
             "messages_moved": self.messages_moved,
             "transcript_files_moved": self.files_moved,
             "skipped_active": self.skipped_active,
+            "stayed": self.stayed,
             "kept": self.kept,
+            "notes": self.notes,
+            "archive_names_passed_over": self.passed_over,
+            "include_resumable": self.include_resumable,
             "done": self.done,
             "error": self.error,
             "free_bytes": self.free_bytes,
+            "free_pages": self.free_pages,
+            "page_size": self.page_size,
             "longest_transaction_s": round(self.longest_txn_s, 4),
+            "waiting_for": self.waiting_for,
         }
 
 
-_JOBS: dict[str, MoveJob] = {}
-_JOBS_LOCK = threading.Lock()
-_MOVES = threading.Lock()  # one move at a time per server: they share the archive files
+def new_job(target: Path, total: int, back: bool, include_resumable: bool = False) -> MoveJob:
+    return JOBS.add(
+        MoveJob(back=back, target=target, total=total, include_resumable=include_resumable)
+    )
 
 
 def job(job_id: str) -> MoveJob | None:
-    with _JOBS_LOCK:
-        return _JOBS.get(job_id)
+    return JOBS.get(job_id, MoveJob)
 
 
-def _attach(archive: Path, live: Path, live_mode: str) -> sqlite3.Connection:
-    """One connection on the archive file (``main``) with the live file attached as ``live``
-    (``ro`` to move out: reading never blocks the gateway; ``rw`` to move back)."""
-    conn = sqlite3.connect(archive, isolation_level=None, timeout=30, check_same_thread=False)
-    conn.execute("PRAGMA foreign_keys = OFF")
-    uri = "file:" + pathname2url(str(live.resolve())) + f"?mode={live_mode}"
-    conn.execute("ATTACH DATABASE ? AS live", (uri,))
-    return conn
-
-
-def _tables(conn: sqlite3.Connection, schema: str) -> set[str]:
-    return {
-        r[0] for r in conn.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")
-    }
+# -- which conversations -------------------------------------------------------------------
 
 
 def conversations_of(lb: Logbook, ids: list[str]) -> list[list[str]]:
-    """The whole conversations the chosen sessions belong to, each once."""
+    """The whole conversations the chosen sessions of the live file belong to, each once."""
     out: list[list[str]] = []
-    seen: set[str] = set()
 
     def fn(conn: sqlite3.Connection) -> None:
+        seen: set[str] = set()
         for sid in ids:
-            if sid in seen:
-                continue
-            members = conversation(conn, sid)
-            seen.update(members)
-            out.append(members)
+            if sid not in seen:
+                members = rows.conversation(conn, sid)
+                seen.update(members)
+                if members:
+                    out.append(members)
 
     lb.reader.run(fn, time_limit_s=120)
     return out
@@ -354,19 +147,225 @@ def archive_conversations(path: Path, ids: list[str]) -> list[list[str]]:
         seen: set[str] = set()
         for sid in ids:
             if sid not in seen:
-                members = conversation(conn, sid)
+                members = rows.conversation(conn, sid)
                 seen.update(members)
-                out.append(members)
+                if members:
+                    out.append(members)
         return out
     finally:
         conn.close()
 
 
-def new_job(target: Path, total: int, back: bool) -> MoveJob:
-    j = MoveJob(uuid.uuid4().hex[:12], back, target, total)
-    with _JOBS_LOCK:
-        _JOBS[j.id] = j
+@dataclass
+class Continuing:
+    """What Hermes would continue in the live file right now (webui.hermes.continuing)."""
+
+    rules: rules_of.ContinueRules
+    current: dict[str, str]  # session -> the chat whose current session it is
+    newest: dict[str, str]  # session -> which `hermes -c` continues it
+
+
+def continuing(lb: Logbook) -> Continuing:
+    """Read once per preview and per job: the gateway's routing index (its table, and the
+    ``sessions/sessions.json`` mirror beside the database) and the CLI's latest sessions."""
+    schema = lb.schema
+    rules = rules_of.rules_for(schema.version)
+    current: dict[str, str] = {}
+    if schema.has("gateway_routing"):
+        for r in lb.reader.rows(
+            "SELECT session_key, entry_json FROM gateway_routing", [], time_limit_s=30
+        ):
+            sid = _entry_session(r["entry_json"])
+            if sid:
+                current.setdefault(sid, str(r["session_key"]))
+    for key, sid in _routing_file(lb.opened.path.parent / "sessions" / "sessions.json").items():
+        current.setdefault(sid, key)
+    cols = {
+        c: (c if schema.has("sessions", c) else f"NULL AS {c}") for c in ("cwd", "git_repo_root")
+    }
+    activity = "s.last_activity_at" if schema.has("sessions", "last_activity_at") else "NULL"
+    sources = [*rules.cli_sources, "tui"]
+    marks = ",".join("?" * len(sources))
+    found = lb.reader.rows(
+        f"SELECT s.id AS id, s.source AS source, s.started_at AS started_at, "
+        f"{cols['cwd']}, {cols['git_repo_root']}, "
+        f"MAX(COALESCE({activity}, 0), COALESCE((SELECT MAX(m.timestamp) FROM messages m "
+        f"WHERE m.session_id = s.id), 0)) AS last_active "
+        f"FROM sessions s WHERE s.source IN ({marks})",
+        sources,
+        time_limit_s=60,
+    )
+    for r in found:
+        if not r["last_active"]:
+            r["last_active"] = r["started_at"]
+    return Continuing(rules, current, rules_of.latest(found, rules))
+
+
+def _entry_session(text: Any) -> str | None:
+    try:
+        data = json.loads(text) if isinstance(text, (str, bytes)) else None
+    except ValueError:
+        return None
+    sid = data.get("session_id") if isinstance(data, dict) else None
+    return sid if isinstance(sid, str) and sid else None
+
+
+def _routing_file(path: Path) -> dict[str, str]:
+    """chat key -> session id from Hermes's sessions.json (a regular file, size-capped)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {}
+        data = json.loads(os.read(fd, ROUTING_FILE_CAP + 1)[:ROUTING_FILE_CAP] or b"{}")
+    except (OSError, ValueError):
+        return {}
+    finally:
+        os.close(fd)
+    out = {}
+    for key, entry in data.items() if isinstance(data, dict) else ():
+        sid = entry.get("session_id") if isinstance(entry, dict) else None
+        if isinstance(sid, str) and sid and not str(key).startswith("_"):
+            out[str(key)] = sid
+    return out
+
+
+def judge(cont: Continuing, include_resumable: bool) -> moving.Judge:
+    """Whether a conversation stays where it is, and why (webui.db.changes.moving.Judge)."""
+
+    def verdict(conn: sqlite3.Connection, schema: str, members: list[str]):
+        have = set(rows.columns(conn, schema, "sessions"))
+        pick = ", ".join(
+            c if c in have else f"NULL AS {c}"
+            for c in ("id", "ended_at", "end_reason", "handoff_state")
+        )
+        marks = ",".join("?" * len(members))
+        found = [
+            dict(zip(("id", "ended_at", "end_reason", "handoff_state"), r, strict=True))
+            for r in conn.execute(
+                f"SELECT {pick} FROM {schema}.sessions WHERE id IN ({marks})", members
+            )
+        ]
+        running = [s["id"] for s in found if s["ended_at"] is None]
+        if running:
+            return "running", running, [f"{sid} never ended" for sid in running]
+        if include_resumable:
+            return None
+        why, who = [], []
+        for s in found:
+            for reason in rules_of.reasons(s, cont.rules, cont.current, cont.newest):
+                who.append(s["id"])
+                why.append(f"{s['id']}: {reason}")
+        return ("resumable", who, why) if why else None
+
+    return verdict
+
+
+def staying(lb: Logbook, groups: list[list[str]], include_resumable: bool) -> list[dict[str, Any]]:
+    """For the preview: each conversation that would stay, with why (the job's own rule)."""
+    verdict = judge(continuing(lb), include_resumable)
+    out: list[dict[str, Any]] = []
+
+    def fn(conn: sqlite3.Connection) -> None:
+        for members in groups:
+            v = verdict(conn, "main", members)
+            if v:
+                out.append(
+                    {"conversation": members[0], "kind": v[0], "sessions": v[1], "why": v[2]}
+                )
+
+    lb.reader.run(fn, time_limit_s=120)
+    return out
+
+
+# -- the moves -------------------------------------------------------------------------------
+
+
+def move_out(
+    lb: Logbook,
+    roots: list[str],
+    j: MoveJob,
+    *,
+    forbidden: list[Path] | tuple[Path, ...] = (),
+) -> MoveJob:
+    """Each chosen conversation (one of its sessions in ``roots``) into this month's archive
+    file in ``j.target``'s folder, one unit at a time (webui.db.changes.moving.out_one)."""
+    lane = lb.actions.lane
+    failure: BaseException | None = None
+    try:
+        with lane.unit("choose", wait_s=None, job=j):  # two jobs never make one file twice
+            path, ident, j.passed_over = choose(
+                j.target, lb.opened.path, Made(lane.folder), list(forbidden)
+            )
+        j.target = path
+        verdict = judge(continuing(lb), j.include_resumable)
+        batches = Batches(lane.w, job=j, patience_s=LOCK_PATIENCE_S)
+        seen: set[str] = set()
+        for root in roots:
+            if root in seen:
+                continue  # its conversation was judged already (moved or left)
+            with lane.unit("out", wait_s=None, job=j) as unit:
+                moved = moving.out_one(lane, unit, batches, path, ident, root, verdict)
+            seen.update(moved.members)
+            _record(j, moved)
+    except Exception as exc:  # noqa: BLE001 - said to the user through the job
+        failure = exc
+    finally:
+        _finish(lb, j, failure)
     return j
+
+
+def move_back(lb: Logbook, path: Path, roots: list[str], j: MoveJob) -> MoveJob:
+    """Conversations of an archive file into the live file, verified, out of the archive."""
+    lane = lb.actions.lane
+    failure: BaseException | None = None
+    try:
+        problem = link_problem(path)
+        ident = Identity.of(path)
+        if problem or ident is None or ident == Identity.of(lb.opened.path):
+            raise ColdStoreError(
+                f"Nothing was moved back: {problem or f'{path} is not an archive file here'}."
+            )
+        batches = Batches(lane.w, job=j, patience_s=LOCK_PATIENCE_S)
+        seen: set[str] = set()
+        for root in roots:
+            if root in seen:
+                continue
+            with lane.unit("back", wait_s=None, job=j) as unit:
+                moved = moving.back_one(lane, unit, batches, path, ident, root)
+            seen.update(moved.members)
+            _record(j, moved)
+    except Exception as exc:  # noqa: BLE001 - said to the user through the job
+        failure = exc
+    finally:
+        _finish(lb, j, failure)
+    return j
+
+
+def _record(j: MoveJob, moved: moving.Moved) -> None:
+    j.notes.extend(moved.notes)
+    if moved.stayed is None:
+        j.conversations_moved += 1
+        j.sessions_moved += len(moved.members)
+        j.messages_moved += moved.messages
+        j.files_moved += moved.files
+        return
+    if moved.stayed == "gone":
+        return  # moved already with an earlier one, or removed since
+    if moved.stayed == "running":
+        j.skipped_active.extend(moved.who)
+    elif moved.stayed in ("changed", "taken"):
+        j.kept.append(moved.members[0])
+    j.stayed.append(
+        {
+            "conversation": moved.members[0],
+            "kind": moved.stayed,
+            "sessions": moved.who,
+            "why": moved.why,
+        }
+    )
 
 
 def _finish(lb: Logbook, j: MoveJob, exc: BaseException | None) -> None:
@@ -375,224 +374,26 @@ def _finish(lb: Logbook, j: MoveJob, exc: BaseException | None) -> None:
     elif exc is not None:
         j.error = f"The move stopped: {exc}."
     lb.actions.on_change()
+    j.free_pages, j.page_size = free_pages(lb.opened.path)
+    j.end()
+
+
+def free_pages(path: Path) -> tuple[int | None, int | None]:
+    """The live file's free pages and page size, read fresh after the move: what a VACUUM
+    (``hermes sessions optimize``) gives back for certain. It also packs half-filled pages
+    and merges the search index's segments, so it usually gives back more."""
     try:
-        j.free_bytes = lb.maintenance.state().get("reclaimable_bytes")
-    except LogbookDBError:
-        j.free_bytes = None
-    j.done, j.finished = True, time.time()
-
-
-def move_out(lb: Logbook, groups: list[list[str]], j: MoveJob) -> MoveJob:
-    """Each conversation copied into ``j.target``, verified, then removed from the live
-    file (see the module's text)."""
-    live_path = lb.opened.path
-    failure: BaseException | None = None
-    with _MOVES:
-        try:
-            if not j.target.exists():
-                j.target.parent.mkdir(parents=True, exist_ok=True)
-                src = sqlite3.connect(
-                    "file:" + pathname2url(str(live_path.resolve())) + "?mode=ro", uri=True
-                )
-                try:
-                    create_like(src, j.target)
-                finally:
-                    src.close()
-            conn = _attach(j.target, live_path, "ro")
-            _each(conn, groups, lambda tables, members: _move_one(lb, conn, tables, members, j))
-        except Exception as exc:  # noqa: BLE001 - said to the user through the job
-            failure = exc
-        finally:
-            _finish(lb, j, failure)
-    return j
-
-
-def _each(conn: sqlite3.Connection, groups: list[list[str]], step) -> None:
-    """``step(tables, members)`` for each conversation, over the tables both files hold;
-    the connection is closed however it ends."""
+        conn = sqlite3.connect(
+            "file:" + pathname2url(os.path.abspath(path)) + "?mode=ro", uri=True, timeout=2
+        )
+    except sqlite3.Error:
+        return None, None
     try:
-        tables = _tables(conn, "live") & _tables(conn, "main")
-        for members in groups:
-            step(tables, members)
+        return (
+            int(conn.execute("PRAGMA freelist_count").fetchone()[0]),
+            int(conn.execute("PRAGMA page_size").fetchone()[0]),
+        )
+    except sqlite3.Error:
+        return None, None
     finally:
         conn.close()
-
-
-def _move_one(lb, conn, tables, members: list[str], j: MoveJob) -> None:
-    conn.execute("BEGIN IMMEDIATE")  # the archive's lock; the live file is only read
-    try:
-        copied = copy_rows(conn, "live", "main", members, tables)
-        if copied.active or not copied.sessions:
-            conn.execute("ROLLBACK")
-            if copied.active:
-                j.skipped_active.append(members[0])
-            return
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    try:
-        verify(conn, "live", "main", copied)
-    except ColdStoreError:
-        j.kept.append(members[0])  # changed while it was copied: stays, tried at the next move
-        return
-    files = _copy_transcripts(lb, members, j.target.parent / "sessions")
-    # Leaves first: a parent never outlives its children in the live file, even when cut short.
-    removed = 0
-    try:
-        for sid in reversed(members):
-            gone = lb.actions.delete(sid, upto=copied.newest)
-            removed += len(gone.ids)
-            j.longest_txn_s = max(j.longest_txn_s, lb.actions.w.last_transaction_s)
-    except ChangedSinceBackup:
-        j.kept.append(members[0])
-        return
-    j.files_moved += files
-    j.sessions_moved += removed
-    j.messages_moved += copied.messages
-    j.conversations_moved += 1
-
-
-def _copy_transcripts(lb, members: list[str], folder: Path) -> int:
-    files = [p for sid in members for p in lb.actions.transcript_files(sid)]
-    for path in files:
-        folder.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, folder / path.name)
-    return len(files)
-
-
-def move_back(lb: Logbook, archive_path: Path, groups: list[list[str]], j: MoveJob) -> MoveJob:
-    """Conversations of an archive file into the live file, verified, out of the archive."""
-    failure: BaseException | None = None
-    with _MOVES:
-        try:
-            conn = _attach(archive_path, lb.opened.path, "rw")
-            conn.execute("PRAGMA live.synchronous = NORMAL")  # per connection, as Logbook's writer
-            _each(
-                conn,
-                groups,
-                lambda tables, members: _back_one(lb, conn, tables, archive_path, members, j),
-            )
-        except Exception as exc:  # noqa: BLE001 - said to the user through the job
-            failure = exc
-        finally:
-            _finish(lb, j, failure)
-    return j
-
-
-def _short(conn: sqlite3.Connection, j: MoveJob, statements: list[tuple[str, list]]) -> None:
-    """One short write transaction on the live file (BEGIN IMMEDIATE; SQLite's busy wait
-    while the gateway holds the lock)."""
-    t0 = time.monotonic()
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for sql_text, params in statements:
-            conn.execute(sql_text, params)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    j.longest_txn_s = max(j.longest_txn_s, time.monotonic() - t0)
-
-
-def _back_one(lb, conn, tables, archive_path: Path, members: list[str], j: MoveJob) -> None:
-    marks = sqlbits.in_list(len(members))
-    taken = conn.execute(
-        f"SELECT COUNT(*) FROM live.messages l JOIN main.messages a ON a.id = l.id "
-        f"WHERE a.session_id IN ({marks}) AND l.session_id <> a.session_id",
-        members,
-    ).fetchone()[0]
-    if taken:
-        j.kept.append(members[0])  # its message ids are another conversation's in the live file
-        return
-    # Messages first, then the session rows (_copy_back): the conversation appears whole or
-    # not at all; a move cut short is undone at the next start and tried again by the next.
-    ids = [
-        r[0]
-        for r in conn.execute(
-            f"SELECT id FROM main.messages WHERE session_id IN ({marks}) ORDER BY id", members
-        )
-    ]
-    journal = lb.actions.journal
-    # Journaled before the first of those transactions: one cut short is undone at the next
-    # start (webui/db/journal.py), so no message is left in the live file without its session.
-    entry = journal.open("return", dict.fromkeys(members, 0)) if journal and ids else None
-    if entry is not None:
-        try:  # what the journal still holds for these sessions, settled before any copy
-            lb.actions.settle_before_return(entry)
-        except BaseException:
-            journal.close(entry)  # nothing was copied: nothing to undo later
-            raise
-    try:
-        _copy_back(conn, j, tables, members, ids)
-    except BaseException:
-        if entry is not None:
-            journal.release(entry)  # cut short here: the next resume undoes it
-        raise
-    if entry is not None:
-        journal.close(entry)
-    copied = Copied(
-        members, len(members), len(ids), dict.fromkeys(members, ids[-1] if ids else 0), []
-    )
-    verify(conn, "main", "live", copied)
-    # Verified in the live file: out of the archive, in one transaction (the file is ours).
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute(f"DELETE FROM main.messages WHERE session_id IN ({marks})", members)
-        for t in SESSION_TABLES:
-            if t in tables:
-                conn.execute(f"DELETE FROM main.{_q(t)} WHERE session_id IN ({marks})", members)
-        conn.execute(f"DELETE FROM main.sessions WHERE id IN ({marks})", members)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    home = lb.opened.path.parent / "sessions"
-    src = archive_path.parent / "sessions"
-    if src.is_dir():
-        for sid in members:
-            for p in [
-                *src.glob(f"{glob.escape(sid)}.json*"),
-                *src.glob(f"request_dump_{glob.escape(sid)}_*.json"),
-            ]:
-                home.mkdir(exist_ok=True)
-                shutil.move(str(p), home / p.name)
-                j.files_moved += 1
-    j.sessions_moved += len(members)
-    j.messages_moved += len(ids)
-    j.conversations_moved += 1
-
-
-def _copy_back(conn, j: MoveJob, tables, members: list[str], ids: list[int]) -> None:
-    """The conversation's messages into the live file, a bounded number per transaction, then
-    its session rows in one: until that last one no page shows the messages."""
-    marks = sqlbits.in_list(len(members))
-    mc = ", ".join(_q(c) for c in _columns(conn, "main", "messages"))
-    for i in range(0, len(ids), BACK_BATCH):
-        lo, hi = ids[i], ids[min(i + BACK_BATCH, len(ids)) - 1]
-        _short(
-            conn,
-            j,
-            [
-                (
-                    f"INSERT OR IGNORE INTO live.messages ({mc}) SELECT {mc} FROM main.messages "
-                    f"WHERE session_id IN ({marks}) AND id BETWEEN ? AND ?",
-                    [*members, lo, hi],
-                )
-            ],
-        )
-    last = []
-    for t in ("sessions", *(t for t in SESSION_TABLES if t in tables)):
-        tc = ", ".join(_q(c) for c in _columns(conn, "main", t))
-        where = "id" if t == "sessions" else "session_id"
-        last.append(
-            (
-                f"INSERT OR IGNORE INTO live.{_q(t)} ({tc}) SELECT {tc} FROM main.{_q(t)} "
-                f"WHERE {where} IN ({marks})",
-                members,
-            )
-        )
-    _short(conn, j, last)

@@ -65,6 +65,12 @@ class Writer:
         self._local = threading.local()  # this thread's last transaction time
         schema = opened.schema
         self.refusal: str | None = None
+        # Called after every COMMIT, with no argument (webui.db.changes: the unit of work that
+        # runs knows it changed the file; tests kill the process there).
+        self.on_commit: list[Callable[[], None]] = []
+        # Set by the lane (webui.db.changes): raises unless the calling thread holds the
+        # live file's lane, so no change is ever written around it.
+        self.require_lane: Callable[[], None] | None = None
         if opened.immutable:
             self.refusal = "The database is opened as a read-only snapshot; changes are off."
         elif schema.version is not None and schema.version > newest_known_version:
@@ -74,7 +80,7 @@ class Writer:
                 "written in a shape the newer Hermes does not expect."
             )
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, foreign_keys: bool = True) -> sqlite3.Connection:
         # mode=rw: never create the file. A state.db deleted under a running Logbook must not
         # come back as an empty database from a rename.
         conn = sqlite3.connect(
@@ -85,7 +91,9 @@ class Writer:
             check_same_thread=False,
         )
         conn.text_factory = decode_text
-        conn.execute("PRAGMA foreign_keys = ON")  # per connection, as Hermes's own
+        # Per connection, as Hermes's own. Off only for a move back from cold storage, whose
+        # messages enter before their session row (so no page shows half a conversation).
+        conn.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
         # No checkpoint inside our COMMIT (per connection, not persisted): checkpoint() runs
         # a PASSIVE one between batches instead, which never blocks the gateway.
         conn.execute("PRAGMA wal_autocheckpoint = 0")
@@ -116,7 +124,11 @@ class Writer:
             conn.close()
 
     def run(
-        self, fn: Callable[[sqlite3.Connection], T], *, give_up_after: float | None = None
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        give_up_after: float | None = None,
+        foreign_keys: bool = True,
     ) -> T:
         """fn inside one BEGIN IMMEDIATE transaction, retried while the gateway holds the lock.
         Any error rolls everything back: no write is ever half done. ``give_up_after``: fn's
@@ -124,13 +136,20 @@ class Writer:
         rolled back (TooSlow), for callers that can retry with a smaller batch."""
         if self.refusal:
             raise WritesDisabled(self.refusal)
+        if self.require_lane is not None:
+            self.require_lane()
         try:
-            return self._run(fn, give_up_after)
+            return self._run(fn, give_up_after, foreign_keys)
         except sqlite3.Error as exc:
             raise as_change_error(exc, self.opened.path) from None
 
-    def _run(self, fn: Callable[[sqlite3.Connection], T], give_up_after: float | None) -> T:
-        conn = self._connect()
+    def _run(
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        give_up_after: float | None,
+        foreign_keys: bool,
+    ) -> T:
+        conn = self._connect(foreign_keys)
         try:
             for attempt in range(ATTEMPTS):
                 try:
@@ -180,6 +199,8 @@ class Writer:
                         raise TooSlow() from None
                     raise
                 ended = time.perf_counter()
+                for told in self.on_commit:
+                    told()
                 took = ended - started
                 if took > BUDGET_TXN_S:
                     log.warning(

@@ -541,6 +541,8 @@ def prune_job(job_id: str):
                 "partial": job.partial,
                 "transcript_files_removed": job.files_removed,
                 "waiting_for_lock": job.waiting_since is not None,
+                # what it waits for: the gateway's write lock, or another change's unit
+                "waiting_for": job.waiting_for,
                 "lock_waited_s": round(job.lock_waited_s, 1),
             }
         )

@@ -54,6 +54,21 @@ def _target():
     return cold.archive_file(archive_dirs(current_app)[0])
 
 
+def _include_resumable(args) -> bool:
+    """The form's "include conversations Hermes could still continue" (off by default)."""
+    return args.get("resumable") in ("1", "include", "true", "yes", "on")
+
+
+def _other_stores(live) -> list:
+    """Files Logbook reads as other stores that are not archives (replicas' copies, other
+    profiles' live files): cold storage refuses a target that is one of them."""
+    paths = [s.path for s in (store_set().others() if store_set() else []) if s.kind != "archive"]
+    profiles = current_app.extensions.get("profiles")
+    if profiles is not None:
+        paths.extend(p.path for p in profiles.all() if p.path != live.opened.path)
+    return [p for p in paths if p is not None]
+
+
 @bp.get("/coldstore")
 def form():
     live = live_logbook()
@@ -72,6 +87,8 @@ def form():
         )
     members = sum(len(m) for m in groups)
     target = source.path if source else _target()
+    include = _include_resumable(request.args)
+    stays = cold.staying(live, groups, include) if groups and not source else []
     if wants_json():
         return jsonify(
             {
@@ -84,6 +101,9 @@ def form():
                 "sessions": [m for g in groups for m in g],
                 "messages": preview["messages"],
                 "selection": as_args(sel),
+                "include_resumable": include,
+                "stays": stays,
+                "conversations_to_move": len(groups) - len(stays),
             }
         )
     for r in (preview or {}).get("sessions", []):
@@ -101,6 +121,8 @@ def form():
         preview=preview,
         conversations=len(groups),
         members=members,
+        stays=stays,
+        include_resumable=include,
         source=source,
         target=target,
         archives=archives,
@@ -122,12 +144,17 @@ def run():
     ids = book.actions.prune_ids(sel)
     if source:
         groups = cold.archive_conversations(source.path, ids)
+        roots = [g[0] for g in groups]
         job = cold.new_job(source.path, len(groups), back=True)
-        work = lambda: cold.move_back(live, source.path, groups, job)  # noqa: E731
+        work = lambda: cold.move_back(live, source.path, roots, job)  # noqa: E731
     else:
         groups = cold.conversations_of(live, ids)
-        job = cold.new_job(_target(), len(groups), back=False)
-        work = lambda: cold.move_out(live, groups, job)  # noqa: E731
+        roots = [g[0] for g in groups]
+        job = cold.new_job(
+            _target(), len(groups), back=False, include_resumable=_include_resumable(request.form)
+        )
+        others = _other_stores(live)
+        work = lambda: cold.move_out(live, roots, job, forbidden=others)  # noqa: E731
 
     def done_work():
         work()
