@@ -164,7 +164,13 @@ class SelectionReads:
         if more:
             last = rows[-1]
             nxt = _encode([last[f"_key{i}"] for i in range(len(keys))], last["id"])
-        return {"sessions": rows, "position": before, "count": count, "next_cursor": nxt}
+        return {
+            "sessions": rows,
+            "position": before,
+            "count": count,
+            "next_cursor": nxt,
+            "by_activity": len(keys) > 1,
+        }
 
     def selection_totals(self, sel: Selection, top: int = 8) -> dict[str, list[dict]]:
         """The selection by source, model and month it started: sessions, messages and cost

@@ -288,6 +288,7 @@ def prune_form():
                 "messages": preview["messages"],
                 "oldest": preview["oldest"],
                 "newest": preview["newest"],
+                **{k: preview[k] for k in ("oldest_active", "newest_active") if k in preview},
                 "cutoff": _cutoff(sel),
                 "filters": preview["described"],
                 "selection": as_args(sel),
