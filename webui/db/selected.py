@@ -1,9 +1,12 @@
 """What a selection holds, read before anything changes: the prune/archive preview (its
 summary, one keyset page of its sessions, totals by source, model and month, the children it
-would orphan) and the ids ``hermes sessions prune --dry-run`` lists. A mixin of Actions."""
+would orphan, what the file's Hermes spares and why) and the ids ``hermes sessions prune
+--dry-run`` lists, in its order. A mixin of Actions (``self.r``: the Reader; ``self.rules``)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
 from webui.db import selection as selection_sql
@@ -26,26 +29,40 @@ class SelectionReads:
     """Reads of a selection (``self.r``: the Reader)."""
 
     def _rule(self, sel: Selection, alias: str = "sessions") -> tuple[str, list]:
-        """Hermes's prune filter (webui.db.selection), ended sessions only."""
-        return selection_sql.where(self.r.schema, sel, alias)
+        """Hermes's prune filter (webui.db.selection), ended sessions only, as the file's
+        Hermes selects (0.22: pins spared, lineages whole)."""
+        return selection_sql.lineage_where(self.r.schema, sel, alias, rules=self.rules)
+
+    def _order(self) -> tuple[str, ...]:
+        """The order `--dry-run` lists in, as sort keys over ``s``: the start (0.19), or last
+        activity then the start (0.20+); the id breaks ties."""
+        started = "COALESCE(CAST(s.started_at AS REAL), 0)"
+        if not self.rules.age_is_inactivity:
+            return (started,)
+        active = selection_sql.last_active(self.r.schema, self.rules, "s")
+        return (f"COALESCE({active}, -1)", started)
 
     def prune_preview(
         self, sel: Selection, limit: int = PREVIEW_PAGE, cursor: str | None = None
     ) -> dict[str, Any]:
         """Exactly what `hermes sessions prune <same filters>` would delete (its --dry-run):
         ended sessions matching every filter. Active sessions never. The summary and totals
-        cover every session; ``sessions`` is one keyset page of them, oldest first."""
-        where, params = self._rule(sel)
-        cost = sql.cost(self.r.schema)
-        tok = sql.tokens(self.r.schema)
+        cover every session; ``sessions`` is one keyset page of them, in Hermes's order."""
+        where, params = self._rule(sel, "s")
+        s = self.r.schema
+        cost = sql.cost(s, "s")
+        tok = sql.tokens(s, "s")
+        activity = ""
+        if self.rules.age_is_inactivity:
+            active = selection_sql.last_active(s, self.rules, "s")
+            activity = f", MIN({active}) AS oldest_active, MAX({active}) AS newest_active"
         summary = (
             self.r.one(
                 f"SELECT COUNT(*) AS count, {sql.total(tok)} AS tokens, "
-                f"{sql.total(cost, integer=False)} AS cost, {sql.price_counts(self.r.schema)}, "
-                "MIN(started_at) AS oldest, "
-                f"MAX(started_at) AS newest, "
-                f"{sql.total(sql.num(self.r.schema, 'message_count'))} AS messages "
-                f"FROM sessions WHERE {where}",
+                f"{sql.total(cost, integer=False)} AS cost, {sql.price_counts(s, 's')}, "
+                "MIN(s.started_at) AS oldest, MAX(s.started_at) AS newest, "
+                f"{sql.total(sql.num(s, 'message_count', 's'))} AS messages{activity} "
+                f"FROM sessions s WHERE {where}",
                 params,
             )
             or {}
@@ -53,7 +70,7 @@ class SelectionReads:
         page = self.selection_page(sel, cursor, limit, count=summary.get("count") or 0)
         cw, cp = self._rule(sel, "p")
         kw, kp = self._rule(sel, "c")
-        title = "c.title" if self.r.schema.has("sessions", "title") else "NULL"
+        title = "c.title" if s.has("sessions", "title") else "NULL"
         orphans = self.r.rows(
             f"SELECT c.id AS id, {title} AS title, c.parent_session_id AS parent FROM sessions c JOIN sessions p ON "
             f"p.id = c.parent_session_id WHERE {cw} AND NOT ({kw}) ORDER BY c.started_at LIMIT 200",
@@ -62,11 +79,41 @@ class SelectionReads:
         return {
             **summary,
             "selection": sel,
-            "described": describe(sel),
+            "described": describe(sel, inactivity=self.rules.age_is_inactivity),
             **page,
             "totals": self.selection_totals(sel) if summary.get("count") else {},
             "orphaned_children": orphans,
+            "spared": self.selection_spared(sel),
         }
+
+    def selection_spared(self, sel: Selection) -> dict[str, int]:
+        """What matches the filters but is left alone, and why, as the file's Hermes says it
+        (0.22 `pinned`: pinned sessions spared; 0.20+ `open`: open sessions a prune skips) and
+        Logbook beside it (`kept_ancestors`: 0.22 keeps the older segments of a conversation
+        whose later segment is not selected). Only the reasons that apply are keys."""
+        s, rules = self.r.schema, self.rules
+        out: dict[str, int] = {}
+        if selection_sql.spares_pins(s, sel, rules):
+            # Hermes counts the rows that carry the pin (not the continuations it covers).
+            w, p = selection_sql.where(s, replace(sel, include_pinned=True), "s", rules=rules)
+            out["pinned"] = self.r.scalar(
+                f"SELECT COUNT(*) FROM sessions s WHERE {w} AND COALESCE(s.pinned, 0) = 1", p
+            )
+        if sel.command == "prune" and rules.age_is_inactivity:
+            w, p = selection_sql.where(s, sel, "s", rules=rules)
+            guard = "s.ended_at IS NOT NULL"
+            if w.startswith(guard) and s.has("sessions", "ended_at"):
+                out["open"] = self.r.scalar(
+                    f"SELECT COUNT(*) FROM sessions s WHERE s.ended_at IS NULL{w[len(guard) :]}", p
+                )
+        if sel.command == "prune" and rules.selection_whole_lineages:
+            w, p = selection_sql.where(s, sel, "s", rules=rules)
+            out["kept_ancestors"] = self.r.scalar(
+                f"SELECT COUNT(*) FROM sessions s WHERE {w} AND s.id IN "
+                f"({selection_sql.kept_ancestors(w)})",
+                [*p, *p],
+            )
+        return out
 
     def selection_page(
         self,
@@ -75,55 +122,65 @@ class SelectionReads:
         limit: int = PREVIEW_PAGE,
         count: int | None = None,
     ) -> dict[str, Any]:
-        """One page of the selected sessions, oldest first (the order `--dry-run` lists
-        them in), after ``cursor``; with the position of its first row, the selection's
-        ``count`` (counted here unless the caller knows it) and the next cursor. Keyset
-        paging, so the last of 100,000 sessions costs what the first does."""
-        where, params = self._rule(sel)
+        """One page of the selected sessions, in the order `--dry-run` lists them, after
+        ``cursor``; with the position of its first row, the selection's ``count`` (counted
+        here unless the caller knows it) and the next cursor. Keyset paging, so the last of
+        100,000 sessions costs what the first does."""
+        where, params = self._rule(sel, "s")
         if count is None:
-            count = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
+            count = self.r.scalar(f"SELECT COUNT(*) FROM sessions s WHERE {where}", params)
         s = self.r.schema
-        key = "COALESCE(CAST(started_at AS REAL), 0)"
+        keys = self._order()
+        row_key = f"({', '.join(keys)}, s.id)"
         before = 0
         if cursor:
-            try:
-                after = list(sql.decode_cursor(cursor))
-            except Exception:  # noqa: BLE001 - decode_cursor words its error for the list
-                raise BadCursor() from None
+            after = _decode(cursor, len(keys))
+            marks = ", ".join("?" * len(after))
             before = self.r.scalar(
-                f"SELECT COUNT(*) FROM sessions WHERE ({where}) AND ({key}, id) <= (?, ?)",
+                f"SELECT COUNT(*) FROM sessions s WHERE ({where}) AND {row_key} <= ({marks})",
                 [*params, *after],
             )
-            where, params = f"({where}) AND ({key}, id) > (?, ?)", [*params, *after]
-        title = "title" if s.has("sessions", "title") else "NULL"
+            where, params = f"({where}) AND {row_key} > ({marks})", [*params, *after]
+        title = "s.title" if s.has("sessions", "title") else "NULL"
+        key_cols = ", ".join(f"{k} AS _key{i}" for i, k in enumerate(keys))
         rows = self.r.rows(
-            f"SELECT id, {title} AS title, source, {sql.col(s, 'model')} AS model, started_at, "
-            f"{sql.col(s, 'ended_at')} AS ended_at, {key} AS _key, "
-            f"{sql.num(s, 'message_count')} AS message_count, {sql.cost(s)} AS cost, "
-            f"{sql.col(s, 'cost_status')} AS cost_status, "
-            f"{sql.col(s, 'actual_cost_usd')} AS actual_cost_usd, "
-            f"{sql.col(s, 'estimated_cost_usd')} AS estimated_cost_usd "
-            f"FROM sessions WHERE {where} ORDER BY {key}, id LIMIT {int(limit) + 1}",
+            f"SELECT s.id AS id, {title} AS title, s.source AS source, "
+            f"{sql.col(s, 'model', 's')} AS model, s.started_at AS started_at, "
+            f"{sql.col(s, 'ended_at', 's')} AS ended_at, {key_cols}, "
+            f"{sql.num(s, 'message_count', 's')} AS message_count, {sql.cost(s, 's')} AS cost, "
+            f"{sql.col(s, 'cost_status', 's')} AS cost_status, "
+            f"{sql.col(s, 'actual_cost_usd', 's')} AS actual_cost_usd, "
+            f"{sql.col(s, 'estimated_cost_usd', 's')} AS estimated_cost_usd "
+            f"FROM sessions s WHERE {where} ORDER BY {', '.join(keys)}, s.id "
+            f"LIMIT {int(limit) + 1}",
             params,
         )
         more = len(rows) > limit
         rows = rows[:limit]
+        for r in rows:
+            if len(keys) > 1:
+                r["last_active"] = r["_key0"] if r["_key0"] != -1 else None
+        nxt = None
+        if more:
+            last = rows[-1]
+            nxt = _encode([last[f"_key{i}"] for i in range(len(keys))], last["id"])
         return {
             "sessions": rows,
             "position": before,
             "count": count,
-            "next_cursor": sql.encode_cursor(rows[-1]["_key"], rows[-1]["id"]) if more else None,
+            "next_cursor": nxt,
+            "by_activity": len(keys) > 1,
         }
 
     def selection_totals(self, sel: Selection, top: int = 8) -> dict[str, list[dict]]:
         """The selection by source, model and month it started: sessions, messages and cost
         in each, largest first; past ``top`` groups the rest are summed as one "other"."""
-        where, params = self._rule(sel)
+        where, params = self._rule(sel, "s")
         s = self.r.schema
         groups = {
-            "source": "COALESCE(source, '')",
-            "model": f"COALESCE({sql.col(s, 'model')}, '')",
-            "month": "COALESCE(strftime('%Y-%m', CAST(started_at AS REAL), 'unixepoch'), '')",
+            "source": "COALESCE(s.source, '')",
+            "model": f"COALESCE({sql.col(s, 'model', 's')}, '')",
+            "month": "COALESCE(strftime('%Y-%m', CAST(s.started_at AS REAL), 'unixepoch'), '')",
         }
         out: dict[str, list[dict]] = {}
         for name, expr in groups.items():
@@ -132,9 +189,9 @@ class SelectionReads:
             cap = 3 * top if name == "month" else top
             rows = self.r.rows(
                 f"SELECT {expr} AS label, COUNT(*) AS sessions, "
-                f"{sql.total(sql.num(s, 'message_count'))} AS messages, "
-                f"{sql.total(sql.cost(s), integer=False)} AS cost, {sql.price_counts(s)} "
-                f"FROM sessions WHERE {where} "
+                f"{sql.total(sql.num(s, 'message_count', 's'))} AS messages, "
+                f"{sql.total(sql.cost(s, 's'), integer=False)} AS cost, {sql.price_counts(s, 's')} "
+                f"FROM sessions s WHERE {where} "
                 f"GROUP BY 1 ORDER BY {order}",
                 params,
             )
@@ -156,13 +213,39 @@ class SelectionReads:
         return out
 
     def prune_ids(self, sel: Selection) -> list[str]:
-        """The ids `hermes sessions prune --dry-run` lists, oldest first as it lists them."""
-        where, params = self._rule(sel)
+        """The ids `hermes sessions prune --dry-run` lists, in its order (oldest start first on
+        0.19 files; least recently active first since 0.20)."""
+        where, params = self._rule(sel, "s")
         return [
             r["id"]
             for r in self.r.rows(
-                f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id",
+                f"SELECT s.id AS id FROM sessions s WHERE {where} "
+                f"ORDER BY {', '.join(self._order())}, s.id",
                 params,
                 time_limit_s=60,
             )
         ]
+
+
+def _encode(keys: list, row_id: str) -> str:
+    if len(keys) == 1:
+        return sql.encode_cursor(keys[0], row_id)
+    # several keys: the first as the cursor's key, the rest with the id (JSON)
+    return sql.encode_cursor(keys[0], json.dumps([*keys[1:], row_id]))
+
+
+def _decode(cursor: str, n: int) -> list:
+    try:
+        key, rest = sql.decode_cursor(cursor)
+        if n == 1:
+            return [key, rest]
+        more = json.loads(rest)
+        if not (isinstance(more, list) and len(more) == n):
+            raise ValueError
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in more[:-1]):
+            raise ValueError
+        if not isinstance(more[-1], str):
+            raise ValueError
+        return [key, *more]
+    except Exception:  # noqa: BLE001 - decode_cursor words its error for the list
+        raise BadCursor() from None

@@ -1,6 +1,7 @@
-"""A selection (webui.hermes.selection) as SQL: ``SessionDB._prune_filter_where`` of Hermes
-0.19.0, clause for clause, over the columns this database has. A filter on a column the
-database lacks matches nothing (the session cannot be shown to have that value)."""
+"""A selection (webui.hermes.selection) as SQL: ``SessionDB._prune_filter_where`` of the Hermes
+that wrote the file (webui.hermes.rules), clause for clause, over the columns this database
+has. A filter on a column the database lacks matches nothing (the session cannot be shown to
+have that value). The SQL reads ``sessions`` under an alias (``s`` unless told)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,53 @@ from typing import Any
 
 from webui.db import sql
 from webui.db.schema import Schema
+from webui.hermes.rules import Rules, rules_for
 from webui.hermes.selection import Selection
 
 
+def _like(text: str, escaped: bool) -> tuple[str, str]:
+    """(the LIKE pattern of a case-insensitive substring, its ESCAPE clause). 0.19 leaves %
+    and _ in the text as wildcards; 0.20+ matches them literally."""
+    text = text.lower()
+    if not escaped:
+        return f"%{text}%", ""
+    text = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{text}%", " ESCAPE '\\'"
+
+
+def last_active(schema: Schema, rules: Rules, alias: str = "s") -> str:
+    """Last activity as the selection's Hermes works it out (the list's own rule: 0.20 the
+    newest message else the start, heartbeat left out; 0.22 the freshest of heartbeat, newest
+    message and start, in the epoch window)."""
+    a = f"{alias}."
+    newest = f"(SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = {a}id)"
+    if rules.last_active != "windowed":
+        # 0.20's prune reads the newest message alone (no heartbeat)
+        return f"COALESCE({newest}, {a}started_at)"
+    heartbeat = sql.col(schema, "last_activity_at", alias)
+    window = "BETWEEN 0.0 AND 4200000000.0"
+    newest = (
+        f"(SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = {a}id "
+        f"AND m.timestamp {window})"
+    )
+    return (
+        f"COALESCE((SELECT MAX(v) FROM (SELECT {heartbeat} AS v UNION ALL SELECT {newest}) "
+        f"WHERE v {window}), CASE WHEN {a}started_at {window} THEN {a}started_at END)"
+    )
+
+
 def where(
-    schema: Schema, sel: Selection, alias: str = "s", *, ended_only: bool = True
+    schema: Schema,
+    sel: Selection,
+    alias: str = "s",
+    *,
+    ended_only: bool = True,
+    rules: Rules | None = None,
 ) -> tuple[str, list[Any]]:
     """``ended_only``: Hermes's base for prune, archive and export (only ended sessions are
-    ever candidates); the list applies the same filters without it."""
+    ever candidates); the list applies the same filters without it. Prune and archive of 0.22
+    files also spare pins and keep lineages whole (``lineage_where``)."""
+    rules = rules or rules_for(schema.version)
     a = f"{alias}."
 
     def col(name: str) -> str:
@@ -28,38 +68,68 @@ def where(
         clauses.append(clause)
         params.extend(values)
 
+    escaped = rules.selection_escapes_like
+    if rules.age_is_inactivity:
+        active = last_active(schema, rules, alias)
+        if sel.active_before is not None:
+            add(f"{active} < ?", sel.active_before)
+            if rules.orphan_reap_ages_from_end:
+                # a row the start-up orphan sweep closed ages from that close
+                add(
+                    f"(COALESCE({col('end_reason')}, '') != 'startup_orphan_reap' "
+                    f"OR {col('ended_at')} < ?)",
+                    sel.active_before,
+                )
+        if sel.active_after is not None:
+            add(f"{active} >= ?", sel.active_after)
+    else:
+        # 0.19: every time bound bounds the start; the tighter of two wins
+        if sel.active_before is not None:
+            add(f"{a}started_at < ?", sel.active_before)
+        if sel.active_after is not None:
+            add(f"{a}started_at >= ?", sel.active_after)
     if sel.started_before is not None:
         add(f"{a}started_at < ?", sel.started_before)
     if sel.started_after is not None:
         add(f"{a}started_at >= ?", sel.started_after)
     if sel.source:
         add(f"{a}source = ?", sel.source)
-    if sel.title_like:
-        # Hermes does not escape LIKE here: % and _ in the text are wildcards there too.
-        add(f"LOWER(COALESCE({col('title')}, '')) LIKE ?", f"%{sel.title_like.lower()}%")
+    for key, column in (("title_like", "title"), ("model_like", "model")):
+        if getattr(sel, key):
+            pattern, esc = _like(getattr(sel, key), escaped)
+            add(f"LOWER(COALESCE({col(column)}, '')) LIKE ?{esc}", pattern)
     if sel.end_reason:
         add(f"{col('end_reason')} = ?", sel.end_reason)
     if sel.cwd_prefix:
         prefix = sel.cwd_prefix.rstrip("/\\") or sel.cwd_prefix
-        add(
-            f"({col('cwd')} = ? OR {col('cwd')} LIKE ? OR {col('cwd')} LIKE ?)",
-            prefix,
-            f"{prefix}/%",
-            f"{prefix}\\%",
-        )
+        if escaped:
+            stem = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            add(
+                f"({col('cwd')} = ? OR {col('cwd')} LIKE ? ESCAPE '\\' "
+                f"OR {col('cwd')} LIKE ? ESCAPE '\\')",
+                prefix,
+                f"{stem}/%",
+                f"{stem}\\\\%",
+            )
+        else:
+            add(
+                f"({col('cwd')} = ? OR {col('cwd')} LIKE ? OR {col('cwd')} LIKE ?)",
+                prefix,
+                f"{prefix}/%",
+                f"{prefix}\\%",
+            )
     if sel.min_messages is not None:
         add(f"{col('message_count')} >= ?", sel.min_messages)
     if sel.max_messages is not None:
         add(f"{col('message_count')} <= ?", sel.max_messages)
-    if sel.model_like:
-        add(f"LOWER(COALESCE({col('model')}, '')) LIKE ?", f"%{sel.model_like.lower()}%")
     if sel.provider:
         add(f"LOWER(COALESCE({col('billing_provider')}, '')) = ?", sel.provider.lower())
     for key, column in (("user_id", "user_id"), ("chat_id", "chat_id"), ("chat_type", "chat_type")):
         if getattr(sel, key):
             add(f"{col(column)} = ?", getattr(sel, key))
     if sel.branch_like:
-        add(f"LOWER(COALESCE({col('git_branch')}, '')) LIKE ?", f"%{sel.branch_like.lower()}%")
+        pattern, esc = _like(sel.branch_like, escaped)
+        add(f"LOWER(COALESCE({col('git_branch')}, '')) LIKE ?{esc}", pattern)
     tokens = f"(COALESCE({col('input_tokens')}, 0) + COALESCE({col('output_tokens')}, 0))"
     cost = sql.cost(schema, alias)
     tools = f"COALESCE({col('tool_call_count')}, 0)"
@@ -79,4 +149,75 @@ def where(
             clauses.append(f"{a}archived = 0")
     if sel.sessions:
         add(f"{a}id IN ({sql.in_list(len(sel.sessions))})", *sel.sessions)
+    if ended_only and sel.command == "archive" and rules.selection_whole_lineages:
+        # archive matches lineage tips only: an old ancestor is archived with its tip, never
+        # on its own age
+        clauses.append(f"COALESCE({col('end_reason')}, '') <> 'compression'")
+    if ended_only and spares_pins(schema, sel, rules):
+        clauses.append(not_pinned(alias))
     return " AND ".join(clauses) or "1", params
+
+
+def spares_pins(schema: Schema, sel: Selection, rules: Rules) -> bool:
+    """0.22's prune and archive leave pinned sessions (and the unpinned continuations of a
+    pinned segment) alone unless include_pinned; its export takes them."""
+    return (
+        rules.selection_spares_pins
+        and sel.command in ("prune", "archive")
+        and not sel.include_pinned
+        and schema.has("sessions", "pinned")
+    )
+
+
+# A child continues a compression-ended parent (c, p): not a branch, delegate or reset fork
+# of that parent, not a `tool` session. Markers name the parent they fork from: a continuation
+# inherits model_config verbatim, so a marker naming another row is inherited, not a fork.
+_CONTINUES = (
+    "p.end_reason = 'compression'"
+    + "".join(
+        f" AND COALESCE(CASE WHEN json_valid(c.model_config) THEN "
+        f"json_extract(c.model_config, '$.{marker}') END, '') != p.id"
+        for marker in ("_branched_from", "_delegate_from", "_reset_from")
+    )
+    + " AND COALESCE(c.source, '') != 'tool'"
+)
+
+
+def not_pinned(alias: str = "s") -> str:
+    """Neither pinned nor an unpinned later segment of a pinned conversation (walked forward
+    from every pinned compression-ended session; pins are few)."""
+    tail = (
+        "WITH RECURSIVE tail(id) AS (SELECT c.id FROM sessions c JOIN sessions p "
+        f"ON p.id = c.parent_session_id WHERE COALESCE(p.pinned, 0) = 1 AND {_CONTINUES} "
+        "UNION SELECT c.id FROM tail t JOIN sessions p ON p.id = t.id "
+        f"JOIN sessions c ON c.parent_session_id = p.id WHERE {_CONTINUES}) SELECT id FROM tail"
+    )
+    return f"COALESCE({alias}.pinned, 0) = 0 AND {alias}.id NOT IN ({tail})"
+
+
+def kept_ancestors(candidates_where: str) -> str:
+    """The compression ancestors (alias-free: a SELECT of ids) of every continuation that
+    ``candidates_where`` (over alias ``s``) does not select: 0.22's prune keeps them, so a
+    conversation still in use never loses its start."""
+    return (
+        "WITH RECURSIVE kept(id) AS (SELECT p.id FROM sessions c JOIN sessions p "
+        f"ON p.id = c.parent_session_id WHERE {_CONTINUES} AND NOT EXISTS (SELECT 1 FROM "
+        f"sessions s WHERE s.id = c.id AND {candidates_where}) UNION SELECT p.id FROM kept k "
+        "JOIN sessions c ON c.id = k.id JOIN sessions p ON p.id = c.parent_session_id "
+        f"WHERE {_CONTINUES}) SELECT id FROM kept"
+    )
+
+
+def lineage_where(
+    schema: Schema, sel: Selection, alias: str = "s", *, rules: Rules | None = None
+) -> tuple[str, list[Any]]:
+    """``where`` of a prune, archive or export, with 0.22's whole-lineage rule for prune: a
+    compression ancestor goes only with every continuation after it."""
+    rules = rules or rules_for(schema.version)
+    if not (sel.command == "prune" and rules.selection_whole_lineages):
+        return where(schema, sel, alias, rules=rules)
+    base, params = where(schema, sel, "s", rules=rules)
+    base, params = f"{base} AND s.id NOT IN ({kept_ancestors(base)})", [*params, *params]
+    if alias != "s":
+        base = f"{alias}.id IN (SELECT s.id FROM sessions s WHERE {base})"
+    return base, params

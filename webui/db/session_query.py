@@ -80,7 +80,7 @@ LIST_PARAMS = frozenset(
     {
         "source", "model", "state", "since", "until", "q", "sort", "after", "active",
         "workspace", "branch", "user", "chat_id", "chat_type", "session_key", "archived",
-        "rows", "session", "limit", "store", *NARROWING, *TIME_PARAMS,
+        "hidden", "pinned", "rows", "session", "limit", "store", *NARROWING, *TIME_PARAMS,
     }
 )  # fmt: skip
 MAX_PAGE_SIZE = 500
@@ -106,6 +106,10 @@ class SessionQuery:
     session_key: str = ""  # one chat across its resets (Hermes's gateway routing key)
     active_minutes: int | None = None  # active in the last N minutes (a message or its start)
     archived: str = "hide"  # hide (Hermes's default) | include | only
+    # Files with the columns (0.20+): hidden sessions left out by Hermes's rows unless asked
+    # (None: as the file's Hermes lists them; hide | include | only); pinned: only | hide.
+    hidden: str | None = None
+    pinned: str | None = None
     rows: str = "conversations"  # Hermes's rows (webui.hermes.listing) | all: every row
     limit: int = PAGE_SIZE
     # Hermes's selection options beyond the list's own (older_than, title, cwd, min_cost, …),
@@ -131,6 +135,8 @@ class SessionQuery:
         try:
             rows = listing.row_mode(args.get("rows"))
             archived = listing.archived_mode(args.get("archived"))
+            hidden = listing.hidden_mode(args.get("hidden"))
+            pinned = listing.pinned_mode(args.get("pinned"))
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         active = (args.get("active") or "").strip()
@@ -162,6 +168,8 @@ class SessionQuery:
             sort=sort,
             after=cursor,
             archived=archived,
+            hidden=hidden,
+            pinned=pinned,
             rows=rows,
             limit=int(limit) if limit else PAGE_SIZE,
             narrow=narrow,
@@ -195,6 +203,8 @@ class SessionQuery:
             self.chat_type,
             self.session_key,
             self.archived != "hide",
+            self.hidden,
+            self.pinned,
             self.rows != "conversations",
         )
         return sum(1 for value in given if value) + len(self.narrow_args)
@@ -230,6 +240,8 @@ class SessionQuery:
             "chat_type": self.chat_type or None,
             "session_key": self.session_key or None,
             "archived": None if self.archived == "hide" else self.archived,
+            "hidden": self.hidden,
+            "pinned": self.pinned,
             "rows": None if self.rows == "conversations" else self.rows,
             "limit": None if self.limit == PAGE_SIZE else self.limit,
             **self.narrow_args,

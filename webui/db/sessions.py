@@ -11,6 +11,7 @@ from typing import Any
 
 from webui.db import selection as selection_sql
 from webui.db import sql
+from webui.db.list_rules import ListRules
 from webui.db.reader import Reader
 from webui.db.session_keeping import CHAINS, Keeping, new_keeper
 from webui.db.session_orders import KeptOrders
@@ -25,18 +26,21 @@ from webui.db.session_query import (  # noqa: F401 - LIST_PARAMS, parse_day: imp
 )
 from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor, is_cursor  # noqa: F401 - the list's cursor
 from webui.hermes import listing
+from webui.hermes.rules import rules_for
 from webui.hermes.selection import (
     EVERYTHING,
 )
 from webui.keep import Keeper
 
 
-class SessionStore(Keeping, KeptOrders):
+class SessionStore(Keeping, KeptOrders, ListRules):
     """Named queries over the sessions table, built from the columns that exist."""
 
     def __init__(self, reader: Reader, keeper: Keeper | None = None):
         self.r = reader
         self.schema = reader.schema
+        # Whose list this is (webui.hermes.rules): the Hermes that wrote the file.
+        self.rules = rules_for(self.schema.version)
         self.keeper = keeper or new_keeper()
         # Kept orders of the list (session_orders), a prune's batches clear them too.
         self._order_cache = self.keeper.shelf(8, soft_clear=True)
@@ -53,14 +57,6 @@ class SessionStore(Keeping, KeptOrders):
         return f"COALESCE({self.col(name)}, 0)"
 
     # -- expressions ------------------------------------------------------------------------
-
-    def last_active_of(self, alias: str = "s") -> str:
-        # Hermes's own definition (export_all / sessions list): the newest message, else start.
-        # MAX over idx_messages_session(session_id, timestamp) is a single index seek.
-        return (
-            f"COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = {alias}.id),"
-            f" {alias}.started_at)"
-        )
 
     @property
     def last_active_expr(self) -> str:
@@ -98,43 +94,7 @@ class SessionStore(Keeping, KeptOrders):
             "cost": self.cost_expr,
         }[key]
 
-    def preview_expr(self) -> str:
-        # Hermes's list preview reads the first 63 characters of the first user message with
-        # content; webui.hermes.listing.preview trims them to its 60 + '...'.
-        return (
-            f"(SELECT substr({sql.col(self.schema, 'content', 'm', 'messages')}, 1, 63) "
-            "FROM messages m WHERE m.session_id = s.id AND m.role = 'user' "
-            f"AND {sql.col(self.schema, 'content', 'm', 'messages')} IS NOT NULL "
-            "ORDER BY m.timestamp, m.id LIMIT 1)"
-        )
-
-    # -- which rows: Hermes's or all -----------------------------------------------------------
-
-    def _marker(self, alias: str, key: str) -> str:
-        """A marker in model_config (``_branched_from``, ``_delegate_from``); a row whose
-        model_config is not valid JSON has none (Hermes's json_extract would fail on it)."""
-        mc = self.col("model_config", alias)
-        if mc == "NULL":
-            return "NULL"
-        # instr() first: parsing every row's JSON only to find most have no marker is what
-        # made a full count slow on a million-message database.
-        return (
-            f"(CASE WHEN instr({mc}, '{key}') > 0 AND json_valid({mc}) "
-            f"THEN json_extract({mc}, '$.{key}') END)"
-        )
-
-    def listable(self) -> str:
-        """Roots and branches, never delegate subagent runs (``_LISTABLE_CHILD_SQL`` and the
-        delegate test of list_sessions_rich)."""
-        parent = self.col("parent_session_id")
-        if parent == "NULL":
-            return "1"
-        branch = (
-            f"{self._marker('s', '_branched_from')} IS NOT NULL OR EXISTS (SELECT 1 FROM "
-            f"sessions p WHERE p.id = s.parent_session_id AND {self.col('end_reason', 'p')} = "
-            f"'branched' AND s.started_at >= {self.col('ended_at', 'p')})"
-        )
-        return f"(s.parent_session_id IS NULL OR {branch}) AND {self._marker('s', '_delegate_from')} IS NULL"
+    # -- which rows: Hermes's or all (the rules: webui.db.list_rules) --------------------
 
     def source_sql(
         self, q: SessionQuery, uses: str = "t.", only: Sequence[str] | None = None
@@ -181,10 +141,7 @@ class SessionStore(Keeping, KeptOrders):
             f"{self.col('ended_at', 'child')} AS ended_at, child.started_at AS started_at, "
             f"{self.last_active_of('child')} AS last_active "
             "FROM sessions parent JOIN sessions child ON child.parent_session_id = parent.id "
-            "WHERE parent.end_reason = 'compression' "
-            f"AND {self._marker('child', '_branched_from')} IS NULL "
-            f"AND {self._marker('child', '_delegate_from')} IS NULL "
-            "AND COALESCE(child.source, '') != 'tool'"
+            f"WHERE parent.end_reason = 'compression' AND {self.continuation_filter('child')}"
         )
         children: dict[str, list[listing.Continuation]] = {}
         for e in edges:
@@ -266,11 +223,15 @@ class SessionStore(Keeping, KeptOrders):
             if getattr(q, name):
                 clauses.append(f"{self.col(column)} = ?")
                 params.append(getattr(q, name))
-        if self.schema.has("sessions", "archived"):
+        if self.schema.has("sessions", "archived") and self.archived_applies(q):
             if q.archived == "hide":
                 clauses.append("COALESCE(s.archived, 0) = 0")
             elif q.archived == "only":
                 clauses.append("COALESCE(s.archived, 0) != 0")
+        for clause, values in (self.hidden_clause(q), self.pinned_clause(q)):
+            if clause is not None:
+                clauses.append(clause)
+                params += values
         if q.narrow is not EVERYTHING:
             narrow, narrow_params = selection_sql.where(self.schema, q.narrow, ended_only=False)
             if narrow != "1":
@@ -296,6 +257,11 @@ class SessionStore(Keeping, KeptOrders):
             "cost_status",
             "parent_session_id",
             "archived",
+            "auto_archived",
+            "pinned",
+            "hidden",
+            "title_source",
+            "created_source",
             "cwd",
             "git_branch",
             "git_repo_root",
@@ -377,7 +343,9 @@ class SessionStore(Keeping, KeptOrders):
             if row is None or r["id"] not in wanted:
                 continue
             if r["id"] in tips and tips[r["id"]] in by_id:
-                row = listing.project(row, by_id[tips[r["id"]]])
+                row = listing.project(
+                    row, by_id[tips[r["id"]]], root_title=self.rules.tip_takes_root_title
+                )
                 row["chain"] = self._chain_totals(chains[r["id"]])
             row["_sort_key"] = r["k"]  # lets pages from several databases merge
             rows.append(row)

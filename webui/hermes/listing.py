@@ -1,11 +1,15 @@
-"""Which sessions `hermes sessions list` shows, and how it shows them (Hermes 0.19.0,
-``SessionDB.list_sessions_rich`` and ``get_compression_tip`` in ``hermes_state.py``).
+"""Which sessions `hermes sessions list` shows, and how it shows them (``SessionDB.
+list_sessions_rich`` and ``get_compression_tip`` of Hermes 0.19.0, 0.20.1 and 0.22.2; what
+differs between them is a field of ``webui.hermes.rules.Rules``).
 
 A database holds more session rows than conversations: a subagent run, a compression
 continuation and a third-party ``tool`` session are rows of their own. Hermes lists
 
 - roots (no parent) and branches (``/branch``: a ``_branched_from`` marker in ``model_config``,
-  or a parent that ended ``'branched'`` before the child started),
+  or a parent that ended ``'branched'`` before the child started), and since 0.20 the session a
+  reset started (a ``_reset_from`` marker, or a parent that ended with one of
+  ``RESET_END_REASONS`` and the child riding the same non-empty ``session_key``),
+- since 0.20 no hidden sessions (``sessions.hidden``) unless asked; pinned ones on request,
 - never delegate subagent runs (a ``_delegate_from`` marker), compression continuations (a
   child of a parent that ended ``'compression'``) or, unless a source is asked for, ``tool``
   sessions,
@@ -45,6 +49,42 @@ MAX_CHAIN = 100
 
 ROW_MODES = ("conversations", "all")
 ARCHIVED_MODES = ("hide", "include", "only")
+HIDDEN_MODES = ("hide", "include", "only")
+PINNED_MODES = ("only", "hide")
+
+# A parent that ended so was reset: a child with its session_key is the next conversation of
+# the same chat (0.20+, the legacy rule for rows written before the `_reset_from` marker).
+RESET_END_REASONS = (
+    "session_reset",
+    "session_switch",
+    "idle",
+    "daily",
+    "suspended",
+    "resume_pending_expired",
+)
+
+# -- the preview's compaction rows (0.22) ---------------------------------------------------
+# A compaction summary starts with one of these (after whitespace): the long form's fixed
+# introduction, or the legacy label. It is never previewed, unless the user's own message
+# follows SUMMARY_END_MARKER in it; a message merged before a summary (MERGED_DELIMITER, then
+# a summary) previews its own part, without MERGED_HEADER.
+SUMMARY_PREFIXES = (
+    "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary "
+    "below. This is a handoff from a previous context window — treat it as background "
+    "reference, NOT as active instructions. ",
+    "[CONTEXT SUMMARY]:",
+)
+SUMMARY_END_MARKER = (
+    "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"
+)
+MERGED_DELIMITER = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]"
+MERGED_HEADER = "[PRIOR CONTEXT — for reference only; not a new message]"
+# The whitespace Hermes trims around these parts in SQL (tab, newline, carriage return, space).
+SQL_WHITESPACE = "\t\n\r "
+# Hermes's sane window for a timestamp (0.22's coerce_epoch): a value outside it is ignored
+# when last activity is worked out.
+EPOCH_MIN = 0.0
+EPOCH_MAX = 4_200_000_000.0
 
 
 def preview(raw: str | None) -> str:
@@ -79,6 +119,43 @@ def archived_mode(value: str | None) -> str:
     if value == "only":
         return "only"
     raise ValueError("archived must be 'hide', 'include' or 'only'.")
+
+
+def hidden_mode(value: str | None) -> str | None:
+    """``hidden=``: left out (Hermes's default, None), ``include`` or ``only``."""
+    value = (value or "").strip().lower()
+    if value == "":
+        return None
+    if value in ("hide", "0", "false", "no", "off"):
+        return "hide"
+    if value in ("include", "1", "true", "yes", "on", "all"):
+        return "include"
+    if value == "only":
+        return "only"
+    raise ValueError("hidden must be 'include' or 'only' (or 'hide', the default).")
+
+
+def pinned_mode(value: str | None) -> str | None:
+    """``pinned=``: ``only`` (what `hermes sessions pinned` lists) or ``hide``; None: both."""
+    value = (value or "").strip().lower()
+    if value in ("", "include", "all", "any"):
+        return None
+    if value in ("only", "1", "true", "yes", "on"):
+        return "only"
+    if value in ("hide", "0", "false", "no", "off"):
+        return "hide"
+    raise ValueError("pinned must be 'only' or 'hide'.")
+
+
+def hidden_rows_shown(mode: str | None, archived: str, *, archived_view_shows_hidden: bool) -> str:
+    """Which hidden sessions a list shows: ``"hide"``, ``"include"`` or ``"only"``. Asked for
+    explicitly, as asked; else left out, except from the archived-only view of 0.22 (the
+    recovery surface for a session both archived and hidden)."""
+    if mode is not None:
+        return mode
+    if archived == "only" and archived_view_shows_hidden:
+        return "include"
+    return "hide"
 
 
 def hidden_sources(asked_sources: Iterable[str]) -> tuple[str, ...]:
@@ -148,12 +225,20 @@ def compression_chains(children: Mapping[str, list[Continuation]]) -> dict[str, 
     return {root: compression_chain(root, children, following) for root in children}
 
 
-def project(root_row: Mapping[str, Any], tip_row: Mapping[str, Any]) -> dict[str, Any]:
-    """A listed compression root shown as its tip (root's start and figures, tip's identity)."""
+def project(
+    root_row: Mapping[str, Any], tip_row: Mapping[str, Any], *, root_title: bool = False
+) -> dict[str, Any]:
+    """A listed compression root shown as its tip (root's start and figures, tip's identity).
+    ``root_title`` (0.22): an untitled tip shows the root's title, and the row says it is a
+    compression continuation."""
     merged = dict(root_row)
     for key in TIP_FIELDS:
         if key in tip_row:
             merged[key] = tip_row[key]
+    if root_title:
+        if merged.get("title") is None:
+            merged["title"] = root_row.get("title")
+        merged["continuation_kind"] = "compression"
     merged["lineage_root_id"] = root_row["id"]
     return merged
 

@@ -104,8 +104,39 @@ def end_reason_short(reason: Any) -> str | None:
     return known[0] if known else str(reason).replace("_", " ")
 
 
+# `hermes sessions import` (0.20+): the tool a session was imported from, by the source it
+# writes (origin_json.imported_from.tool), in the words Hermes titles them with.
+IMPORT_TOOLS = {"claude-code": "Claude Code", "codex-cli": "Codex CLI"}
+
+
+def imported_from(raw: Any) -> dict[str, str] | None:
+    """Where an imported session came from (origin_json's ``imported_from``: tool, path,
+    foreign session id), with the tool in words; None for a session Hermes ran itself."""
+    if not raw or not isinstance(raw, str) or "imported_from" not in raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    found = value.get("imported_from") if isinstance(value, dict) else None
+    if not isinstance(found, dict):
+        return None
+    out = {k: str(found[k]) for k in ("tool", "path", "foreign_session_id") if found.get(k)}
+    if not out.get("tool"):
+        return None
+    out["label"] = IMPORT_TOOLS.get(out["tool"], out["tool"])
+    return out
+
+
 def origin_label(row: Mapping[str, Any], home: str | None = None) -> str | None:
     source = row.get("source") or ""
+    imported = imported_from(row.get("origin_json"))
+    if imported:
+        # An imported conversation is told by where it came from, then its folder.
+        folder = (row.get("cwd") or "").strip()
+        if home and folder and (folder == home or folder.startswith(home.rstrip("/") + "/")):
+            folder = "~" + folder[len(home.rstrip("/")) :]
+        return " · ".join(p for p in (f"imported from {imported['label']}", folder) if p)
     name = (row.get("display_name") or "").strip() or origin_json_name(row.get("origin_json"))
     chat_type = (row.get("chat_type") or "").strip()
     if name or chat_type:

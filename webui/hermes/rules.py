@@ -67,6 +67,45 @@ class Rules:
     # jumps back must not reorder it); before, by timestamp, then id.
     messages_by_id: bool = False
 
+    # -- the list and the selection (issue 44: `hermes sessions list`, pins, hidden sessions,
+    # prune/archive previews; webui.hermes.listing, webui.hermes.selection) ------------------
+    # The list shows the session a reset started (a `_reset_from` marker, or a parent that
+    # ended with a reset reason and the same non-empty session_key) (0.20+).
+    lists_reset_children: bool = False
+    # A compression chain never continues into a reset child (0.22's chain step).
+    chain_skips_reset_children: bool = False
+    # Hidden sessions (sessions.hidden) are left out of the list unless asked (0.20+) ...
+    hides_hidden: bool = False
+    # ... except from the archived-only view, which shows them (0.22).
+    archived_view_shows_hidden: bool = False
+    # The pinned rows (`hermes sessions pinned`, the list's pinned back-fill) include archived
+    # pins (0.22); 0.20 keeps the page's `archived = 0`.
+    pins_include_archived: bool = False
+    # An untitled compression tip shows its chain's (root's) title (0.22).
+    tip_takes_root_title: bool = False
+    # The preview skips display_kind='hidden' rows and pure compaction summaries, and shows a
+    # summary carrier's own user text (0.22).
+    preview_skips_hidden_and_summaries: bool = False
+    # last_active: "messages" (the newest message, else started_at: 0.19), "heartbeat" (the
+    # freshest of last_activity_at and the newest message, else started_at: 0.20),
+    # "windowed" (the same, values outside Hermes's epoch window ignored: 0.22).
+    last_active: str = "messages"
+    # older_than / newer_than bound last activity, each window checked on its own; prune and
+    # archive previews list by last activity, oldest first (0.20+). 0.19: they bound
+    # started_at, like before / after, listed by start.
+    age_is_inactivity: bool = False
+    # A session the start-up orphan sweep closed ages from its end (0.22).
+    orphan_reap_ages_from_end: bool = False
+    # title / model / branch / cwd filters match % and _ literally (0.20+); 0.19 leaves
+    # them wildcards.
+    selection_escapes_like: bool = False
+    # Prune and archive spare pinned sessions and the unpinned continuations of a pinned
+    # segment, unless include_pinned (0.22).
+    selection_spares_pins: bool = False
+    # Prune keeps a compression ancestor while a later continuation is not selected too;
+    # archive matches lineage tips only (end_reason <> 'compression') (0.22).
+    selection_whole_lineages: bool = False
+
 
 def rules_for(schema_version: int | None) -> Rules:
     generation = generation_of(schema_version)
@@ -75,6 +114,24 @@ def rules_for(schema_version: int | None) -> Rules:
             "0.19": "Hermes Agent 0.19.0",
             "0.20": "Hermes Agent 0.20.1",
             "0.22": "Hermes Agent 0.22.2",
+        }
+        newer = generation != "0.19"
+        g22 = generation == "0.22"
+        # the list and the selection (issue 44)
+        listing = {
+            "lists_reset_children": newer,
+            "chain_skips_reset_children": g22,
+            "hides_hidden": newer,
+            "archived_view_shows_hidden": g22,
+            "pins_include_archived": g22,
+            "tip_takes_root_title": g22,
+            "preview_skips_hidden_and_summaries": g22,
+            "last_active": "windowed" if g22 else "heartbeat" if newer else "messages",
+            "age_is_inactivity": newer,
+            "orphan_reap_ages_from_end": g22,
+            "selection_escapes_like": newer,
+            "selection_spares_pins": g22,
+            "selection_whole_lineages": g22,
         }
         return Rules(
             schema_version,
@@ -85,6 +142,7 @@ def rules_for(schema_version: int | None) -> Rules:
             export_active_by_id=True,
             rename_takes_from_ancestor=True,
             messages_by_id=True,
+            **listing,
         )
     if generation == "11":
         return Rules(

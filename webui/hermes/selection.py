@@ -1,6 +1,7 @@
-"""Which sessions a bulk action touches: the filters of Hermes 0.19.0's ``hermes sessions
-prune / archive / export`` (``hermes_cli/session_filters.py`` and ``SessionDB.
-_prune_filter_where``), as pure functions over plain values.
+"""Which sessions a bulk action touches: the filters of ``hermes sessions prune / archive /
+export`` (``hermes_cli/session_filters.py`` and ``SessionDB._prune_filter_where`` of Hermes
+0.19.0, 0.20.1 and 0.22.2; what differs between them is a field of
+``webui.hermes.rules.Rules``), as pure functions over plain values.
 
 URL and form parameters use the contract's names (``older_than``, ``newer_than``, ``before``,
 ``after``, ``source``, ``title``, ``end_reason``, ``cwd``, ``branch``, ``model``,
@@ -11,7 +12,10 @@ Rules kept from Hermes: a bare number is days, ``m`` is minutes; the tighter of 
 wins; an empty window is an error; only ended sessions are ever candidates; a filter alone
 means all ages (only a completely bare prune means "older than 90 days"); archive refuses to
 run without a filter; prune and archive leave archived sessions alone unless asked, export
-includes them.
+includes them. A text filter is matched as typed (``title=" Home "`` is not ``Home``), and
+one given empty matches everything but still counts as given (no implicit 90 days), as the
+command line takes ``--title ""``. ``older_than`` / ``newer_than`` bound the start on 0.19
+files and last activity since 0.20 (the SQL reads ``Rules.age_is_inactivity``).
 """
 
 from __future__ import annotations
@@ -69,8 +73,12 @@ def parse_point_in_time(value: str, flag: str, now: float, tz: tzinfo | None = N
 class Selection:
     """Hermes's filter keys (``build_prune_filters``); None means "not given"."""
 
+    # --before / --after: the start
     started_before: float | None = None
     started_after: float | None = None
+    # --older-than / --newer-than: the start on 0.19 files, last activity since 0.20
+    active_before: float | None = None
+    active_after: float | None = None
     source: str | None = None
     title_like: str | None = None
     end_reason: str | None = None
@@ -92,18 +100,29 @@ class Selection:
     # Tri-state as Hermes: None both, False unarchived only, True archived only.
     archived: bool | None = False
     sessions: tuple[str, ...] = field(default=())
+    # Text filters given empty (Hermes's keys): they match everything, yet count as given.
+    empty: tuple[str, ...] = field(default=())
+    # `prune --include-pinned`: pinned sessions are candidates too (0.22 spares them).
+    include_pinned: bool = False
+    # Whose selection this is: "prune", "archive", "export" or "list" (0.22 spares pins and
+    # keeps lineages whole for prune and archive only).
+    command: str = "list"
 
     def given(self) -> dict[str, Any]:
-        """The filters that were given (Hermes's "is not None"), time bounds included."""
+        """The filters that were given with a value (Hermes's "is not None"), time bounds
+        included."""
         return {
             f.name: getattr(self, f.name)
             for f in fields(self)
-            if f.name not in ("archived", "sessions") and getattr(self, f.name) is not None
+            if f.name not in _NOT_FILTERS and getattr(self, f.name) is not None
         }
 
     @property
     def any_filter(self) -> bool:
-        return bool(self.given()) or bool(self.sessions)
+        return bool(self.given()) or bool(self.sessions) or bool(self.empty)
+
+
+_NOT_FILTERS = ("archived", "sessions", "empty", "include_pinned", "command")
 
 
 # URL parameter → (Hermes key, type)
@@ -137,18 +156,30 @@ def selection_from_args(
     command: str,
     now: float | None = None,
     tz: tzinfo | None = None,
+    inactivity: bool = False,
 ) -> Selection:
     """The selection the URL or form asks for, as ``hermes sessions <command>`` would read the
-    same options. Raises SelectionError with the reason."""
+    same options. ``inactivity`` (0.20+, ``Rules.age_is_inactivity``): older_than and
+    newer_than bound last activity, so each window is checked on its own. Raises
+    SelectionError with the reason."""
     now = time.time() if now is None else now
     values: dict[str, Any] = {}
+    empty: list[str] = []
     for name, (key, kind) in PARAMS.items():
         raw = args.get(name)
-        if raw is None or str(raw).strip() == "":
+        if raw is None:
+            continue
+        if kind is str:
+            # As typed: Hermes neither trims a filter nor drops an empty one (it matches
+            # everything, and a filter was given).
+            text = str(raw)
+            if text == "":
+                empty.append(key)
+            else:
+                values[key] = text[:500]
             continue
         text = str(raw).strip()
-        if kind is str:
-            values[key] = text[:500]
+        if text == "":
             continue
         try:
             number = kind(text)
@@ -158,9 +189,8 @@ def selection_from_args(
         if kind is float and number != number or abs(number) > 1e15:  # NaN, absurd
             raise SelectionError(f"{name} must be a finite number.")
         values[key] = number
-    upper: list[float] = []
-    lower: list[float] = []
-    for flag in TIME_PARAMS:
+    bounds: dict[str, float] = {}
+    for flag, key in TIME_KEYS.items():
         raw = args.get(flag)
         if raw is None or str(raw).strip() == "":
             continue
@@ -171,17 +201,9 @@ def selection_from_args(
             raise SelectionError(
                 f"{flag} '{str(raw)[:40]}' is too far from today to be a date."
             ) from None
-        (upper if flag in ("older_than", "before") else lower).append(stamp)
-    if upper:
-        values["started_before"] = min(upper)
-    if lower:
-        values["started_after"] = max(lower)
-    if upper and lower and values["started_after"] >= values["started_before"]:
-        raise SelectionError(
-            "Empty time window: the --after/--newer-than bound "
-            f"({_fmt(values['started_after'])}) is not earlier than the --before/--older-than "
-            f"bound ({_fmt(values['started_before'])})."
-        )
+        bounds[key] = stamp
+    _check_windows(bounds, inactivity)
+    values.update(bounds)
     archived = ARCHIVED_DEFAULT[command]
     mode = str(args.get("archived") or "").strip().lower()
     if mode in ("include", "1", "true", "yes", "on", "all"):
@@ -193,11 +215,53 @@ def selection_from_args(
     elif mode:
         raise SelectionError("archived must be 'hide', 'include' or 'only'.")
     sessions = tuple(s for s in _getlist(args, "session") if s)
-    selection = Selection(archived=archived, sessions=sessions, **values)
+    include_pinned = str(args.get("include_pinned") or "").strip().lower() in _YES
+    selection = Selection(
+        archived=archived,
+        sessions=sessions,
+        empty=tuple(empty),
+        include_pinned=include_pinned,
+        command=command,
+        **values,
+    )
     if command == "prune" and not selection.any_filter:
         # A completely bare `hermes sessions prune` means --older-than 90.
-        selection = Selection(archived=archived, started_before=now - BARE_PRUNE_DAYS * 86400)
+        selection = replace(selection, active_before=now - BARE_PRUNE_DAYS * 86400)
     return selection
+
+
+_YES = ("1", "true", "yes", "on", "include")
+# URL parameter → Selection field
+TIME_KEYS = {
+    "older_than": "active_before",
+    "newer_than": "active_after",
+    "before": "started_before",
+    "after": "started_after",
+}
+
+
+def _check_windows(b: dict[str, float], inactivity: bool) -> None:
+    """An empty window is an error, worded as the generation words it: 0.19 bounds the start
+    with all four options (one window); 0.20+ has a start-time and an activity window."""
+    if not inactivity:
+        upper = [b[k] for k in ("active_before", "started_before") if k in b]
+        lower = [b[k] for k in ("active_after", "started_after") if k in b]
+        if upper and lower and max(lower) >= min(upper):
+            raise SelectionError(
+                "Empty time window: the --after/--newer-than bound "
+                f"({_fmt(max(lower))}) is not earlier than the --before/--older-than "
+                f"bound ({_fmt(min(upper))})."
+            )
+        return
+    for low, high, label, low_flag, high_flag in (
+        ("started_after", "started_before", "start-time", "--after", "--before"),
+        ("active_after", "active_before", "activity", "--newer-than", "--older-than"),
+    ):
+        if low in b and high in b and b[low] >= b[high]:
+            raise SelectionError(
+                f"Empty {label} window: the {low_flag} bound ({_fmt(b[low])}) is not earlier "
+                f"than the {high_flag} bound ({_fmt(b[high])})."
+            )
 
 
 # Hermes's selection options that narrow the session list (and the exports made from it) on
@@ -241,18 +305,23 @@ def narrowing_from_args(
 
 
 def narrowing_args(args: Mapping[str, Any], sel: Selection) -> dict[str, Any]:
-    """The narrowing options as they were given, for the next page's URL. ``after`` is written
-    as its equal, ``newer_than`` (on the list, ``after`` is the page cursor); when both came,
-    as the tighter of the two, which is what they meant together."""
+    """The narrowing options as they were given, for the next page's URL. On the list
+    ``after`` is the page cursor, so Hermes's ``--after`` (a start bound) is written as the
+    list's own start bound, ``since``, at the absolute time it meant; when ``since`` came too,
+    as the later of the two, which is what they meant together."""
     names = (*NARROWING, "older_than", "newer_than", "before")
     out: dict[str, Any] = {n: str(args[n]) for n in names if args.get(n) not in (None, "")}
     if sel.sessions:
         out["session"] = list(sel.sessions)
-    later = args.get("after")
-    if later not in (None, ""):
-        out["newer_than"] = (
-            _iso(sel.started_after) if "newer_than" in out and sel.started_after else str(later)
-        )
+    if args.get("after") not in (None, "") and sel.started_after is not None:
+        stamp = sel.started_after
+        since = str(args.get("since") or "").strip()
+        if since:
+            try:
+                stamp = max(stamp, parse_point_in_time(since, "since", time.time()))
+            except SelectionError:
+                pass  # the list refuses a bad `since` itself
+        out["since"] = _iso(stamp)
     return out
 
 
@@ -283,25 +352,41 @@ def as_args(selection: Selection) -> dict[str, str]:
     the very bounds its preview showed (a duration would move on while the user reads)."""
     out: dict[str, str] = {}
     back = {key: name for name, (key, _) in PARAMS.items()}
+    times = {key: name for name, key in TIME_KEYS.items()}
     for key, value in selection.given().items():
-        if key == "started_before":
-            out["before"] = _iso(value)
-        elif key == "started_after":
-            out["after"] = _iso(value)
+        if key in times:
+            out[times[key]] = _iso(value)
         else:
             out[back[key]] = str(value)
+    for key in selection.empty:
+        out[back[key]] = ""
     out["archived"] = {None: "include", True: "only", False: "hide"}[selection.archived]
+    if selection.include_pinned:
+        out["include_pinned"] = "1"
     return out
 
 
-def describe(selection: Selection) -> str:
-    """Hermes's describe_filters, in its order and words."""
+def describe(selection: Selection, *, inactivity: bool = False) -> str:
+    """Hermes's describe_filters, in its order and words (0.19: every time bound is a start
+    bound; 0.20+: older/newer than bound last activity)."""
     s = selection
     parts: list[str] = []
-    if s.started_before is not None:
-        parts.append(f"started before {_fmt(s.started_before)}")
-    if s.started_after is not None:
-        parts.append(f"started after {_fmt(s.started_after)}")
+    if inactivity:
+        for value, words in (
+            (s.active_before, "last active before"),
+            (s.active_after, "last active after"),
+            (s.started_before, "started before"),
+            (s.started_after, "started after"),
+        ):
+            if value is not None:
+                parts.append(f"{words} {_fmt(value)}")
+    else:
+        before = [v for v in (s.active_before, s.started_before) if v is not None]
+        after = [v for v in (s.active_after, s.started_after) if v is not None]
+        if before:
+            parts.append(f"started before {_fmt(min(before))}")
+        if after:
+            parts.append(f"started after {_fmt(max(after))}")
     for key, label in (
         ("source", "source '{}'"),
         ("title_like", "title contains '{}'"),

@@ -27,7 +27,7 @@ from webui.hermes.content import (
     plain_text,
     pretty_json,
 )
-from webui.hermes.origin import origin_label
+from webui.hermes.origin import imported_from, origin_label
 from webui.present import fragments, slow_render
 from webui.present.filters import local_datetime
 from webui.present.json_view import json_result, lift_long_strings  # noqa: F401 - lift_long_strings: tests
@@ -87,6 +87,16 @@ def session_json(row: dict[str, Any]) -> dict[str, Any]:
     out["preview"] = row.get("preview") or ""
     if row.get("archived") is not None:
         out["archived"] = bool(row["archived"])
+    # 0.20+ files (the columns exist): every row carries its pin and hidden flags (contract).
+    for flag in ("pinned", "hidden", "auto_archived"):
+        if row.get(flag) is not None:
+            out[flag] = bool(row[flag])
+    for key in ("title_source", "continuation_kind", "created_source"):
+        if row.get(key):
+            out[key] = row[key]
+    imported = imported_from(row.get("origin_json"))
+    if imported:
+        out["imported_from"] = imported
     if "chain" in row:
         out["conversation"] = row["chain"]
     if row.get("lineage_root_id"):

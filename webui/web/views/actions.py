@@ -3,8 +3,6 @@ CSRF token, refused when changes are off (read-only, remote without admin, newer
 
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,17 +26,17 @@ from webui.db.actions import NotFound, TitleInUse
 from webui.db.backup import BackupFailed, ChangedSinceBackup
 from webui.db.stores import LIVE
 from webui.hermes.selection import (
-    PARAMS,
-    TIME_PARAMS,
     Selection,
-    SelectionError,
     archive_problem,
     as_args,
-    selection_from_args,
 )
 from webui.hermes.titles import TitleError
 from webui.present.rows import session_label
 from webui.web.access import change_required, safe_next
+from webui.web.selection_args import chosen as _chosen
+from webui.web.selection_args import cutoff as _cutoff
+from webui.web.selection_args import selection as _selection
+from webui.web.selection_args import spared_json as _spared_json
 from webui.web.stores import find_session
 from webui.web.views import render_page, wants_json
 
@@ -274,40 +272,6 @@ def bulk():
     return render_template("bulk_preview.html", rows=rows)
 
 
-def _selection(args, command: str) -> Selection:
-    """The selection of a prune or archive, with Hermes's meaning of every filter. A
-    ``cutoff`` (Logbook 0.2's preview) is one more upper bound, never later than the
-    "older than" it came with allows."""
-    try:
-        sel = selection_from_args(args, command=command)
-    except SelectionError as exc:
-        raise BadRequest(str(exc)) from None
-    raw = args.get("cutoff")
-    if raw:
-        try:
-            cutoff = float(raw)
-        except ValueError:
-            cutoff = float("nan")
-        days = args.get("older_than") or "90"
-        try:
-            latest = time.time() - float(days) * 86400
-        except ValueError:
-            latest = time.time()
-        if not math.isfinite(cutoff) or cutoff > latest + 60:
-            abort(
-                400,
-                description="cutoff must be a timestamp no later than the “older than” days allow.",
-            )
-        before = cutoff if sel.started_before is None else min(cutoff, sel.started_before)
-        sel = replace(sel, started_before=before)
-    return sel
-
-
-def _chosen(args) -> bool:
-    """Has the user chosen anything yet? (The page opens with nothing armed.)"""
-    return any(args.get(k) not in (None, "") for k in (*TIME_PARAMS, *PARAMS, "session", "cutoff"))
-
-
 @bp.route("/prune", methods=["GET"])
 def prune_form():
     lb = get_logbook()
@@ -324,10 +288,12 @@ def prune_form():
                 "messages": preview["messages"],
                 "oldest": preview["oldest"],
                 "newest": preview["newest"],
-                "cutoff": sel.started_before,
+                **{k: preview[k] for k in ("oldest_active", "newest_active") if k in preview},
+                "cutoff": _cutoff(sel),
                 "filters": preview["described"],
                 "selection": as_args(sel),
                 "orphaned_children": [c["id"] for c in preview["orphaned_children"]],
+                "spared": _spared_json(preview),
             }
         )
     chosen = _chosen(request.args)
@@ -341,6 +307,7 @@ def prune_form():
         maintenance=lb.maintenance.state(),
         confirm_above=PRUNE_CONFIRM_ABOVE,
         has_archived=lb.schema.has("sessions", "archived"),
+        spares_pins=lb.actions.rules.selection_spares_pins and lb.schema.has("sessions", "pinned"),
     )
 
 
@@ -408,6 +375,7 @@ def archive_form():
                 "totals": preview["totals"],
                 "unarchive": unarchive,
                 "selection": as_args(sel),
+                "spared": _spared_json(preview),
             }
         )
     return _selection_page(
@@ -452,6 +420,11 @@ def _selection_page(template: str, target: str, sel: Selection, preview, **extra
 
 def _archive_selection(args, unarchive: bool) -> Selection:
     sel = _selection(args, "archive")
+    if sel.include_pinned:
+        raise BadRequest(
+            "Archive always spares pinned sessions (Hermes's archive has no --include-pinned): "
+            "unpin them first."
+        )
     # Unarchiving picks among archived sessions; archiving among the others (Hermes).
     return replace(sel, archived=unarchive)
 

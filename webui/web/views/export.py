@@ -25,6 +25,7 @@ from flask import (
     stream_with_context,
 )
 from jinja2_fragments.flask import render_block
+from werkzeug.datastructures import MultiDict
 
 from webui.db import BadRequest, SessionQuery, get_logbook, live_logbook
 from webui.db.sessions import LIST_PARAMS
@@ -119,6 +120,8 @@ def _whole() -> bool:
     without arguments (its export_all)."""
     if request.args.get("session") or request.args.get("lineage"):
         return False
+    if request.args.get("selection") == "export" and not request.args.get("prune_cutoff"):
+        return not _export_filtered()
     if request.args.get("selection") or request.args.get("prune_cutoff"):
         return False
     args = _without_cursor(request.args)
@@ -127,6 +130,15 @@ def _whole() -> bool:
     args.setdefault("archived", "include")
     args["rows"] = "all"
     return get_logbook().sessions.where(SessionQuery.from_args(args))[0] == "1"
+
+
+def _export_filtered() -> bool:
+    """Does ``selection=export`` come with a filter (one given empty counts, as Hermes's
+    ``--title ""``)? Without one it is `hermes sessions export FILE`: everything."""
+    try:
+        return selection_from_args(request.args, command="export").any_filter
+    except (SelectionError, OverflowError, OSError, ValueError):
+        return True  # the selection itself says what is wrong
 
 
 def _selection():
@@ -147,11 +159,17 @@ def _selection():
                 abort(400, description="prune_cutoff must be a timestamp.")
             args["before"] = datetime.fromtimestamp(cutoff).astimezone().isoformat()
         try:
-            sel = selection_from_args(args, command="export" if command == "export" else "prune")
+            sel = selection_from_args(
+                args,
+                command="export" if command == "export" else "prune",
+                inactivity=lb.actions.rules.age_is_inactivity,
+            )
         except (SelectionError, OverflowError, OSError, ValueError) as exc:
             abort(400, description=str(exc))
         if command == "export" and not sel.any_filter:
-            abort(400, description="selection=export needs at least one filter, as in Hermes.")
+            # `hermes sessions export FILE` without a filter exports every session (its
+            # export_all): the whole export, in its order.
+            return lb.exporter.session_ids(_everything()), "sessions"
         return iter(lb.actions.prune_ids(sel)), f"{command or 'prune'}-selection"
     sessions = [s for s in request.args.getlist("session") if s]
     lineage = request.args.get("lineage") or None
@@ -166,13 +184,17 @@ def _selection():
             abort(404, description=f"No session has the id “{missing[0]}”.")
         name = sessions[0] if len(sessions) == 1 else f"{len(sessions)}-sessions"
         return lb.exporter.session_ids(ids=sessions), name
-    args = _without_cursor(request.args)
-    # "Everything" means everything, as `hermes sessions export`: every session row (subagent
-    # runs and continuations too) and archived sessions, unless the list's own archived
-    # filter comes along.
+    return lb.exporter.session_ids(_everything(request.args)), "sessions"
+
+
+def _everything(given=None) -> SessionQuery:
+    """The list's query of an export: "everything" means everything, as `hermes sessions
+    export`: every session row (subagent runs and continuations too) and archived sessions,
+    unless the list's own archived filter comes along."""
+    args = _without_cursor(given) if given is not None else MultiDict()
     args.setdefault("archived", "include")
     args["rows"] = "all"
-    return lb.exporter.session_ids(SessionQuery.from_args(args)), "sessions"
+    return SessionQuery.from_args(args)
 
 
 def _without_cursor(args):

@@ -68,6 +68,8 @@ def list_sessions():
     refuse_unknown(LIST_PARAMS)
     q = SessionQuery.from_args(request.args)
     stores = readable(request_stores(live_logbook())) if not g.get("store_pin") else []
+    if len(stores) <= 1 and not g.get("all_profiles"):
+        _flags_exist(lb, q)
     folded = copies = 0
     missing: list[str] = []
     store_facet: dict[str, int] = {}
@@ -159,6 +161,8 @@ def list_sessions():
         hidden=hidden,
         next_url=next_url,
         has_archived=lb.schema.has("sessions", "archived"),
+        has_pins=lb.schema.has("sessions", "pinned"),
+        has_hidden=lb.schema.has("sessions", "hidden"),
         sort_options=SORT_LABELS,
         first_page_url=url_for("sessions.list_sessions", **q.url_args()),
         quiet_since=quiet_since,
@@ -167,6 +171,18 @@ def list_sessions():
         copies=copies,
         missing_stores=missing,
     )
+
+
+def _flags_exist(lb, q) -> None:
+    """``pinned=`` and ``hidden=`` are taken on files whose sessions table has the columns
+    (Hermes 0.20 added them); asked of an older file alone, the answer says so. (Across
+    several stores, one without them simply has no pinned or hidden session.)"""
+    for name, value in (("pinned", q.pinned), ("hidden", q.hidden)):
+        if value is not None and not lb.schema.has("sessions", name):
+            raise BadRequest(
+                f"This database has no {name} sessions: its Hermes ({lb.rules.hermes}) does "
+                f"not record them (Hermes 0.20 added sessions.{name}). Leave out “{name}=”."
+            )
 
 
 def _origin_facets(lb) -> dict:
