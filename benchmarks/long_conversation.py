@@ -38,14 +38,22 @@ from webui import create_app  # noqa: E402
 FIXTURES = ROOT / "tests" / "data" / "fixtures"
 DATA = ROOT / "benchmarks" / "data"
 SID = "long_conversation"
-SUMMARY = "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below."
+SUMMARY = (
+    "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below."
+)
 
 
 def _identity(row: dict) -> bytes:
     # Equal for equal messages, as Hermes's display identity (any stable digest of the display
     # key serves: the triggers only compare identities).
-    key = [row["role"], row["content"], row["timestamp"], row.get("tool_call_id"),
-           row.get("tool_calls"), row.get("tool_name")]
+    key = [
+        row["role"],
+        row["content"],
+        row["timestamp"],
+        row.get("tool_call_id"),
+        row.get("tool_calls"),
+        row.get("tool_name"),
+    ]
     return hashlib.sha256(json.dumps(key).encode()).digest()
 
 
@@ -85,25 +93,58 @@ def build(schema: int, messages: int, every: int, out: Path, seed: int = 5) -> P
         nonlocal ts, n_call
         out = []
         ts += rnd.uniform(5, 60)
-        out.append({"role": "user", "content": f"Question {written}: " + "why " * rnd.randint(3, 60),
-                    "timestamp": ts})
+        out.append(
+            {
+                "role": "user",
+                "content": f"Question {written}: " + "why " * rnd.randint(3, 60),
+                "timestamp": ts,
+            }
+        )
         for _ in range(rnd.randint(0, 3)):
             n_call += 1
-            call = json.dumps([{"id": f"call_{n_call}", "type": "function",
-                                "function": {"name": "terminal", "arguments": json.dumps({"command": f"ls {n_call}"})}}])
+            call = json.dumps(
+                [
+                    {
+                        "id": f"call_{n_call}",
+                        "type": "function",
+                        "function": {
+                            "name": "terminal",
+                            "arguments": json.dumps({"command": f"ls {n_call}"}),
+                        },
+                    }
+                ]
+            )
             ts += rnd.uniform(1, 10)
             out.append({"role": "assistant", "content": None, "tool_calls": call, "timestamp": ts})
             size = rnd.choice([200, 800, 2_000, 4_000, 8_000] * 9 + [50_000])
             ts += rnd.uniform(1, 5)
-            out.append({"role": "tool", "content": ("x" * 79 + "\n") * (size // 80),
-                        "tool_call_id": f"call_{n_call}", "tool_name": "terminal", "timestamp": ts})
+            out.append(
+                {
+                    "role": "tool",
+                    "content": ("x" * 79 + "\n") * (size // 80),
+                    "tool_call_id": f"call_{n_call}",
+                    "tool_name": "terminal",
+                    "timestamp": ts,
+                }
+            )
         ts += rnd.uniform(2, 30)
-        out.append({"role": "assistant", "content": "Answer: " + "because " * rnd.randint(5, 200),
-                    "timestamp": ts})
+        out.append(
+            {
+                "role": "assistant",
+                "content": "Answer: " + "because " * rnd.randint(5, 200),
+                "timestamp": ts,
+            }
+        )
         if rnd.random() < 0.01:
             ts += 1
-            out.append({"role": "user", "content": "[delegation result delivered to the model only]",
-                        "timestamp": ts, "display_kind": "hidden"})
+            out.append(
+                {
+                    "role": "user",
+                    "content": "[delegation result delivered to the model only]",
+                    "timestamp": ts,
+                    "display_kind": "hidden",
+                }
+            )
         return out
 
     next_compaction = every
@@ -119,14 +160,27 @@ def build(schema: int, messages: int, every: int, out: Path, seed: int = 5) -> P
                 (SID,),
             )
             ts += 30
-            summary = {"role": "user", "content": f"{SUMMARY}\n\nSummary of {written} messages.",
-                       "timestamp": ts}
+            summary = {
+                "role": "user",
+                "content": f"{SUMMARY}\n\nSummary of {written} messages.",
+                "timestamp": ts,
+            }
             if "_compressed_summary" in cols:
                 summary["_compressed_summary"] = 1
             live = [insert(summary)]
             for old in tail:
-                copy = {k: old[k] for k in ("role", "content", "timestamp", "tool_call_id",
-                                             "tool_calls", "tool_name") if k in old}
+                copy = {
+                    k: old[k]
+                    for k in (
+                        "role",
+                        "content",
+                        "timestamp",
+                        "tool_call_id",
+                        "tool_calls",
+                        "tool_name",
+                    )
+                    if k in old
+                }
                 live.append(insert(copy))
             written += 1 + len(tail)
             if schema >= 27:
@@ -138,9 +192,16 @@ def build(schema: int, messages: int, every: int, out: Path, seed: int = 5) -> P
                 )
                 users = [r for r in live if r["role"] == "user"][-2:]
                 if len(users) == 2:
-                    live.append(insert({"role": "user", "timestamp": ts + 1e-6,
-                                        "content": "\n\n".join(u["content"] for u in users),
-                                        "display_metadata": '{"model_only": true}'}))
+                    live.append(
+                        insert(
+                            {
+                                "role": "user",
+                                "timestamp": ts + 1e-6,
+                                "content": "\n\n".join(u["content"] for u in users),
+                                "display_metadata": '{"model_only": true}',
+                            }
+                        )
+                    )
                     written += 1
     conn.execute(
         "UPDATE sessions SET message_count = (SELECT COUNT(*) FROM messages WHERE session_id = ? "
@@ -170,8 +231,10 @@ def measure(db: Path, repeat: int) -> list[tuple[str, float, float]]:
     app = create_app({"LOGBOOK_DB": str(db), "TESTING": True}, instance_path=str(inst))
     client = app.test_client()
     conn = sqlite3.connect(db)
-    ids = [r[0] for r in conn.execute(
-        "SELECT id FROM messages WHERE session_id = ? ORDER BY id", (SID,))]
+    ids = [
+        r[0]
+        for r in conn.execute("SELECT id FROM messages WHERE session_id = ? ORDER BY id", (SID,))
+    ]
     conn.close()
     mid, late = ids[len(ids) // 2], ids[-len(ids) // 10]
     base = f"/sessions/{SID}"
@@ -201,16 +264,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
     DATA.mkdir(parents=True, exist_ok=True)
-    print(f"| page ({args.messages:,} messages, compacted every {args.every:,}) | "
-          "schema 31: first ms | warm ms | schema 26: first ms | warm ms |")
+    print(
+        f"| page ({args.messages:,} messages, compacted every {args.every:,}) | "
+        "schema 31: first ms | warm ms | schema 26: first ms | warm ms |"
+    )
     print("|---|---:|---:|---:|---:|")
     results = {}
     for schema in (31, 26):
         out = DATA / f"long-{schema}-{args.messages}-{args.every}.db"
         t = time.perf_counter()
         build(schema, args.messages, args.every, out)
-        print(f"<!-- schema {schema}: {out.name} ready in {time.perf_counter() - t:.0f} s, "
-              f"{out.stat().st_size / 1e6:.0f} MB -->")
+        print(
+            f"<!-- schema {schema}: {out.name} ready in {time.perf_counter() - t:.0f} s, "
+            f"{out.stat().st_size / 1e6:.0f} MB -->"
+        )
         results[schema] = measure(out, args.repeat)
     for (name, f31, w31), (_n, f26, w26) in zip(results[31], results[26], strict=True):
         print(f"| {name} | {f31:.0f} | {w31:.0f} | {f26:.0f} | {w26:.0f} |")

@@ -397,6 +397,7 @@ def test_header_counts_follow_changes_made_by_hermes(tmp_path):
         ("UPDATE messages SET active = 0, compacted = 1 WHERE id = ?", (ids[0],)),
         ("DELETE FROM messages WHERE id = ?", (ids[1],)),
     ]
+
     def counts(store):
         return {k: v for k, v in store.counts(sid).items() if k in truth()}
 
