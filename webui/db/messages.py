@@ -14,7 +14,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from webui.db.census import display_set_sql, read_census, summaries_after
+from webui.db import census as census_sql
+from webui.db.census import display_set_sql, summaries_after
 from webui.db.errors import BadRequest
 from webui.db.reader import Reader
 from webui.db.sql import decode_cursor, encode_cursor, in_list
@@ -88,9 +89,10 @@ class MessageStore:
         active = "COALESCE(SUM(active = 0), 0)" if self.has_active else "0"
         return self.r.one(
             f"SELECT COUNT(*) AS total, MIN(timestamp) AS first_at, MAX(timestamp) AS last_at, "
-            f"{active} AS inactive, TOTAL(id) AS id_sum FROM messages WHERE session_id = ?",
+            f"{active} AS inactive, TOTAL(id) AS id_sum, MAX(id) AS top FROM messages "
+            "WHERE session_id = ?",
             [session_id],
-        ) or {"total": 0, "first_at": None, "last_at": None, "inactive": 0, "id_sum": 0}
+        ) or {"total": 0, "first_at": None, "last_at": None, "inactive": 0, "id_sum": 0, "top": 0}
 
     def _fingerprint(self, session_id: str) -> tuple:
         row = self._counts_kept.get_or(
@@ -103,10 +105,20 @@ class MessageStore:
         Hermes 0.19, which flag nothing)."""
         if self.display == rule.ALL:
             return rule.Census(rule.ALL)
-        _row, mark = self._fingerprint(session_id)
-        return self._census.get_or(
-            session_id, mark, lambda: read_census(self.r, session_id, self.display)
-        )
+        return self._reading(session_id).census
+
+    def _reading(self, session_id: str) -> census_sql.Reading:
+        figures, mark = self._fingerprint(session_id)
+        hit = self._census.find(session_id)
+        if hit is not None and hit[0] == mark:
+            return hit[1]
+        reading = None
+        if hit is not None:  # a session that grew: read only its new rows
+            reading = census_sql.extend(self.r, session_id, self.display, hit[1], figures)
+        if reading is None:
+            reading = census_sql.read(self.r, session_id, self.display, figures)
+        self._census.put(session_id, reading, mark)
+        return reading
 
     def counts(self, session_id: str) -> dict[str, Any]:
         """A conversation's header figures: stored rows, tool results, first and last times,
@@ -123,7 +135,21 @@ class MessageStore:
         row, mark = self._fingerprint(session_id)
         c = self.census(session_id)
         compacted = 0
-        if row["inactive"] and self.schema.has("messages", "compacted"):
+        if self.display != rule.ALL:
+            # Out of the census: rows with active = 0 are compacted or undone (rewound).
+            compacted = sum(
+                1
+                for m in self._reading(session_id).marked.values()
+                if m.get("active") == 0 and m.get("compacted")
+            )
+            if rule.dedupes(self.display):  # the census lists only the undone ones
+                undone = sum(
+                    1
+                    for m in self._reading(session_id).marked.values()
+                    if m.get("active") == 0 and not m.get("compacted")
+                )
+                compacted = row["inactive"] - undone
+        elif row["inactive"] and self.schema.has("messages", "compacted"):
             compacted = self.r.scalar(
                 "SELECT COALESCE(SUM(COALESCE(compacted, 0) != 0), 0) FROM messages "
                 "WHERE session_id = ? AND active = 0",
@@ -131,15 +157,10 @@ class MessageStore:
             )
         if self.display == rule.ALL:
             tools = self._tool_results.get_or(
-                session_id,
-                mark,
-                lambda: self.r.scalar(
-                    "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'tool'",
-                    [session_id],
-                ),
+                session_id, mark, lambda: census_sql.tool_results(self.r, session_id)
             )
         else:
-            tools = c.tool_results
+            tools = self._reading(session_id).tool_results
         why = [label.why for label in c.labels.values()]
         unpainted = self._unpainted(c, all_rows=False)
         return {

@@ -27,6 +27,7 @@ display set, hidden rows), so a page needs no more than its own rows and the cen
 
 from __future__ import annotations
 
+import hashlib
 import json
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
@@ -114,11 +115,24 @@ def _call_ids(raw: Any) -> tuple[str, ...]:
     return tuple(ids)
 
 
+def compact(row: Row) -> dict[str, Any]:
+    """A row with what a key compares and nothing more: content and tool calls as digests
+    (equal exactly when the text is), the call ids parsed out (a census keeps these)."""
+    out = dict(row)
+    out["_call_ids"] = _call_ids(row.get("tool_calls")) if row.get("role") == "assistant" else ()
+    for name in ("content", "tool_calls"):
+        value = row.get(name)
+        if value is not None:
+            raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
+            out[name] = (type(value).__name__, hashlib.sha1(raw).digest())
+    return out
+
+
 def dedupe_key(row: Row, display: str) -> tuple:
     """What makes two rows one logical message. 0.22 keys an assistant row whose tool calls all
     carry an id by those ids (a pruned copy of the arguments is still the same turn)."""
     if display == GROUPS and row.get("role") == "assistant":
-        ids = _call_ids(row.get("tool_calls"))
+        ids = row["_call_ids"] if "_call_ids" in row else _call_ids(row.get("tool_calls"))
         if ids and all(ids):
             return (
                 "assistant",
@@ -178,7 +192,6 @@ class Census:
     skip: list[int] = field(default_factory=list)
     out: list[int] = field(default_factory=list)
     hidden: list[int] = field(default_factory=list)
-    tool_results: int = 0
 
     def members(self, slot: int) -> list[int]:
         """Every row at this slot (0.22: a message's later rows with its first one), by id."""
@@ -190,13 +203,12 @@ def census(
     twins: Iterable[Row],
     marked: Iterable[Row],
     by_order: bool = False,
-    tool_results: int = 0,
 ) -> Census:
     """The census of one session. ``twins``: every row (any flags) that shares its timestamp
     (0.22 with ``display_order``: its display group) with another, with the key columns;
     ``marked``: rows out of the display set and rows with a ``display_kind`` or
     ``display_metadata`` (id, flags, those columns)."""
-    c = Census(display, tool_results=tool_results)
+    c = Census(display)
     out: set[int] = set()
     skip: set[int] = set()
     hidden: set[int] = set()
