@@ -80,7 +80,7 @@ def test_several_sessions_download_as_a_zip_with_a_manifest(v22):
         ("/export.qmd?session=x_rewound&only=user-prompts", "not QMD"),
         ("/export.jsonl?only=assistant", "only=user-prompts"),
         ("/export.md?session=x_rewound&lineage_mode=everything", "logical"),
-        ("/export.jsonl?selection=export", "at least one filter"),
+        ("/export.md?selection=export", "at least one filter"),
     ],
 )
 def test_export_options_hermes_refuses_get_a_clear_message(v22, url, words):

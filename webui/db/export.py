@@ -17,17 +17,12 @@ from typing import Any
 
 from webui import keep, threads
 from webui.db import sql
+from webui.db.prompts import resolving
 from webui.db.reader import Reader
 from webui.db.sessions import SessionQuery, SessionStore
 from webui.db.sql import SESSION_FIGURES
-from webui.hermes import exports
-from webui.hermes.content import (
-    content_parts,
-    decode_content,
-    load_tool_calls,
-    parse_tool_calls,
-    pretty_json,
-)
+from webui.hermes import display, exports, records
+from webui.hermes.content import content_parts, parse_tool_calls, pretty_json
 from webui.hermes.redaction import redact_record, redact_text
 from webui.hermes.rules import rules_for
 
@@ -72,9 +67,11 @@ class Exporter:
         where, params = self.sessions.where(q)
         if where == "1":
             # Everything: export_all's order, most recently active first.
+            rules = rules_for(self.schema.version)
             yield from self.r.column(
-                f"SELECT s.id AS id FROM sessions s ORDER BY {self.sessions.last_active_expr} "
-                "DESC, s.started_at DESC, s.id DESC",
+                f"SELECT s.id AS id FROM sessions s ORDER BY "
+                f"{sql.last_active(self.schema, rules.last_active)} DESC, s.started_at DESC, "
+                "s.id DESC",
                 [],
                 time_limit_s=EXPORT_TIME_LIMIT,
             )
@@ -158,25 +155,38 @@ class Exporter:
         session_id: str,
         include_rewound: bool = False,
         last_active: bool = True,
+        transcript: bool = False,
     ) -> dict[str, Any] | None:
-        """One export record, read on ``conn``: the session's columns, then messages. With
-        ``last_active`` (schema 11 on) the keys of Hermes's export_all, the whole-database
-        export; without, those of export_session (one id, or a filtered export)."""
-        cur = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        """One export record, read on ``conn``, as the generation that wrote the file builds
+        it (webui.hermes.records): the session's columns (its system prompt resolved from
+        ``system_prompts``), then ``messages`` (0.22: ``timings``). With ``last_active``
+        (schema 11 on) the record of Hermes's export_all, the whole-database export; without,
+        that of export_session (one id, or a filtered export; 0.22 resolves ``tool_names``
+        there too). The rows: ``transcript`` (Markdown, QMD, HTML, user prompts) the
+        conversation as that Hermes shows it (0.22: its display projection), else what its
+        JSONL holds (0.22: every stored row, flagged; before: the live rows);
+        ``include_rewound``: every stored row in either."""
+        rules = rules_for(self.schema.version)
+        select, join = resolving(self.schema, rules, tools=not last_active)
+        with_last = last_active and self.schema.version is not None and self.schema.version >= 11
+        if with_last:
+            select += f", {sql.last_active(self.schema, rules.last_active)} AS last_active"
+        cur = conn.execute(
+            f"SELECT s.*{select} FROM sessions s{join} WHERE s.id = ?", (session_id,)
+        )
         row = cur.fetchone()
         if row is None:
             return None
-        session = dict(zip([d[0] for d in cur.description], row, strict=False))
-        if last_active and self.schema.version is not None and self.schema.version >= 11:
-            session["last_active"] = conn.execute(
-                "SELECT COALESCE(MAX(timestamp), ?) FROM messages WHERE session_id = ?",
-                (session["started_at"], session_id),
-            ).fetchone()[0]
-        v22 = rules_for(self.schema.version).export_active_by_id
+        session = records.session_record(
+            dict(zip([d[0] for d in cur.description], row, strict=False)), rules
+        )
+        v22 = rules.export_active_by_id
+        every = include_rewound or (rules.export_every_row and not transcript)
+        shown = transcript and rules.transcript_display and not include_rewound
         if v22:
             active = (
                 " AND active = 1"
-                if self.schema.has("messages", "active") and not include_rewound
+                if self.schema.has("messages", "active") and not every and not shown
                 else ""
             )
             cur = conn.execute(
@@ -187,15 +197,12 @@ class Exporter:
                 "SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id", (session_id,)
             )
         names = [d[0] for d in cur.description]
-        has_calls = "tool_calls" in names
-        messages = []
-        for values in cur:
-            m = dict(zip(names, values, strict=False))
-            m["content"] = decode_content(m.get("content"))
-            if has_calls and (m["tool_calls"] or not v22):
-                m["tool_calls"] = load_tool_calls(m["tool_calls"])
-            messages.append(m)
-        session["messages"] = messages
+        rows = [dict(zip(names, values, strict=False)) for values in cur]
+        if shown:
+            rows = display.project(rows, rules.display, display.keeps_order(rows))
+        session["messages"] = [records.message_record(m, rules) for m in rows]
+        if rules.export_timings:
+            session["timings"] = records.timings(session["messages"])
         return session
 
     def records(

@@ -119,6 +119,8 @@ def _whole() -> bool:
     without arguments (its export_all)."""
     if request.args.get("session") or request.args.get("lineage"):
         return False
+    if _bare_export_selection():
+        return True
     if request.args.get("selection") or request.args.get("prune_cutoff"):
         return False
     args = _without_cursor(request.args)
@@ -129,8 +131,25 @@ def _whole() -> bool:
     return get_logbook().sessions.where(SessionQuery.from_args(args))[0] == "1"
 
 
+def _bare_export_selection() -> bool:
+    """``selection=export`` with no filter: `hermes sessions export FILE` without one exports
+    every session (its export_all), as the list's export of everything does."""
+    if request.args.get("selection") != "export" or request.args.get("prune_cutoff"):
+        return False
+    try:
+        return not selection_from_args(request.args, command="export").any_filter
+    except (SelectionError, OverflowError, OSError, ValueError):
+        return False  # the selection's own message, below
+
+
 def _selection():
     lb = get_logbook()
+    if _bare_export_selection():
+        args = _without_cursor(request.args)
+        args.pop("selection", None)
+        args.setdefault("archived", "include")
+        args["rows"] = "all"
+        return lb.exporter.session_ids(SessionQuery.from_args(args)), "sessions"
     prune_cutoff = request.args.get("prune_cutoff")
     command = request.args.get("selection")
     if prune_cutoff or command in ("prune", "export"):
@@ -150,8 +169,6 @@ def _selection():
             sel = selection_from_args(args, command="export" if command == "export" else "prune")
         except (SelectionError, OverflowError, OSError, ValueError) as exc:
             abort(400, description=str(exc))
-        if command == "export" and not sel.any_filter:
-            abort(400, description="selection=export needs at least one filter, as in Hermes.")
         return iter(lb.actions.prune_ids(sel)), f"{command or 'prune'}-selection"
     sessions = [s for s in request.args.getlist("session") if s]
     lineage = request.args.get("lineage") or None
