@@ -212,39 +212,41 @@ class Exporter:
         last_active: bool = False,
         batch_size: int = BATCH,
         encode=None,
+        transcript: bool = False,
     ) -> Iterator[Any]:
         """Export records for ``ids``, read a batch per connection; nothing stays open while
         the caller (a slow download) consumes them. ``encode`` turns each record into what is
-        kept for the batch (its bytes, say), inside the batch, so memory holds the smaller."""
+        kept for the batch (its bytes, say), inside the batch, so memory holds the smaller.
+        ``transcript``: the records of a Markdown, QMD, HTML or user-prompts export
+        (see ``record``)."""
         batch: list[str] = []
         for sid in ids:
             batch.append(sid)
             if len(batch) >= batch_size:
-                yield from self._drain(batch, include_rewound, last_active, encode)
+                yield from self._drain(batch, (include_rewound, last_active, transcript), encode)
                 batch = []
                 threads.make_way()  # pages first: an export is never in a hurry
         if batch:
-            yield from self._drain(batch, include_rewound, last_active, encode)
+            yield from self._drain(batch, (include_rewound, last_active, transcript), encode)
 
-    def _drain(self, ids: list[str], include_rewound: bool, last_active: bool, encode):
+    def _drain(self, ids: list[str], how: tuple, encode):
         """Every record of ``ids``, a read connection per part: a part ends after its
         hundredth session or BATCH_BYTES of encoded records, whichever comes first, so a run
         of long sessions is not held in memory a hundred at a time."""
         while ids:
-            out, done = self._records_batch(ids, include_rewound, last_active, encode)
+            out, done = self._records_batch(ids, how, encode)
             yield from out
             ids = ids[done:]
 
-    def _records_batch(
-        self, ids: list[str], include_rewound: bool, last_active: bool, encode=None
-    ) -> tuple[list[Any], int]:
+    def _records_batch(self, ids: list[str], how: tuple, encode=None) -> tuple[list[Any], int]:
         """The records of ``ids`` from their start, read on one connection, and how many ids
-        that covered (all, or fewer when the encoded ones reached BATCH_BYTES)."""
+        that covered (all, or fewer when the encoded ones reached BATCH_BYTES). ``how``:
+        (include_rewound, last_active, transcript)."""
         size = 0
         with self.r.connection(EXPORT_TIME_LIMIT) as conn:
             out = []
             for n, sid in enumerate(ids, 1):
-                rec = self.record(conn, sid, include_rewound, last_active)
+                rec = self.record(conn, sid, *how)
                 if rec is not None:
                     out.append(encode(rec) if encode else rec)
                     size += len(out[-1]) if isinstance(out[-1], (bytes, str)) else 0
@@ -254,14 +256,17 @@ class Exporter:
         # transaction open.
         return out, len(ids)
 
-    def session_record(self, session_id: str, include_rewound: bool = False):
+    def session_record(
+        self, session_id: str, include_rewound: bool = False, transcript: bool = False
+    ):
         """Hermes's export_session(id)."""
         with self.r.connection(EXPORT_TIME_LIMIT) as conn:
-            return self.record(conn, session_id, include_rewound, last_active=False)
+            return self.record(conn, session_id, include_rewound, False, transcript)
 
     def lineage_record(self, session_id: str, include_rewound: bool = False):
         """Hermes's export_session_lineage(id): the compression chain the session belongs to,
-        as one logical record (``--lineage logical``)."""
+        as one logical record (``--lineage logical``, a Markdown or QMD export: each segment
+        as that Hermes shows it)."""
         with self.r.connection(EXPORT_TIME_LIMIT) as conn:
             conn.row_factory = sqlite3.Row
 
@@ -280,8 +285,11 @@ class Exporter:
 
             ids = exports.compression_lineage(session_id, get, children)
             conn.row_factory = None
-            segments = [self.record(conn, sid, include_rewound, last_active=False) for sid in ids]
-        return exports.logical_record([s for s in segments if s is not None])
+            segments = [self.record(conn, sid, include_rewound, False, True) for sid in ids]
+        logical = exports.logical_record([s for s in segments if s is not None])
+        if logical is not None and rules_for(self.schema.version).export_timings:
+            logical["timings"] = records.timings(logical["messages"])
+        return logical
 
     def jsonl(
         self,
@@ -380,12 +388,20 @@ class Exporter:
                     values = [redact_text(v) if isinstance(v, str) else v for v in values]
                 yield _csv_line(values)
 
-    def markdown(self, ids: Iterator[str], redact: bool = False) -> Iterator[str]:
-        """Logbook's readable transcript; ``redact``: every text through Hermes's redaction."""
+    def markdown(
+        self, ids: Iterator[str], redact: bool = False, pages=None, every: bool = False
+    ) -> Iterator[str]:
+        """Logbook's readable transcript; ``redact``: every text through Hermes's redaction.
+        ``pages`` (the MessageStore's ``page``): the conversation as the viewer shows it,
+        as Hermes shows it (``every``: every stored row, those Hermes does not show
+        labelled), hidden rows left out, a page of 500 at a time; else every stored row."""
+        rules = rules_for(self.schema.version)
+        select, join = resolving(self.schema, rules)
         for n, sid in enumerate(ids):
-            s = self.r.one("SELECT * FROM sessions WHERE id = ?", [sid])
+            s = self.r.one(f"SELECT s.*{select} FROM sessions s{join} WHERE s.id = ?", [sid])
             if s is None:
                 continue
+            s = records.session_record(s, rules)
             if redact:
                 s = {k: redact_text(v) if isinstance(v, str) else v for k, v in s.items()}
             if n:
@@ -407,13 +423,18 @@ class Exporter:
                 if s.get(key) is not None:
                     value = _iso(s[key]) if key in ("started_at", "ended_at") else s[key]
                     yield f"- **{key}**: {_inline(value)}\n"
-            for m in self._messages_in_batches(sid):
+            if s.get("system_prompt"):
+                yield "\n## System prompt\n\n" + _fence(str(s["system_prompt"]), "text")
+            shown = self._messages_in_batches(sid) if pages is None else _paged(pages, sid, every)
+            for m, note in shown:
                 if redact:
                     m = {k: redact_text(v) if isinstance(v, str) else v for k, v in m.items()}
                 who = _inline(m["role"]) + (
                     f" · {_inline(m['tool_name'])}" if m.get("tool_name") else ""
                 )
                 yield f"\n## {who} — {_iso(m['timestamp'])}\n\n"
+                if note:
+                    yield f"_Not shown by {_inline(rules.hermes)}: {_inline(note)}._\n\n"
                 text = "\n\n".join(p["text"] for p in content_parts(m.get("content")))
                 if m["role"] == "tool":
                     yield _fence(pretty_json(text), "json") if text else ""
@@ -426,7 +447,7 @@ class Exporter:
                         pretty_json(call["arguments"]), "json"
                     )
 
-    def _messages_in_batches(self, session_id: str, size: int = 500) -> Iterator[dict[str, Any]]:
+    def _messages_in_batches(self, session_id: str, size: int = 500):
         """A session's messages in keyset batches: each batch is one short read, and nothing
         stays open while a slow client downloads."""
         by_id = rules_for(self.schema.version).messages_by_id
@@ -441,10 +462,24 @@ class Exporter:
                 f"SELECT * FROM messages WHERE session_id = ?{cond} ORDER BY {order} LIMIT ?",
                 [*params, size],
             )
-            yield from rows
+            yield from ((row, None) for row in rows)
             if len(rows) < size:
                 return
             after = (rows[-1]["timestamp"], rows[-1]["id"])
+
+
+def _paged(pages, session_id: str, every: bool, size: int = 500):
+    """(row, why Hermes does not show it or None) for the rows a conversation paints."""
+    after = None
+    while True:
+        page = pages(session_id, after=after, include_rewound=every, limit=size)
+        for m in page.messages:
+            mark = page.marks.get(m["id"])
+            if mark is None or mark.painted:
+                yield m, display.why_words(mark.label) if mark is not None else None
+        if not page.next_cursor:
+            return
+        after = page.next_cursor
 
 
 def _jsonable(value: Any) -> Any:
