@@ -133,36 +133,29 @@ class MessageStore:
 
     def _figures(self, session_id: str) -> dict[str, Any]:
         row, mark = self._fingerprint(session_id)
-        c = self.census(session_id)
-        compacted = 0
-        if self.display != rule.ALL:
-            # Out of the census: rows with active = 0 are compacted or undone (rewound).
-            compacted = sum(
-                1
-                for m in self._reading(session_id).marked.values()
-                if m.get("active") == 0 and m.get("compacted")
-            )
-            if rule.dedupes(self.display):  # the census lists only the undone ones
-                undone = sum(
-                    1
-                    for m in self._reading(session_id).marked.values()
-                    if m.get("active") == 0 and not m.get("compacted")
-                )
-                compacted = row["inactive"] - undone
-        elif row["inactive"] and self.schema.has("messages", "compacted"):
-            compacted = self.r.scalar(
-                "SELECT COALESCE(SUM(COALESCE(compacted, 0) != 0), 0) FROM messages "
-                "WHERE session_id = ? AND active = 0",
-                [session_id],
-            )
         if self.display == rule.ALL:
+            c = self.census(session_id)
             tools = self._tool_results.get_or(
                 session_id, mark, lambda: census_sql.tool_results(self.r, session_id)
             )
+            compacted = 0
+            if row["inactive"] and self.schema.has("messages", "compacted"):
+                compacted = self.r.scalar(
+                    "SELECT COALESCE(SUM(COALESCE(compacted, 0) != 0), 0) FROM messages "
+                    "WHERE session_id = ? AND active = 0",
+                    [session_id],
+                )
         else:
-            tools = self._reading(session_id).tool_results
+            reading = self._reading(session_id)
+            c, tools = reading.census, reading.tool_results
+            # Rows with active = 0 are compacted or undone; the census holds every one of
+            # them (0.19) or the undone ones (0.20 on: compacted rows are in the display set).
+            inactive = [m for m in reading.marked.values() if m.get("active") == 0]
+            if rule.dedupes(self.display):
+                compacted = row["inactive"] - sum(1 for m in inactive if not m.get("compacted"))
+            else:
+                compacted = sum(1 for m in inactive if m.get("compacted"))
         why = [label.why for label in c.labels.values()]
-        unpainted = self._unpainted(c, all_rows=False)
         return {
             "total": row["total"],
             "tool_results": tools,
@@ -174,7 +167,7 @@ class MessageStore:
             "copies": why.count("copy"),
             "carried": why.count("carried"),
             "model_only": why.count("model_only"),
-            "shown": row["total"] - len(unpainted),
+            "shown": row["total"] - len(self._unpainted(c, all_rows=False)),
             "shown_all": row["total"] - len(c.hidden),
             # Compacted rows Hermes shows (0.20 on) are history, not left out.
             "compacted_shown": compacted if rule.dedupes(self.display) else 0,
@@ -184,9 +177,7 @@ class MessageStore:
     def _unpainted(c: rule.Census, all_rows: bool) -> list[int]:
         """Rows no item paints, sorted: hidden ones; in Hermes's view also the rows that are
         not items (out of the display set, later copies)."""
-        if all_rows:
-            return c.hidden
-        return sorted(set(c.hidden) | set(c.out) | set(c.skip))
+        return c.hidden if all_rows else c.unpainted
 
     # -- walking the conversation ------------------------------------------------------------
 
@@ -221,7 +212,7 @@ class MessageStore:
         shows): Hermes's items (``every`` false) or every stored row, a logical message's rows
         together at its first row's place (0.22)."""
         items: list[tuple[tuple, list[int]]] = []
-        skip = set(c.slot_of) if every else set(c.skip) | set(c.out)
+        skip = c.slot_of if every else c.not_items
         batch = max(4 * n, 256)
         while len(items) < n:
             keys = self._keys(session_id, start, desc, batch)

@@ -32,6 +32,7 @@ import json
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 Row = Mapping[str, Any]
@@ -192,6 +193,16 @@ class Census:
     skip: list[int] = field(default_factory=list)
     out: list[int] = field(default_factory=list)
     hidden: list[int] = field(default_factory=list)
+
+    @cached_property
+    def not_items(self) -> frozenset[int]:
+        """Rows that are no item of Hermes's view (out of the display set, later copies)."""
+        return frozenset(self.skip) | frozenset(self.out)
+
+    @cached_property
+    def unpainted(self) -> list[int]:
+        """Rows Hermes's view does not paint (no item, or hidden), sorted."""
+        return sorted(self.not_items | frozenset(self.hidden))
 
     def members(self, slot: int) -> list[int]:
         """Every row at this slot (0.22: a message's later rows with its first one), by id."""
