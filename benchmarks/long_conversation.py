@@ -152,7 +152,7 @@ def build(schema: int, messages: int, every: int, out: Path, seed: int = 5) -> P
         for row in turn():
             live.append(insert(row))
             written += 1
-        if written >= next_compaction:
+        if written >= next_compaction and messages - written > every // 2:
             next_compaction += every
             tail = live[-4:]
             conn.execute(
