@@ -53,6 +53,13 @@ def test_0_19_compacted_history_is_behind_the_toggle_labelled_with_its_summary(t
         "words": "compacted: summarised into message 29",
     }
     assert [m["id"] for m in twin if m["hermes_shows"]] == list(range(40, 49))
+    # A link to a compacted row (a search hit: 0.19 searches compacted rows) opens the view
+    # that paints it.
+    r = client.get("/sessions/m_compacted?at=20&hl=nginx")
+    assert r.status_code == 302 and "rewound=1" in r.headers["Location"]
+    assert r.headers["Location"].endswith("#m-20") and "hl=nginx" in r.headers["Location"]
+    assert 20 in _painted(client.get(r.headers["Location"]).get_data(as_text=True))
+    assert client.get("/sessions/m_compacted?at=44").status_code == 200
 
 
 @pytest.mark.parametrize("fixture", ["hermes-v26-fresh.db", "hermes-v31-fresh.db"])
@@ -293,6 +300,17 @@ def test_a_long_conversation_pages_the_same_forward_backward_and_by_number(tmp_p
         assert target == expected[n - 1], n
         html = client.get(r.headers["Location"]).get_data(as_text=True)
         assert f'id="m-{target}" data-n="{n}"' in html
+    # Every stored row (the toggle): the same walk, numbered as painted.
+    every, url, numbers = [], "/sessions/long?rewound=1", []
+    while url:
+        html = client.get(url).get_data(as_text=True)
+        every += _painted(html)
+        numbers += [int(x) for x in re.findall(r'id="m-\d+" data-n="(\d+)"', html)]
+        more = re.search(r'<a href="([^"]+)">Load more messages</a>', html)
+        url = more.group(1).replace("&amp;", "&") if more else None
+    stored = [r["id"] for r in rows if not display.is_hidden(r)]
+    assert sorted(every) == sorted(stored) and numbers == list(range(1, len(stored) + 1))
+    assert [i for i in every if i in set(expected)] == expected
     # The header counts what it paints.
     html = client.get("/sessions/long").get_data(as_text=True)
     assert f'data-total="{len(expected)}"' in html

@@ -316,6 +316,12 @@ class MessageStore:
             marks[row["id"]] = Mark(label is None, not rule.is_hidden(row), label)
         return marks
 
+    def painted_in_view(self, session_id: str, message_id: int) -> bool:
+        """Does Hermes's view of the conversation paint this message (a search hit in compacted
+        history of a 0.19 file, or on an earlier copy, is painted only with every row)?"""
+        c = self.census(session_id)
+        return message_id not in c.not_items and message_id not in c.hidden
+
     # -- positions and jumps -----------------------------------------------------------------
 
     def position(

@@ -237,6 +237,18 @@ def _view_session(session_id: str):
     moved = jump(lb, session_id, include_rewound)
     if moved is not None:
         return moved
+    at = _int_arg("at")
+    if at is not None and not include_rewound and not lb.messages.painted_in_view(session_id, at):
+        # Opened at a row Hermes does not show (a search hit in compacted history, an
+        # earlier copy): the view that paints it, labelled.
+        return redirect(
+            url_for(
+                "sessions.view_session",
+                session_id=session_id,
+                **{**query_args(), "rewound": "1"},
+                _anchor=f"m-{at}",
+            )
+        )
     before = request.args.get("before")
     if request.args.get("end") == "1":  # "jump to the end": the conversation's last page
         before = END_CURSOR
@@ -244,7 +256,7 @@ def _view_session(session_id: str):
         session_id,
         after=request.args.get("after"),
         before=before,
-        at=_int_arg("at"),
+        at=at,
         include_rewound=include_rewound,
     )
     base_args: dict[str, Any] = {"rewound": "1"} if include_rewound and not wants_json() else {}
