@@ -219,10 +219,11 @@ def _time(client, url: str, repeat: int) -> tuple[float, int]:
     status = 0
     for _ in range(repeat):
         t = time.perf_counter()
-        r = client.get(url)
+        # A redirect (go to message n, a row Hermes does not show) is followed: its page counts.
+        r = client.get(url, follow_redirects=True)
         times.append((time.perf_counter() - t) * 1000)
         status = r.status_code
-        assert status in (200, 302), (url, status)
+        assert status == 200, (url, status)
     return statistics.median(times), status
 
 
@@ -245,7 +246,7 @@ def measure(db: Path, repeat: int) -> list[tuple[str, float, float]]:
         ("page at the middle (?at=)", f"{base}?at={mid}"),
         ("page near the end (?at=)", f"{base}?at={late}"),
         ("last page (end=1)", f"{base}?end=1"),
-        ("go to message n (redirect)", f"{base}?n={len(ids) // 3}"),
+        ("go to message n (and its page)", f"{base}?n={len(ids) // 3}"),
         ("every stored row, middle (rewound=1)", f"{base}?rewound=1&at={mid}"),
         ("JSON, first page", f"{base}?format=json"),
         ("JSON, Hermes's rows only (rewound=0)", f"{base}?format=json&rewound=0&at={mid}"),
