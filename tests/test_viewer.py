@@ -397,22 +397,26 @@ def test_header_counts_follow_changes_made_by_hermes(tmp_path):
         ("UPDATE messages SET active = 0, compacted = 1 WHERE id = ?", (ids[0],)),
         ("DELETE FROM messages WHERE id = ?", (ids[1],)),
     ]
+
+    def counts(store):
+        return {k: v for k, v in store.counts(sid).items() if k in truth()}
+
     with app.app_context():
         store = get_logbook().messages
-        assert store.counts(sid) == truth()
+        assert counts(store) == truth()
         for query, params in changes:
             write(query, params)
-            assert store.counts(sid) == truth(), query
+            assert counts(store) == truth(), query
         assert truth()["tool_results"] > 0 and truth()["rewound"] == 1
         assert truth()["compacted"] == 1
         # While nobody commits, the figures last read are given again without a read.
         read = []
         count = store._count
         store._count = lambda s: read.append(s) or count(s)
-        assert store.counts(sid) == store.counts(sid) == truth()
+        assert counts(store) == counts(store) == truth()
         assert read == []
         write("UPDATE messages SET active = 1 WHERE id = ?", (ids[-1],))
-        assert store.counts(sid) == truth() and read == [sid]
+        assert counts(store) == truth() and read == [sid]
 
 
 def test_messages_are_numbered_by_their_place_on_every_kind_of_page(client, generated_db):

@@ -245,10 +245,13 @@ def op_verify_export(db, req):
     """Hermes's own check of a Markdown/QMD export file against the session it names."""
     from hermes_cli.session_export_md import verify_export_file
 
+    # 0.22 writes transcripts from the display projection (include_compacted); older
+    # generations take no such argument.
+    shown = {"include_compacted": True} if req.get("compacted") else {}
     if req.get("logical"):
-        session = db.export_session_lineage(req["session_id"])
+        session = db.export_session_lineage(req["session_id"], **shown)
     else:
-        session = db.export_session(req["session_id"])
+        session = db.export_session(req["session_id"], **shown)
     return list(verify_export_file(req["path"], session))
 
 

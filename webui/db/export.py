@@ -17,17 +17,12 @@ from typing import Any
 
 from webui import keep, threads
 from webui.db import sql
+from webui.db.prompts import resolving
 from webui.db.reader import Reader
 from webui.db.sessions import SessionQuery, SessionStore
 from webui.db.sql import SESSION_FIGURES
-from webui.hermes import exports
-from webui.hermes.content import (
-    content_parts,
-    decode_content,
-    load_tool_calls,
-    parse_tool_calls,
-    pretty_json,
-)
+from webui.hermes import display, exports, records
+from webui.hermes.content import content_parts, parse_tool_calls, pretty_json
 from webui.hermes.redaction import redact_record, redact_text
 from webui.hermes.rules import rules_for
 
@@ -72,9 +67,11 @@ class Exporter:
         where, params = self.sessions.where(q)
         if where == "1":
             # Everything: export_all's order, most recently active first.
+            rules = rules_for(self.schema.version)
             yield from self.r.column(
-                f"SELECT s.id AS id FROM sessions s ORDER BY {self.sessions.last_active_expr} "
-                "DESC, s.started_at DESC, s.id DESC",
+                f"SELECT s.id AS id FROM sessions s ORDER BY "
+                f"{sql.last_active(self.schema, rules.last_active)} DESC, s.started_at DESC, "
+                "s.id DESC",
                 [],
                 time_limit_s=EXPORT_TIME_LIMIT,
             )
@@ -158,25 +155,38 @@ class Exporter:
         session_id: str,
         include_rewound: bool = False,
         last_active: bool = True,
+        transcript: bool = False,
     ) -> dict[str, Any] | None:
-        """One export record, read on ``conn``: the session's columns, then messages. With
-        ``last_active`` (schema 11 on) the keys of Hermes's export_all, the whole-database
-        export; without, those of export_session (one id, or a filtered export)."""
-        cur = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        """One export record, read on ``conn``, as the generation that wrote the file builds
+        it (webui.hermes.records): the session's columns (its system prompt resolved from
+        ``system_prompts``), then ``messages`` (0.22: ``timings``). With ``last_active``
+        (schema 11 on) the record of Hermes's export_all, the whole-database export; without,
+        that of export_session (one id, or a filtered export; 0.22 resolves ``tool_names``
+        there too). The rows: ``transcript`` (Markdown, QMD, HTML, user prompts) the
+        conversation as that Hermes shows it (0.22: its display projection), else what its
+        JSONL holds (0.22: every stored row, flagged; before: the live rows);
+        ``include_rewound``: every stored row in either."""
+        rules = rules_for(self.schema.version)
+        select, join = resolving(self.schema, rules, tools=not last_active)
+        with_last = last_active and self.schema.version is not None and self.schema.version >= 11
+        if with_last:
+            select += f", {sql.last_active(self.schema, rules.last_active)} AS last_active"
+        cur = conn.execute(
+            f"SELECT s.*{select} FROM sessions s{join} WHERE s.id = ?", (session_id,)
+        )
         row = cur.fetchone()
         if row is None:
             return None
-        session = dict(zip([d[0] for d in cur.description], row, strict=False))
-        if last_active and self.schema.version is not None and self.schema.version >= 11:
-            session["last_active"] = conn.execute(
-                "SELECT COALESCE(MAX(timestamp), ?) FROM messages WHERE session_id = ?",
-                (session["started_at"], session_id),
-            ).fetchone()[0]
-        v22 = rules_for(self.schema.version).export_active_by_id
+        session = records.session_record(
+            dict(zip([d[0] for d in cur.description], row, strict=False)), rules
+        )
+        v22 = rules.export_active_by_id
+        every = include_rewound or (rules.export_every_row and not transcript)
+        shown = transcript and rules.transcript_display and not include_rewound
         if v22:
             active = (
                 " AND active = 1"
-                if self.schema.has("messages", "active") and not include_rewound
+                if self.schema.has("messages", "active") and not every and not shown
                 else ""
             )
             cur = conn.execute(
@@ -187,15 +197,12 @@ class Exporter:
                 "SELECT * FROM messages WHERE session_id = ? ORDER BY timestamp, id", (session_id,)
             )
         names = [d[0] for d in cur.description]
-        has_calls = "tool_calls" in names
-        messages = []
-        for values in cur:
-            m = dict(zip(names, values, strict=False))
-            m["content"] = decode_content(m.get("content"))
-            if has_calls and (m["tool_calls"] or not v22):
-                m["tool_calls"] = load_tool_calls(m["tool_calls"])
-            messages.append(m)
-        session["messages"] = messages
+        rows = [dict(zip(names, values, strict=False)) for values in cur]
+        if shown:
+            rows = display.project(rows, rules.display, display.keeps_order(rows))
+        session["messages"] = [records.message_record(m, rules) for m in rows]
+        if rules.export_timings:
+            session["timings"] = records.timings(session["messages"])
         return session
 
     def records(
@@ -205,39 +212,41 @@ class Exporter:
         last_active: bool = False,
         batch_size: int = BATCH,
         encode=None,
+        transcript: bool = False,
     ) -> Iterator[Any]:
         """Export records for ``ids``, read a batch per connection; nothing stays open while
         the caller (a slow download) consumes them. ``encode`` turns each record into what is
-        kept for the batch (its bytes, say), inside the batch, so memory holds the smaller."""
+        kept for the batch (its bytes, say), inside the batch, so memory holds the smaller.
+        ``transcript``: the records of a Markdown, QMD, HTML or user-prompts export
+        (see ``record``)."""
         batch: list[str] = []
         for sid in ids:
             batch.append(sid)
             if len(batch) >= batch_size:
-                yield from self._drain(batch, include_rewound, last_active, encode)
+                yield from self._drain(batch, (include_rewound, last_active, transcript), encode)
                 batch = []
                 threads.make_way()  # pages first: an export is never in a hurry
         if batch:
-            yield from self._drain(batch, include_rewound, last_active, encode)
+            yield from self._drain(batch, (include_rewound, last_active, transcript), encode)
 
-    def _drain(self, ids: list[str], include_rewound: bool, last_active: bool, encode):
+    def _drain(self, ids: list[str], how: tuple, encode):
         """Every record of ``ids``, a read connection per part: a part ends after its
         hundredth session or BATCH_BYTES of encoded records, whichever comes first, so a run
         of long sessions is not held in memory a hundred at a time."""
         while ids:
-            out, done = self._records_batch(ids, include_rewound, last_active, encode)
+            out, done = self._records_batch(ids, how, encode)
             yield from out
             ids = ids[done:]
 
-    def _records_batch(
-        self, ids: list[str], include_rewound: bool, last_active: bool, encode=None
-    ) -> tuple[list[Any], int]:
+    def _records_batch(self, ids: list[str], how: tuple, encode=None) -> tuple[list[Any], int]:
         """The records of ``ids`` from their start, read on one connection, and how many ids
-        that covered (all, or fewer when the encoded ones reached BATCH_BYTES)."""
+        that covered (all, or fewer when the encoded ones reached BATCH_BYTES). ``how``:
+        (include_rewound, last_active, transcript)."""
         size = 0
         with self.r.connection(EXPORT_TIME_LIMIT) as conn:
             out = []
             for n, sid in enumerate(ids, 1):
-                rec = self.record(conn, sid, include_rewound, last_active)
+                rec = self.record(conn, sid, *how)
                 if rec is not None:
                     out.append(encode(rec) if encode else rec)
                     size += len(out[-1]) if isinstance(out[-1], (bytes, str)) else 0
@@ -247,14 +256,17 @@ class Exporter:
         # transaction open.
         return out, len(ids)
 
-    def session_record(self, session_id: str, include_rewound: bool = False):
+    def session_record(
+        self, session_id: str, include_rewound: bool = False, transcript: bool = False
+    ):
         """Hermes's export_session(id)."""
         with self.r.connection(EXPORT_TIME_LIMIT) as conn:
-            return self.record(conn, session_id, include_rewound, last_active=False)
+            return self.record(conn, session_id, include_rewound, False, transcript)
 
     def lineage_record(self, session_id: str, include_rewound: bool = False):
         """Hermes's export_session_lineage(id): the compression chain the session belongs to,
-        as one logical record (``--lineage logical``)."""
+        as one logical record (``--lineage logical``, a Markdown or QMD export: each segment
+        as that Hermes shows it)."""
         with self.r.connection(EXPORT_TIME_LIMIT) as conn:
             conn.row_factory = sqlite3.Row
 
@@ -273,8 +285,11 @@ class Exporter:
 
             ids = exports.compression_lineage(session_id, get, children)
             conn.row_factory = None
-            segments = [self.record(conn, sid, include_rewound, last_active=False) for sid in ids]
-        return exports.logical_record([s for s in segments if s is not None])
+            segments = [self.record(conn, sid, include_rewound, False, True) for sid in ids]
+        logical = exports.logical_record([s for s in segments if s is not None])
+        if logical is not None and rules_for(self.schema.version).export_timings:
+            logical["timings"] = records.timings(logical["messages"])
+        return logical
 
     def jsonl(
         self,
@@ -373,12 +388,20 @@ class Exporter:
                     values = [redact_text(v) if isinstance(v, str) else v for v in values]
                 yield _csv_line(values)
 
-    def markdown(self, ids: Iterator[str], redact: bool = False) -> Iterator[str]:
-        """Logbook's readable transcript; ``redact``: every text through Hermes's redaction."""
+    def markdown(
+        self, ids: Iterator[str], redact: bool = False, pages=None, every: bool = False
+    ) -> Iterator[str]:
+        """Logbook's readable transcript; ``redact``: every text through Hermes's redaction.
+        ``pages`` (the MessageStore's ``page``): the conversation as the viewer shows it,
+        as Hermes shows it (``every``: every stored row, those Hermes does not show
+        labelled), hidden rows left out, a page of 500 at a time; else every stored row."""
+        rules = rules_for(self.schema.version)
+        select, join = resolving(self.schema, rules)
         for n, sid in enumerate(ids):
-            s = self.r.one("SELECT * FROM sessions WHERE id = ?", [sid])
+            s = self.r.one(f"SELECT s.*{select} FROM sessions s{join} WHERE s.id = ?", [sid])
             if s is None:
                 continue
+            s = records.session_record(s, rules)
             if redact:
                 s = {k: redact_text(v) if isinstance(v, str) else v for k, v in s.items()}
             if n:
@@ -400,13 +423,18 @@ class Exporter:
                 if s.get(key) is not None:
                     value = _iso(s[key]) if key in ("started_at", "ended_at") else s[key]
                     yield f"- **{key}**: {_inline(value)}\n"
-            for m in self._messages_in_batches(sid):
+            if s.get("system_prompt"):
+                yield "\n## System prompt\n\n" + _fence(str(s["system_prompt"]), "text")
+            shown = self._messages_in_batches(sid) if pages is None else _paged(pages, sid, every)
+            for m, note in shown:
                 if redact:
                     m = {k: redact_text(v) if isinstance(v, str) else v for k, v in m.items()}
                 who = _inline(m["role"]) + (
                     f" · {_inline(m['tool_name'])}" if m.get("tool_name") else ""
                 )
                 yield f"\n## {who} — {_iso(m['timestamp'])}\n\n"
+                if note:
+                    yield f"_Not shown by {_inline(rules.hermes)}: {_inline(note)}._\n\n"
                 text = "\n\n".join(p["text"] for p in content_parts(m.get("content")))
                 if m["role"] == "tool":
                     yield _fence(pretty_json(text), "json") if text else ""
@@ -419,7 +447,7 @@ class Exporter:
                         pretty_json(call["arguments"]), "json"
                     )
 
-    def _messages_in_batches(self, session_id: str, size: int = 500) -> Iterator[dict[str, Any]]:
+    def _messages_in_batches(self, session_id: str, size: int = 500):
         """A session's messages in keyset batches: each batch is one short read, and nothing
         stays open while a slow client downloads."""
         by_id = rules_for(self.schema.version).messages_by_id
@@ -434,10 +462,24 @@ class Exporter:
                 f"SELECT * FROM messages WHERE session_id = ?{cond} ORDER BY {order} LIMIT ?",
                 [*params, size],
             )
-            yield from rows
+            yield from ((row, None) for row in rows)
             if len(rows) < size:
                 return
             after = (rows[-1]["timestamp"], rows[-1]["id"])
+
+
+def _paged(pages, session_id: str, every: bool, size: int = 500):
+    """(row, why Hermes does not show it or None) for the rows a conversation paints."""
+    after = None
+    while True:
+        page = pages(session_id, after=after, include_rewound=every, limit=size)
+        for m in page.messages:
+            mark = page.marks.get(m["id"])
+            if mark is None or mark.painted:
+                yield m, display.why_words(mark.label) if mark is not None else None
+        if not page.next_cursor:
+            return
+        after = page.next_cursor
 
 
 def _jsonable(value: Any) -> Any:

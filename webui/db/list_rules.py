@@ -136,30 +136,10 @@ class ListRules:
     # -- last activity and preview ------------------------------------------------------------
 
     def last_active_of(self, alias: str = "s") -> str:
-        """A session's last activity as its Hermes works it out: the newest message, else its
-        start (0.19); the freshest of the activity heartbeat and the newest message, else its
-        start (0.20); the same ignoring values outside the epoch window (0.22). MAX over
-        idx_messages_session(session_id, timestamp) is a single index seek."""
-        newest = f"(SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = {alias}.id)"
-        started = f"{alias}.started_at"
-        kind = self.rules.last_active
-        if kind == "messages":
-            return f"COALESCE({newest}, {started})"
-        heartbeat = self.col("last_activity_at", alias)
-        if kind == "heartbeat":
-            return (
-                f"COALESCE((SELECT MAX(v) FROM (SELECT {heartbeat} AS v UNION ALL "
-                f"SELECT {newest})), {started})"
-            )
-        window = f"BETWEEN {listing.EPOCH_MIN!r} AND {listing.EPOCH_MAX!r}"
-        newest = (
-            f"(SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = {alias}.id "
-            f"AND m.timestamp {window})"
-        )
-        return (
-            f"COALESCE((SELECT MAX(v) FROM (SELECT {heartbeat} AS v UNION ALL SELECT {newest}) "
-            f"WHERE v {window}), CASE WHEN {started} {window} THEN {started} END)"
-        )
+        """A session's last activity as its Hermes works it out (``sql.last_active``: the
+        newest message, else its start (0.19); the freshest of the activity heartbeat and the
+        newest message (0.20); the same inside the epoch window (0.22))."""
+        return sql.last_active(self.schema, self.rules.last_active, alias)
 
     def preview_expr(self) -> str:
         """The raw text of the list's preview: the first user message with content, by

@@ -6,7 +6,7 @@ answers nothing and the pages say why."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from webui.db import sql
@@ -31,6 +31,7 @@ class TimelinePart:
     session: dict[str, Any]
     messages: list[dict[str, Any]]
     from_start: bool  # the page shows this session from its first message
+    marks: dict = field(default_factory=dict)  # what Hermes does with each (webui.db.messages)
 
 
 @dataclass
@@ -218,7 +219,7 @@ class OriginStore:
         for i, row in enumerate(sessions[:TIMELINE_SESSIONS]):
             cursor = after if i == 0 else None
             page = messages.page(row["id"], after=cursor, limit=limit - shown)
-            parts.append(TimelinePart(row, page.messages, from_start=cursor is None))
+            parts.append(TimelinePart(row, page.messages, cursor is None, page.marks))
             shown += len(page.messages)
             if page.next_cursor:
                 return Timeline(parts, row["id"], page.next_cursor)

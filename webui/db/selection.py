@@ -24,24 +24,10 @@ def _like(text: str, escaped: bool) -> tuple[str, str]:
 
 
 def last_active(schema: Schema, rules: Rules, alias: str = "s") -> str:
-    """Last activity as the selection's Hermes works it out (the list's own rule: 0.20 the
-    newest message else the start, heartbeat left out; 0.22 the freshest of heartbeat, newest
-    message and start, in the epoch window)."""
-    a = f"{alias}."
-    newest = f"(SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = {a}id)"
-    if rules.last_active != "windowed":
-        # 0.20's prune reads the newest message alone (no heartbeat)
-        return f"COALESCE({newest}, {a}started_at)"
-    heartbeat = sql.col(schema, "last_activity_at", alias)
-    window = "BETWEEN 0.0 AND 4200000000.0"
-    newest = (
-        f"(SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = {a}id "
-        f"AND m.timestamp {window})"
-    )
-    return (
-        f"COALESCE((SELECT MAX(v) FROM (SELECT {heartbeat} AS v UNION ALL SELECT {newest}) "
-        f"WHERE v {window}), CASE WHEN {a}started_at {window} THEN {a}started_at END)"
-    )
+    """Last activity as the selection's Hermes works it out: 0.20's prune reads the newest
+    message alone (no heartbeat), 0.22's the list's own windowed rule (``sql.last_active``)."""
+    kind = "windowed" if rules.last_active == "windowed" else "messages"
+    return sql.last_active(schema, kind, alias)
 
 
 def where(

@@ -11,6 +11,7 @@ from typing import Any
 
 from webui.db.errors import BadRequest
 from webui.db.schema import Schema
+from webui.hermes import listing
 
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 # A session's figures, in the order every list, JSON twin and export shows them.
@@ -141,3 +142,29 @@ def decode_cursor(cursor: str) -> tuple[Any, str | int]:
         raise BadRequest(
             "The page cursor ('after') is not valid; start from the first page."
         ) from None
+
+
+# The window of times Hermes 0.22 trusts (its coerce_epoch): a cell outside it is skipped.
+EPOCH_WINDOW = f"BETWEEN {listing.EPOCH_MIN!r} AND {listing.EPOCH_MAX!r}"
+
+
+def last_active(schema: Schema, kind: str, alias: str = "s") -> str:
+    """A session's last activity as the generation computes it (``Rules.last_active``):
+    "messages" (0.19: the newest message, else the start), "heartbeat" (0.20: the freshest of
+    ``last_activity_at`` and the newest message, else the start), "windowed" (0.22: the same,
+    each value only inside Hermes's epoch window). MAX over Hermes's (session_id, timestamp)
+    index is one seek."""
+    newest = f"(SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = {alias}.id"
+    if kind == "messages":
+        return f"COALESCE({newest}), {alias}.started_at)"
+    activity = col(schema, "last_activity_at", alias)
+    if kind == "heartbeat":
+        return (
+            f"COALESCE((SELECT MAX(v) FROM (SELECT {activity} AS v UNION ALL "
+            f"SELECT {newest}))), {alias}.started_at)"
+        )
+    return (
+        f"COALESCE((SELECT MAX(v) FROM (SELECT {activity} AS v UNION ALL "
+        f"SELECT {newest} AND m.timestamp {EPOCH_WINDOW})) WHERE v {EPOCH_WINDOW}), "
+        f"(SELECT v FROM (SELECT {alias}.started_at AS v) WHERE v {EPOCH_WINDOW}))"
+    )

@@ -105,6 +105,33 @@ class Rules:
     # Prune keeps a compression ancestor while a later continuation is not selected too;
     # archive matches lineage tips only (end_reason <> 'compression') (0.22).
     selection_whole_lineages: bool = False
+    # -- The conversation and its exports (issue 44: viewer, prompts, exports) ----------------
+    # Which rows a conversation shows, in which order (webui.hermes.display): "all" (every
+    # row), "live" (0.19: live rows), "dedupe" (0.20: live and compaction-archived rows, each
+    # message once, at its chosen row), "groups" (0.22: the same less model-only rows, at the
+    # place of the message's first row).
+    display: str = "all"
+    # The JSONL export (`hermes sessions export`) holds every stored row with its flags
+    # (include_inactive) and a `timings` object per record (0.22); before, the live rows.
+    export_every_row: bool = False
+    export_timings: bool = False
+    # Markdown, QMD, HTML and --only exports read the display projection (0.22:
+    # include_compacted); before, the live rows.
+    transcript_display: bool = False
+    # A session's system prompt is content-addressed (sessions.system_prompt_hash into
+    # system_prompts, the inline column a fallback: 0.20 on); tool_names too (0.22: a hash into
+    # the same table, resolved for one session's record, left as stored in export_all).
+    prompts_by_hash: bool = False
+    tool_names_by_hash: bool = False
+    # Session records lift the /new and /branch markers of model_config into `_reset_from` and
+    # `_branched_from` keys (0.22's session rows).
+    lifts_markers: bool = False
+    # (`last_active` of an export record: the list's own rule, above.)
+    # display_metadata is decoded to an object in message records (0.20 on); the message keys
+    # 0.22 drops from its records (its display index) and `_compressed_summary` kept only as
+    # true, at the end.
+    decodes_display_metadata: bool = False
+    drops_display_index: bool = False
 
 
 def rules_for(schema_version: int | None) -> Rules:
@@ -143,6 +170,16 @@ def rules_for(schema_version: int | None) -> Rules:
             rename_takes_from_ancestor=True,
             messages_by_id=True,
             **listing,
+            # -- the conversation and its exports --
+            display={"0.19": "live", "0.20": "dedupe", "0.22": "groups"}[generation],
+            export_every_row=g22,
+            export_timings=g22,
+            transcript_display=g22,
+            prompts_by_hash=newer,
+            tool_names_by_hash=g22,
+            lifts_markers=g22,
+            decodes_display_metadata=newer,
+            drops_display_index=g22,
         )
     if generation == "11":
         return Rules(

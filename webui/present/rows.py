@@ -143,11 +143,16 @@ def message_view(
     links: dict[str, dict],
     href: Callable[[int], str],
     budget: RenderBudget | None = None,
+    shown: tuple[bool, str | None, str | None] | None = None,
 ) -> dict[str, Any]:
-    """``href(message_id)`` links to another message (same page or the page holding it)."""
+    """``href(message_id)`` links to another message (same page or the page holding it).
+    ``shown``: whether the Hermes that wrote the file shows the row, and if not why (its
+    code and its words: webui.hermes.display.why_words)."""
     budget = budget or RenderBudget()
     made_of = _row_key(m)
     view = dict(_row_view(made_of, m))
+    hermes_shows, why, why_words = shown or (True, None, None)
+    view["hermes_shows"], view["why"], view["why_words"] = hermes_shows, why, why_words
     text, formatted = view.pop("_text_len"), view.pop("_formatted")
     del view["_size"]
     view["html"] = view["code"] = None
@@ -180,6 +185,7 @@ def message_view(
     # choices made here; its number and date line are added by the key.
     view["fragment"] = fragments.digest(
         made_of,
+        shown,
         view["call_href"],
         [c["result_href"] for c in view["tool_calls"]],
         view["plain_reason"],

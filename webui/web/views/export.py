@@ -307,7 +307,7 @@ def jsonl():
     if only == "user-prompts":
         chunks = (
             line.encode()
-            for rec in ex.records(ids, include_rewound=rewound)
+            for rec in ex.records(ids, include_rewound=rewound, transcript=True)
             for line in export_prompts.jsonl_lines(redact_record(rec) if redact else rec)
         )
         return _download(chunks, f"{name}-user-prompts", "jsonl", "application/x-ndjson")
@@ -363,7 +363,7 @@ def _records_across(live_ids, others, rewound: bool, redact: bool):
     books = [get_logbook(), *(b for _n, b in others)]
     for i, book in enumerate(books):
         ids = live_ids if not i else _store_ids(book, books[:i])
-        for rec in book.exporter.records(ids, include_rewound=rewound):
+        for rec in book.exporter.records(ids, include_rewound=rewound, transcript=True):
             yield redact_record(rec) if redact else rec
 
 
@@ -387,7 +387,7 @@ def _hermes_records(ids, rewound: bool, redact: bool, logical: bool):
             done.add(rec["id"])
             yield redact_record(rec) if redact else rec
         return
-    for rec in ex.records(ids, include_rewound=rewound):
+    for rec in ex.records(ids, include_rewound=rewound, transcript=True):
         yield redact_record(rec) if redact else rec
 
 
@@ -488,7 +488,7 @@ def html():
             records = (
                 redact_record(rec) if redact else rec
                 for b, mine in parts
-                for rec in b.exporter.records(iter(mine), include_rewound=rewound)
+                for rec in b.exporter.records(iter(mine), include_rewound=rewound, transcript=True)
             )
             rows = (r for b, mine in parts for r in b.exporter.sidebar_rows(mine))
             page = export_html.page_chunks(
@@ -545,5 +545,8 @@ def markdown():
     )
     _refuse("lineage_mode", why=LINEAGE_WHERE.replace("exports", "exports, not the transcript,"))
     ids, name = _ids()
-    exporter = get_logbook().exporter
-    return _download(exporter.markdown(ids, redact=_flag("redact")), name, "md", "text/markdown")
+    lb = get_logbook()
+    chunks = lb.exporter.markdown(
+        ids, redact=_flag("redact"), pages=lb.messages.page, every=_flag("rewound")
+    )
+    return _download(chunks, name, "md", "text/markdown")

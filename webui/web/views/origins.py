@@ -12,7 +12,7 @@ from webui.db.stores import LIVE
 from webui.present.rows import message_json
 from webui.web.stores import elsewhere, readable, request_stores
 from webui.web.views import merged, render_page, wants_json
-from webui.web.views.sessions import prepare_messages
+from webui.web.views.conversation import prepare_messages
 
 bp = Blueprint("origins", __name__)
 
@@ -148,7 +148,7 @@ def chat(session_key: str):
         {
             "session": part.session,
             "from_start": part.from_start,
-            "messages": prepare_messages(part.session["id"], part.messages, {}),
+            "messages": prepare_messages(part.session["id"], part.messages, {}, marks=part.marks),
             # The page ends inside this session: its ending belongs to the next page.
             "cut": part is timeline.parts[-1] and timeline.next_after is not None,
         }

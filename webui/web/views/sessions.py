@@ -15,20 +15,14 @@ from webui.db import deadline as request_deadline
 from webui.db.errors import DatabaseBusy
 from webui.db.lineage import tree_across
 from webui.db.messages import END_CURSOR
+from webui.db.prompts import session_with_prompts
 from webui.db.schema import KNOWN_SESSION_COLUMNS
-from webui.db.sessions import LIST_PARAMS, encode_cursor, parse_day
+from webui.db.sessions import LIST_PARAMS
 from webui.db.stores import LIVE
-from webui.hermes.content import plain_text
+from webui.hermes.imports import imported_from
+from webui.hermes.records import tool_list
 from webui.present.relatives import chain_summary, child_groups, crumbs
-from webui.present.rows import (
-    RenderBudget,
-    message_json,
-    message_view,
-    number_and_date,
-    session_json,
-    session_label,
-    with_origin,
-)
+from webui.present.rows import session_json, session_label, with_origin
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import (
     copies_in_earlier,
@@ -40,6 +34,14 @@ from webui.web.stores import (
     request_stores,
 )
 from webui.web.views import merged, query_args, refuse_unknown, render_page, wants_json
+from webui.web.views.conversation import (
+    first_user_text,
+    jump,
+    last_cursor,
+    left_out,
+    message_records,
+    prepare_messages,
+)
 
 bp = Blueprint("sessions", __name__)
 
@@ -240,17 +242,29 @@ def view_session(session_id: str):
 
 def _view_session(session_id: str):
     lb = get_logbook()
-    session = lb.sessions.get(session_id)
+    session = session_with_prompts(lb.reader, session_id, lb.rules)
     if session is None:
         return _resolve_prefix(session_id)
     include_rewound = request.args.get("rewound") in ("1", "true", "on")
-    # The JSON twin carries every message (rewound ones flagged by their `active` column)
-    # unless ?rewound=0 asks for the page's default view.
+    # The JSON twin carries every stored row (each saying whether the Hermes that wrote the
+    # file shows it, and if not why) unless ?rewound=0 asks for Hermes's rows only.
     if wants_json() and request.args.get("rewound") != "0":
         include_rewound = True
-    jump = _jump(lb, session_id, include_rewound)
-    if jump is not None:
-        return jump
+    moved = jump(lb, session_id, include_rewound)
+    if moved is not None:
+        return moved
+    at = _int_arg("at")
+    if at is not None and not include_rewound and not lb.messages.painted_in_view(session_id, at):
+        # Opened at a row Hermes does not show (a search hit in compacted history, an
+        # earlier copy): the view that paints it, labelled.
+        return redirect(
+            url_for(
+                "sessions.view_session",
+                session_id=session_id,
+                **{**query_args(), "rewound": "1"},
+                _anchor=f"m-{at}",
+            )
+        )
     before = request.args.get("before")
     if request.args.get("end") == "1":  # "jump to the end": the conversation's last page
         before = END_CURSOR
@@ -258,7 +272,7 @@ def _view_session(session_id: str):
         session_id,
         after=request.args.get("after"),
         before=before,
-        at=_int_arg("at"),
+        at=at,
         include_rewound=include_rewound,
     )
     base_args: dict[str, Any] = {"rewound": "1"} if include_rewound and not wants_json() else {}
@@ -276,20 +290,22 @@ def _view_session(session_id: str):
             if page.next_cursor
             else None
         )
-        return jsonify(
-            {"session": session, "messages": [message_json(m) for m in page.messages], "next": nxt}
-        )
+        return jsonify({"session": session, "messages": message_records(page), "next": nxt})
 
     # No page before this one: it starts the conversation, numbered without a count.
+    painted = [m for m in page.messages if page.marks[m["id"]].painted]
     first_n = 1 + (
         0
         if page.prev_cursor is None
-        else lb.messages.position(
-            session_id, page.messages[0] if page.messages else None, include_rewound
-        )
+        else lb.messages.position(session_id, painted[0] if painted else None, include_rewound)
     )
     messages = prepare_messages(
-        session_id, page.messages, base_args, first_n=first_n, day_of=session.get("started_at")
+        session_id,
+        page.messages,
+        base_args,
+        first_n=first_n,
+        day_of=session.get("started_at"),
+        marks=page.marks,
     )
     # An htmx fragment extends the page in one direction only; the page it lands in already
     # has the pager for the other direction.
@@ -298,7 +314,7 @@ def _view_session(session_id: str):
     shown = {**dict.fromkeys(KNOWN_SESSION_COLUMNS), **session}
     context = {
         "session": shown,
-        "label": session.get("title") or _first_user_text(page.messages) or session["id"],
+        "label": session.get("title") or first_user_text(page.messages) or session["id"],
         "messages": messages,
         "next_url": url_for(
             "sessions.view_session", session_id=session_id, after=page.next_cursor, **base_args
@@ -312,68 +328,13 @@ def _view_session(session_id: str):
         else None,
         "include_rewound": include_rewound,
         "live_url": url_for(
-            "sessions.tail", session_id=session_id, after=_last_cursor(page.messages)
+            "sessions.tail", session_id=session_id, after=last_cursor(page.messages)
         )
         if session.get("ended_at") is None and not page.next_cursor and target != "earlier-messages"
         else None,
     }
     if target is None:
-        # The header, only for a whole page (fragments extend the conversation only).
-        parent = (
-            lb.sessions.brief(session["parent_session_id"])
-            if session.get("parent_session_id")
-            else None
-        )
-        if parent is not None:
-            # An untitled parent is named by its first question, as the breadcrumb names it.
-            parent["label"] = parent.get("title") or session_label(
-                {"preview": lb.sessions.first_user_text(parent["id"])}
-            )
-        counts = lb.messages.counts(session_id)
-        here = page.messages[0]["id"] if page.messages else None
-        # A conversation split across stores: its parent or children in another one.
-        parent_away, children_away = relatives_elsewhere(
-            live_logbook(),
-            g.get("store_pin") or LIVE,
-            session.get("parent_session_id") if parent is None else None,
-            session_id,
-        )
-
-        def turn(direction: str, **start: Any) -> str:
-            return url_for(
-                "sessions.view_session",
-                session_id=session_id,
-                question=direction,
-                **start,
-                **base_args,
-            )
-
-        context.update(
-            # Next/previous question from the page's first message (the script moves from
-            # the message at the top, and from the loaded edge once past it).
-            turns={
-                "prev": turn("prev", **{"from": here}),
-                "next": turn("next", **{"from": here}),
-                "prev_from": turn("prev"),
-                "next_from": turn("next"),
-            }
-            if here is not None
-            else None,
-            counts=counts,
-            base_args=base_args,
-            shown_total=counts["total"] - (0 if include_rewound else counts["rewound"]),
-            parent=parent,
-            parent_missing=bool(session.get("parent_session_id"))
-            and parent is None
-            and parent_away is None,
-            parent_away=parent_away,
-            children_away=children_away,
-            children=lb.sessions.children(session_id),
-            extra_columns=[(c, session.get(c)) for c in lb.schema.extra_session_columns],
-            origin=with_origin(dict(session))["origin"],
-            schema=lb.schema,
-            **lineage_context(session),
-        )
+        context.update(_header(lb, session, page, base_args, include_rewound))
     return render_page(
         "session.html",
         {"more-messages": "messages_page", "earlier-messages": "messages_page"},
@@ -381,89 +342,68 @@ def _view_session(session_id: str):
     )
 
 
-def prepare_messages(
-    session_id: str, rows: list[dict], base_args: dict, first_n: int = 0, day_of: Any = None
-) -> list[dict]:
-    """Rows → what the message template shows, with tool calls and results linked both ways
-    (a plain #m-<id> when the partner is on the page, else ?at=<id> to load its page), each
-    numbered from ``first_n`` (0: unnumbered) and dated where the day changes."""
-    lb = get_logbook()
-    links = lb.messages.tool_links(session_id, rows)
-    on_page = {m["id"] for m in rows}
+def _header(lb, session: dict, page, base_args: dict, include_rewound: bool) -> dict[str, Any]:
+    """The header of a whole conversation page (fragments extend the conversation only)."""
+    session_id = session["id"]
+    parent = (
+        lb.sessions.brief(session["parent_session_id"])
+        if session.get("parent_session_id")
+        else None
+    )
+    if parent is not None:
+        # An untitled parent is named by its first question, as the breadcrumb names it.
+        parent["label"] = parent.get("title") or session_label(
+            {"preview": lb.sessions.first_user_text(parent["id"])}
+        )
+    counts = lb.messages.counts(session_id)
+    here = page.messages[0]["id"] if page.messages else None
+    # A conversation split across stores: its parent or children in another one.
+    parent_away, children_away = relatives_elsewhere(
+        live_logbook(),
+        g.get("store_pin") or LIVE,
+        session.get("parent_session_id") if parent is None else None,
+        session_id,
+    )
 
-    def href(message_id: int) -> str:
-        if message_id in on_page:
-            return f"#m-{message_id}"
+    def turn(direction: str, **start: Any) -> str:
         return url_for(
             "sessions.view_session",
             session_id=session_id,
-            at=message_id,
-            _anchor=f"m-{message_id}",
+            question=direction,
+            **start,
             **base_args,
         )
 
-    forced = frozenset(
-        int(x) for x in request.args.getlist("render") if x.isascii() and x.isdigit()
+    return dict(
+        # Next/previous question from the page's first message (the script moves from
+        # the message at the top, and from the loaded edge once past it).
+        turns={
+            "prev": turn("prev", **{"from": here}),
+            "next": turn("next", **{"from": here}),
+            "prev_from": turn("prev"),
+            "next_from": turn("next"),
+        }
+        if here is not None
+        else None,
+        counts=counts,
+        left_out=left_out(counts),
+        base_args=base_args,
+        shown_total=counts["shown_all"] if include_rewound else counts["shown"],
+        parent=parent,
+        parent_missing=bool(session.get("parent_session_id"))
+        and parent is None
+        and parent_away is None,
+        parent_away=parent_away,
+        children_away=children_away,
+        children=lb.sessions.children(session_id),
+        extra_columns=[(c, session.get(c)) for c in lb.schema.extra_session_columns],
+        origin=with_origin(dict(session))["origin"],
+        imported=imported_from(session),
+        tool_list=tool_list(session.get("tool_names")),
+        schema=lb.schema,
+        hermes=lb.rules.hermes,
+        **lineage_context(session),
     )
-    budget = RenderBudget(forced=forced, wait_s=current_app.config["LOGBOOK_RENDER_WAIT_S"])
-    views = [message_view(m, links, href, budget) for m in rows]
-    number_and_date(views, first_n, day_of)
-    return views
-
-
-def _jump(lb, session_id: str, include_rewound: bool):
-    """Moving in a conversation from anywhere, loaded or not: the next or previous question
-    from a message (``question=next|prev&from=<id>``), message number ``n``, or the first
-    message at or after a time (``date``). Answered with a redirect to the page that holds
-    it, opened at it (``?at=<id>#m-<id>``); past the last question, to the end."""
-    args = request.args
-    question = args.get("question") or None
-    n, when = (args.get("n") or "").strip() or None, (args.get("date") or "").strip() or None
-    if not (question or n or when):
-        return None
-    kept = {"rewound": "1"} if include_rewound else {}
-    if question:
-        if question not in ("next", "prev") or not (args.get("from") or "").isdigit():
-            raise BadRequest("question is next or prev, with from=<a message id>.")
-        found = lb.messages.locate(
-            session_id,
-            question=question,
-            start=int(args["from"]),
-            include_rewound=include_rewound,
-        )
-        if found is None:
-            end = {"end": "1", "_anchor": "conversation-end"} if question == "next" else {}
-            return redirect(url_for("sessions.view_session", session_id=session_id, **end, **kept))
-    elif n:
-        if not n.strip().isdigit() or int(n) < 1:
-            raise BadRequest("n is a message number: 1 for the first.")
-        found = lb.messages.locate(session_id, n=int(n), include_rewound=include_rewound)
-        if found is None:
-            return redirect(
-                url_for(
-                    "sessions.view_session",
-                    session_id=session_id,
-                    end="1",
-                    _anchor="conversation-end",
-                    **kept,
-                )
-            )
-    else:
-        stamp = parse_day(when.strip()[:40], tz=None)
-        found = lb.messages.locate(session_id, at_time=stamp, include_rewound=include_rewound)
-        if found is None:
-            return redirect(
-                url_for("sessions.view_session", session_id=session_id, end="1", **kept)
-            )
-    return redirect(
-        url_for(
-            "sessions.view_session", session_id=session_id, at=found, _anchor=f"m-{found}", **kept
-        )
-    )
-
-
-def _last_cursor(rows: list[dict]) -> str | None:
-    return encode_cursor(rows[-1]["timestamp"], rows[-1]["id"]) if rows else None
 
 
 @bp.get("/sessions/<session_id>/tail")
@@ -475,28 +415,21 @@ def tail(session_id: str):
     if session is None:
         abort(404, description=f"No session has the id “{session_id}”.")
     after = request.args.get("after")
-    page = lb.messages.page(session_id, after=after, limit=200)
+    page = lb.messages.tail(session_id, after)
     ended = session.get("ended_at")
     if not page.messages and ended is None:
         return "", 204
     rows = page.messages
-    cursor = _last_cursor(rows) or after
+    cursor = last_cursor(rows) or after
     live = (
         None if ended is not None else url_for("sessions.tail", session_id=session_id, after=cursor)
     )
     return render_template(
         "tail.html",
-        messages=prepare_messages(session_id, rows, {}),
+        messages=prepare_messages(session_id, rows, {}, marks=page.marks),
         live_url=live,
         end_reason=session.get("end_reason"),
     )
-
-
-def _first_user_text(messages: list[dict]) -> str | None:
-    for m in messages:
-        if m.get("role") == "user" and m.get("content"):
-            return plain_text(m["content"], 80)
-    return None
 
 
 def _resolve_prefix(prefix: str):
