@@ -44,6 +44,9 @@ class Exporter:
         self.r = reader
         self.sessions = sessions
         self.schema = reader.schema
+        # Each of an export's reads may take this long (a store beside the live file gets
+        # less: one that stalls must end its part of an export, not hold it for ten minutes).
+        self.time_limit_s = EXPORT_TIME_LIMIT
 
     # -- selection ---------------------------------------------------------------------------
 
@@ -63,7 +66,7 @@ class Exporter:
                 f"{sql.descendants_cte()} SELECT s.id AS id FROM down JOIN "
                 "sessions s ON s.id = down.id ORDER BY s.started_at, s.id",
                 [lineage_root],
-                time_limit_s=EXPORT_TIME_LIMIT,
+                time_limit_s=self.time_limit_s,
             )
             return
         # An export holds every session row that matches (as `hermes sessions export`), not
@@ -76,7 +79,7 @@ class Exporter:
                 f"SELECT s.id AS id FROM sessions s ORDER BY {self.sessions.last_active_expr} "
                 "DESC, s.started_at DESC, s.id DESC",
                 [],
-                time_limit_s=EXPORT_TIME_LIMIT,
+                time_limit_s=self.time_limit_s,
             )
             return
         # Newest first, as Hermes's filtered export; sort=started (oldest first) reads a chat
@@ -92,7 +95,7 @@ class Exporter:
                 f"SELECT s.id AS id, s.started_at AS started_at FROM sessions s "
                 f"WHERE {where}{cond} ORDER BY s.started_at{d}, s.id{d} LIMIT ?",
                 [*params, *extra, BATCH],
-                time_limit_s=EXPORT_TIME_LIMIT,
+                time_limit_s=self.time_limit_s,
             )
             if not rows:
                 return
@@ -234,7 +237,7 @@ class Exporter:
         """The records of ``ids`` from their start, read on one connection, and how many ids
         that covered (all, or fewer when the encoded ones reached BATCH_BYTES)."""
         size = 0
-        with self.r.connection(EXPORT_TIME_LIMIT) as conn:
+        with self.r.connection(self.time_limit_s) as conn:
             out = []
             for n, sid in enumerate(ids, 1):
                 rec = self.record(conn, sid, include_rewound, last_active)
@@ -249,13 +252,13 @@ class Exporter:
 
     def session_record(self, session_id: str, include_rewound: bool = False):
         """Hermes's export_session(id)."""
-        with self.r.connection(EXPORT_TIME_LIMIT) as conn:
+        with self.r.connection(self.time_limit_s) as conn:
             return self.record(conn, session_id, include_rewound, last_active=False)
 
     def lineage_record(self, session_id: str, include_rewound: bool = False):
         """Hermes's export_session_lineage(id): the compression chain the session belongs to,
         as one logical record (``--lineage logical``)."""
-        with self.r.connection(EXPORT_TIME_LIMIT) as conn:
+        with self.r.connection(self.time_limit_s) as conn:
             conn.row_factory = sqlite3.Row
 
             def get(sid: str):
@@ -307,7 +310,7 @@ class Exporter:
                     f"SELECT s.id AS id, {title} AS title, s.started_at AS started_at "
                     f"FROM sessions s WHERE s.id IN ({sql.in_list(len(batch))})",
                     batch,
-                    time_limit_s=EXPORT_TIME_LIMIT,
+                    time_limit_s=self.time_limit_s,
                 )
             }
             yield from (found[sid] for sid in batch if sid in found)

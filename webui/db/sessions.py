@@ -45,6 +45,9 @@ class SessionStore(Keeping, KeptOrders):
         self._token_lock = threading.Lock()
         # Every chain's tip as JSON, for the chains walk it was made from (source_sql).
         self._tips_json = self.keeper.shelf(1, identity=True)
+        # An older file read beside a Hermes 0.19 history: listed as Hermes 0.19 lists it once
+        # it has opened (and migrated) the file (webui.hermes.listing.PROBABLE_SUBAGENT).
+        self.hide_probable_subagents = False
 
     def col(self, name: str, alias: str = "s") -> str:
         return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
@@ -127,14 +130,37 @@ class SessionStore(Keeping, KeptOrders):
         """Roots and branches, never delegate subagent runs (``_LISTABLE_CHILD_SQL`` and the
         delegate test of list_sessions_rich)."""
         parent = self.col("parent_session_id")
+        probable = self._probable_subagent() if self.hide_probable_subagents else ""
         if parent == "NULL":
-            return "1"
+            return f"NOT {probable}" if probable else "1"
         branch = (
             f"{self._marker('s', '_branched_from')} IS NOT NULL OR EXISTS (SELECT 1 FROM "
             f"sessions p WHERE p.id = s.parent_session_id AND {self.col('end_reason', 'p')} = "
             f"'branched' AND s.started_at >= {self.col('ended_at', 'p')})"
         )
-        return f"(s.parent_session_id IS NULL OR {branch}) AND {self._marker('s', '_delegate_from')} IS NULL"
+        listed = (
+            f"(s.parent_session_id IS NULL OR {branch}) AND "
+            f"{self._marker('s', '_delegate_from')} IS NULL"
+        )
+        return f"{listed} AND NOT {probable}" if probable else listed
+
+    def _probable_subagent(self) -> str:
+        """Hermes 0.19's schema-16 migration, as a condition (nothing is written): a root with
+        no title, no marker, few messages, a tool message and no children was a subagent run
+        whose parent was deleted; the migration tags it ``_delegate_from`` and the list hides
+        it from then on."""
+        rule = listing.PROBABLE_SUBAGENT
+        title = self.col("title")
+        count = self.col("message_count")
+        if title == "NULL" or count == "NULL":
+            return ""
+        return (
+            f"(s.parent_session_id IS NULL AND {self._marker('s', '_delegate_from')} IS NULL AND "
+            f"{self._marker('s', '_branched_from')} IS NULL AND {title} IS NULL AND "
+            f"{count} <= {rule.max_messages} AND EXISTS (SELECT 1 FROM messages m WHERE "
+            f"m.session_id = s.id AND m.role = '{rule.tool_role}') AND NOT EXISTS "
+            "(SELECT 1 FROM sessions ch WHERE ch.parent_session_id = s.id))"
+        )
 
     def source_sql(
         self, q: SessionQuery, uses: str = "t.", only: Sequence[str] | None = None
@@ -380,6 +406,7 @@ class SessionStore(Keeping, KeptOrders):
                 row = listing.project(row, by_id[tips[r["id"]]])
                 row["chain"] = self._chain_totals(chains[r["id"]])
             row["_sort_key"] = r["k"]  # lets pages from several databases merge
+            row["_sort_id"] = r["id"]  # the keyset's id (a chain's root, shown as its tip)
             rows.append(row)
         cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
         return rows, cursor
@@ -424,6 +451,18 @@ class SessionStore(Keeping, KeptOrders):
             statement,
             [*from_params, *params],
             lambda st, ps: [r[0] for r in self.r.run(lambda raw: raw.execute(st, ps).fetchall())],
+        )
+
+    def count_among(self, q: SessionQuery, ids: Sequence[str]) -> int:
+        """How many of these sessions ``q`` lists (the copies a merged list folds away)."""
+        if not ids:
+            return 0
+        where, params = self.where(q)
+        with_sql, from_sql, from_params = self.source_sql(q, where)
+        return self.r.scalar(
+            f"{with_sql}SELECT COUNT(*) FROM {from_sql} WHERE {where} AND s.id IN "
+            "(SELECT value FROM json_each(?))",
+            [*from_params, *params, json.dumps(list(ids))],
         )
 
     def hidden_count(self, q: SessionQuery, shown: int) -> int | None:

@@ -5,17 +5,18 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-from flask import Blueprint, current_app, g, jsonify, request, url_for
+from flask import Blueprint, current_app, g, jsonify, redirect, request, url_for
 
-from webui.db import BadRequest, LogbookDBError, SearchFilters, get_logbook
+from webui.db import BadRequest, LogbookDBError, SearchFilters, get_logbook, live_logbook
 from webui.db.search import SearchResult, run, run_recent
 from webui.db.stores import LIVE
 from webui.hermes.search import plan, query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
 from webui.web.limits import search_slot
 from webui.web.profiles import merged_logbooks
-from webui.web.stores import kept_answer, readable, request_stores
+from webui.web.stores import find_session, kept_answer, readable, request_stores, unreadable
 from webui.web.views import render_page, wants_json
+from webui.web.views.search_stores import search_stores
 from webui.workclass import is_heavy
 
 bp = Blueprint("search", __name__)
@@ -117,12 +118,25 @@ def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "p
     return result, searched, p
 
 
-def _store_books(lb) -> list | None:
-    """The stores this search spans when there are several (live first), else None."""
+def _across(lb) -> tuple[list, list[str]] | None:
+    """The stores this search spans when there are several (live first) or some cannot be
+    read now (then named), else None."""
     if g.get("all_profiles") or g.get("store_pin"):
         return None
-    books = [(s.name, s.logbook) for s in readable(request_stores(lb))]
-    return books if len(books) > 1 or (books and books[0][0] != LIVE) else None
+    every = request_stores(lb)
+    stores, unread = readable(every), unreadable(every)
+    if len(stores) > 1 or unread or (stores and stores[0].name != LIVE):
+        return stores, [
+            f"{line.split(':', 1)[0]} was not searched: {line.split(': ', 1)[-1]}"
+            for line in unread
+        ]
+    return None
+
+
+def _args_with(**extra) -> dict:
+    args = {k: request.args.getlist(k) for k in request.args if not k.startswith("_")}
+    args.update(extra)
+    return args
 
 
 @bp.get("/search")
@@ -137,7 +151,12 @@ def search():
     group = request.args.get("group") == "session"
     # Only searches whose plan may read the whole index take one of the few search slots;
     # the others run like any page (the server's dispatcher classes them the same way).
-    stores = _store_books(lb) if not f.session else None
+    if f.session and not g.get("store_pin"):
+        # A search within one session: in the store that holds it (live first).
+        holder = find_session(live_logbook(), f.session)
+        if holder is not None and holder.name != LIVE:
+            return redirect(url_for("search.search", **_args_with(store=holder.name)))
+    stores = _across(lb) if not f.session else None
     p = None if g.get("all_profiles") or stores else _plan(lb, query)
     heavy = is_heavy(request.path, request.query_string.decode("latin-1"), search_facts(lb))
     # A substring search's first page often lies among the newest messages: answered from
@@ -149,7 +168,9 @@ def search():
     else:
         with search_slot(heavy=heavy or (p is not None and p.route == "like")):
             if stores:
-                result, searched, p = _merged(query, f, page, stores, label="store")
+                result, searched, p = search_stores(query, f, page, stores[0], list(stores[1]))
+                if p is None:
+                    p = _plan(lb, query)
             elif p is None:
                 result, searched, p = _merged(query, f, page)
             else:

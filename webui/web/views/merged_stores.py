@@ -1,0 +1,334 @@
+"""The session list over every store as one history: each store answers its own keyset page,
+the pages are merged, and the cursor remembers where each store stopped.
+
+Exactly once, whole:
+
+* a store's rows are consumed in its own order ((key, id) of its keyset), so each store's
+  cursor always stands after a prefix of its rows and no row is skipped or repeated;
+* a session kept in two stores is shown from the first store that answered and holds it
+  (live first); the others' copies are passed over (their cursors move past them) and
+  counted apart (webui.db.history);
+* a conversation whose compression chain goes on in another store (its older segments in an
+  archive, its newest in the live file) is one row: its root's place, showing its newest part;
+* a store whose summary says it cannot hold a row of this page (another source, another
+  time, no such session, or every row sorting after what the page already holds) is not
+  asked at all (this is what keeps 45 archive files close to the cost of one);
+* a store that fails (corrupt, gone, too slow) is named as missing; its copies are not
+  folded from it, and the rest of the history is shown."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import time
+import zlib
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from webui.db import BadRequest, LogbookDBError, SessionQuery
+from webui.db.history import History, history_of, kept_answer, walk_across
+from webui.db.sessions import encode_cursor, parse_day
+from webui.db.stores import LIVE, Store
+from webui.hermes import listing
+
+DONE = "done"
+
+
+@dataclass
+class StorePage:
+    rows: list[dict[str, Any]]
+    cursor: str | None
+    facets: dict[str, int]
+    folded: int = 0  # copies passed over on this page
+    missing: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # each store's matching rows
+    copies: int = 0  # of those, copies of sessions an earlier store holds
+    answered: list[str] = field(default_factory=list)
+
+
+def encode(cursors: dict[str, Any]) -> str:
+    raw = json.dumps(cursors, separators=(",", ":")).encode()
+    if len(raw) > 600:  # many stores: packed (a URL stays short)
+        raw = b"z" + zlib.compress(raw, 9)
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode(cursor: str | None) -> dict[str, Any]:
+    if not cursor:
+        return {}
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        if raw[:1] == b"z":
+            raw = zlib.decompress(raw[1:], bufsize=1 << 16)
+        value = json.loads(raw)
+        if not isinstance(value, dict):
+            raise ValueError
+        return value
+    except (ValueError, TypeError, zlib.error):
+        raise BadRequest(
+            "The page cursor ('after') is not valid; start from the first page."
+        ) from None
+
+
+def order_key(value: Any) -> tuple:
+    """A sort key's value as SQLite orders values of mixed types (NULL, numbers, text)."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, bytes(value))
+
+
+def may_match(store: Store, q: SessionQuery) -> bool:
+    """Could this store hold a row of ``q``? Read from its summary (True without one)."""
+    s = store.summary
+    if s is None:
+        return True
+    if s.sessions == 0:
+        return False
+    sources = set(q.sources)
+    if q.narrow.source:
+        sources = sources & {q.narrow.source} if sources else {q.narrow.source}
+        if not sources:
+            return False
+    if sources and not sources & set(s.sources):
+        return False
+    if q.narrow.sessions and not set(q.narrow.sessions) & s.id_set():
+        return False
+    since = parse_day(q.since) if q.since else None
+    until = parse_day(q.until, end=True) if q.until else None
+    if q.narrow.started_after is not None:
+        since = max(since or q.narrow.started_after, q.narrow.started_after)
+    if q.narrow.started_before is not None:
+        until = min(until or q.narrow.started_before, q.narrow.started_before)
+    if not s.may_hold(since, until):
+        return False
+    if q.active_minutes:
+        newest = (s.bounds.get("last_active") or [None, None])[1]
+        if newest is not None and newest < time.time() - q.active_minutes * 60:
+            return False
+    return True
+
+
+def _beyond(store: Store, q: SessionQuery, worst: tuple | None) -> bool:
+    """Every row of this store sorts after ``worst`` (the page's last place so far)."""
+    if worst is None or store.summary is None:
+        return False
+    lo, hi = store.summary.bounds.get(q.sort_key) or [None, None]
+    best = hi if q.descending else lo
+    if best is None:
+        return False
+    return order_key(best) < worst if q.descending else order_key(best) > worst
+
+
+def _asked(store: Store, q: SessionQuery, what: str, compute):
+    """A store's answer: computed for the live file, kept while an archive stands still."""
+    if store.kind == LIVE:
+        return compute()
+    return kept_answer(store.logbook, (what, repr(q)), compute)
+
+
+def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> StorePage:
+    """One merged page of the list over ``stores`` (readable ones, live first)."""
+    cursors = decode(q.after)
+    whole = replace(q, after=None)
+    answered = list(stores)
+    books = {s.name: s.logbook for s in stores}
+    facets: dict[str, int] = {}
+    matching = [s for s in stores if may_match(s, whole)]
+    for s in stores:
+        if s not in matching and s.summary is not None and not (q.sources or q.narrow.source):
+            for src in s.summary.sources:  # nothing of it matches: its sources with none
+                facets.setdefault(src, 0)
+            continue
+        try:
+            by_source = _asked(
+                s, whole, "facets", lambda s=s: s.logbook.sessions.source_facets(whole)
+            )
+        except (LogbookDBError, sqlite3.Error) as exc:
+            _fail(s, exc, missing, answered)
+            continue
+        for src, n in by_source.items():
+            facets[src] = facets.get(src, 0) + n
+    # Stores that may hold the page's best rows first: the others are then often not asked.
+    first, rest = matching[:1], matching[1:]
+
+    def best_of(s: Store) -> tuple:
+        lo, hi = (s.summary.bounds.get(q.sort_key) if s.summary else None) or [None, None]
+        best = hi if q.descending else lo
+        return order_key(best) if best is not None else (9,)
+
+    rest.sort(key=best_of, reverse=q.descending)
+    fetched: list[dict[str, Any]] = []
+    more: dict[str, bool] = {}
+    keys: list[tuple] = []  # of the rows fetched that are not copies (as far as known)
+    # Copies are told apart by the history of every readable store: a store failing later
+    # only makes fewer rows copies, so this errs towards asking a store, never skipping one.
+    history = history_of(stores)
+    every = [s.name for s in stores]
+    for s in first + rest:
+        state = cursors.get(s.name)
+        if state == DONE or s not in answered:
+            continue
+        worst = _worst(keys, q) if len(keys) > q.limit else None
+        if _beyond(s, q, worst):
+            continue  # not asked: its cursor stays where it was
+        try:
+            rows, nxt = _asked(
+                s,
+                replace(q, after=state),
+                "page",
+                lambda s=s, state=state: s.logbook.sessions.page(replace(q, after=state)),
+            )
+        except (LogbookDBError, sqlite3.Error) as exc:
+            _fail(s, exc, missing, answered)
+            continue
+        rows = [dict(r) for r in rows] if s.kind != LIVE else rows
+        more[s.name] = nxt is not None
+        for r in rows:
+            r["store"] = r["_src"] = s.name
+            if not history.is_copy(s.name, str(r.get("_sort_id", r["id"])), every):
+                keys.append(order_key(r.get("_sort_key")))
+        fetched.extend(rows)
+    names = [s.name for s in answered]
+    for r in fetched:
+        r["_copy"] = history.is_copy(r["_src"], str(r.get("_sort_id", r["id"])), names)
+    rank = {s.name: i for i, s in enumerate(stores)}
+    fetched.sort(
+        key=lambda r: (order_key(r.get("_sort_key")), -rank[r["_src"]], str(r["_sort_id"])),
+        reverse=q.descending,
+    )
+    page: list[dict[str, Any]] = []
+    consumed: dict[str, dict[str, Any]] = {}
+    folded = walked = 0
+    for r in fetched:
+        if len(page) >= q.limit:
+            break
+        walked += 1
+        consumed[r["_src"]] = r
+        if r["_copy"]:
+            folded += 1
+        else:
+            page.append(r)
+    new = {k: v for k, v in cursors.items() if k in rank}
+    for name in more:
+        mine = [r for r in fetched if r["_src"] == name]
+        last = consumed.get(name)
+        if last is not None:
+            exhausted = last is mine[-1] and not more[name]
+            new[name] = DONE if exhausted else encode_cursor(last["_sort_key"], last["_sort_id"])
+        elif not mine:
+            new[name] = DONE
+    for s in stores:
+        if s not in matching:
+            new.pop(s.name, None)  # never asked: nothing of it to remember
+    pending = [s for s in matching if s in answered and new.get(s.name) != DONE]
+    finished = not pending and walked >= len(fetched)
+    if q.conversations:
+        _whole_conversations(page, history, books, names, missing)
+    counts, copies = _counts(whole, matching, answered, history, missing)
+    return StorePage(
+        page,
+        None if finished or not page else encode(new),
+        dict(sorted(facets.items(), key=lambda kv: (-kv[1], kv[0]))),
+        folded,
+        missing,
+        {s.name: counts.get(s.name, 0) for s in answered},
+        copies,
+        names,
+    )
+
+
+def _worst(keys: list[tuple], q: SessionQuery) -> tuple:
+    """The key of the page's last place among the rows fetched so far."""
+    ordered = sorted(keys, reverse=q.descending)
+    return ordered[q.limit]
+
+
+def _fail(store: Store, exc: Exception, missing: list[str], answered: list[Store]) -> None:
+    message = exc.message if isinstance(exc, LogbookDBError) else str(exc)
+    line = f"{store.name}: {message}"
+    if line not in missing:
+        missing.append(line)
+    if store in answered:
+        answered.remove(store)
+
+
+def _counts(
+    q: SessionQuery,
+    matching: list[Store],
+    answered: list[Store],
+    history: History,
+    missing: list[str],
+) -> tuple[dict[str, int], int]:
+    """Each store's matching rows, and how many of them are copies of a session an earlier
+    store that answered holds (counted among the copies' ids only: none in most stores)."""
+    names = [s.name for s in answered]
+    counts: dict[str, int] = {}
+    copies = 0
+    for s in list(answered):
+        if s not in matching:
+            counts[s.name] = 0
+            continue
+        try:
+            counts[s.name] = _asked(s, q, "count", lambda s=s: s.logbook.sessions.count(q))[0]
+            dup = history.copies_in(s.name, names)
+            if dup:
+                copies += kept_answer(
+                    s.logbook,
+                    ("copies", repr(q), len(dup), hash(tuple(dup))),
+                    lambda s=s, dup=dup: s.logbook.sessions.count_among(q, dup),
+                )
+        except (LogbookDBError, sqlite3.Error) as exc:
+            _fail(s, exc, missing, answered)
+            counts.pop(s.name, None)
+    return counts, copies
+
+
+def _whole_conversations(
+    page: list[dict[str, Any]],
+    history: History,
+    books: dict[str, Any],
+    answered: list[str],
+    missing: list[str],
+) -> None:
+    """A row whose conversation goes on in another store shows its newest part (its tip,
+    wherever it is kept) and the whole chain's totals."""
+    for row in page:
+        chain = (row.get("chain") or {}).get("members") or [str(row["_sort_id"])]
+        if not history.foreign.get(chain[-1]):
+            continue
+        try:
+            parts = walk_across(history, books, row["_src"], chain, answered)
+            if len(parts) < 2:
+                continue
+            where, segment = parts[-1]
+            tip = books[where].sessions.details([segment[-1]]).get(segment[-1])
+            if tip is None:
+                continue
+            totals = [books[n].sessions._chain_totals(ids) for n, ids in parts]
+        except (LogbookDBError, sqlite3.Error) as exc:
+            line = f"{row['_src']}: a conversation's later part could not be read ({exc})"
+            if line not in missing:
+                missing.append(line)
+            continue
+        root = dict(row)
+        root["id"] = row["_sort_id"]
+        merged = listing.project(root, tip)
+        merged["chain"] = {
+            **{k: sum(t[k] for t in totals) for k in totals[0] if k not in NOT_SUMMED},
+            "segments": sum(t["segments"] for t in totals),
+            "root": str(row["_sort_id"]),
+            "members": [i for _n, ids in parts for i in ids],
+            "stores": [n for n, _ids in parts],
+        }
+        merged["store"] = where
+        merged["root_store"] = row["_src"]
+        row.clear()
+        row.update(merged)
+
+
+NOT_SUMMED = ("segments", "root", "members")
