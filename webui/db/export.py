@@ -103,14 +103,23 @@ class Exporter:
                 yield r["id"]
             after = (rows[-1]["started_at"], rows[-1]["id"])
 
-    def summary(self, q: SessionQuery | None = None, ids: list[str] | None = None) -> dict:
+    def summary(
+        self,
+        q: SessionQuery | None = None,
+        ids: list[str] | None = None,
+        exclude: list[str] | None = None,
+    ) -> dict:
         """What an export of this selection holds, before it is made: sessions, messages and
         about how many bytes of JSONL (messages times the average size of a sample of
-        messages, plus each session's row). Counts read the sessions table only."""
+        messages, plus each session's row). Counts read the sessions table only.
+        ``exclude``: sessions left out (copies of sessions another store exports)."""
         if ids is not None:
             where, params = f"s.id IN ({sql.in_list(len(ids))})", list(ids)
         else:
             where, params = self.sessions.where(replace(q or SessionQuery(), rows="all"))
+        if exclude:
+            where = f"({where}) AND s.id NOT IN (SELECT value FROM json_each(?))"
+            params = [*params, json.dumps(list(exclude))]
         n = sql.num(self.schema, "message_count", "s")
         row = self.r.one(
             f"SELECT COUNT(*) AS sessions, {sql.total(n)} AS messages FROM sessions s "
