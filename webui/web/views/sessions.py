@@ -446,6 +446,13 @@ def tail(session_id: str):
     lb = get_logbook()
     session = lb.sessions.brief(session_id)
     if session is None:
+        holder = None if g.get("store_pin") else find_session(live_logbook(), session_id)
+        if holder is not None and holder.name != LIVE:
+            return redirect(
+                url_for(
+                    "sessions.tail", session_id=session_id, **{**query_args(), "store": holder.name}
+                )
+            )
         abort(404, description=f"No session has the id “{session_id}”.")
     after = request.args.get("after")
     page = lb.messages.page(session_id, after=after, limit=200)

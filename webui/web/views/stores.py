@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from flask import Blueprint, current_app, jsonify
 
 from webui.db import live_logbook
@@ -23,10 +21,6 @@ def index():
         else s.facts()
         for s in request_stores(live_logbook())
     ]
-    now = time.time()
-    for s in stores:
-        if s.get("as_of") is not None:
-            s["age_s"] = max(0.0, now - s["as_of"])
     if wants_json():
         return jsonify({"stores": stores})
     return render_page("stores.html", {}, stores=stores, cold_folder=archive_dirs(current_app)[0])
