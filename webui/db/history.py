@@ -17,6 +17,7 @@ from webui import keep
 from webui.db.session_keeping import CHAINS
 from webui.db.store_files import compressed as read_compressed
 from webui.db.store_files import dangling as read_dangling
+from webui.db.store_files import links as read_links
 from webui.hermes import listing
 
 if TYPE_CHECKING:
@@ -41,27 +42,26 @@ class Part:
     ids: frozenset[str]
     dangling: list[list]
     compressed: frozenset[str]
+    links: list[list]
 
 
 def part_of(store: Store) -> Part:
     if store.summary is not None:
         s = store.summary
-        return Part(store.name, s.id_set(), s.dangling, frozenset(s.compressed))
+        return Part(store.name, s.id_set(), s.dangling, frozenset(s.compressed), s.links)
     lb = store.logbook
     assert lb is not None
 
     def read() -> tuple:
         ids = frozenset(str(i) for i in lb.reader.column("SELECT id FROM sessions"))
-        return ids, read_dangling(lb), frozenset(read_compressed(lb))
+        return ids, read_dangling(lb), frozenset(read_compressed(lb)), read_links(lb)
 
     if store.kind == "live":
         token = lb.sessions._sessions_token()
-        ids, dangling, done = lb.sessions.kept(
-            "history:part", (token.get("n"), token.get("s")), read, CHAINS
-        )
+        got = lb.sessions.kept("history:part", (token.get("n"), token.get("s")), read, CHAINS)
     else:
-        ids, dangling, done = kept_answer(lb, ("history:part",), read)
-    return Part(store.name, ids, dangling, done)
+        got = kept_answer(lb, ("history:part",), read)
+    return Part(store.name, *got)
 
 
 @dataclass
@@ -69,8 +69,10 @@ class History:
     order: list[str]
     # ids kept in two stores or more -> those stores, in the history's order
     holders: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # a session that ended 'compression' -> its continuations kept in other stores
-    foreign: dict[str, list[tuple[str, listing.Continuation]]] = field(default_factory=dict)
+    # a session that ended 'compression' -> its continuations in every store
+    links: dict[str, list[tuple[str, listing.Continuation]]] = field(default_factory=dict)
+    # some conversation goes on from one store into another
+    split: bool = False
 
     def is_copy(self, store: str, sid: str, answered: Collection[str]) -> bool:
         """An earlier store that answered also holds this session."""
@@ -83,8 +85,12 @@ class History:
         """This store's sessions an earlier store that answered also holds."""
         return sorted(sid for sid in self.holders if self.is_copy(store, sid, answered))
 
-    def continues(self, tip: str, answered: Collection[str]) -> list[tuple[str, Any]]:
-        return [(n, c) for n, c in self.foreign.get(tip, ()) if n in answered]
+    def crosses(self, chain: list[str]) -> bool:
+        """Does this conversation (its chain in one store) go on, or hold a segment, in
+        another store?"""
+        if not self.split:
+            return False
+        return any(c.id not in chain for sid in chain for _n, c in self.links.get(sid, ()))
 
 
 def build(parts: list[Part]) -> History:
@@ -96,20 +102,22 @@ def build(parts: list[Part]) -> History:
             first = seen.setdefault(sid, p.name)
             if first != p.name:
                 holders.setdefault(sid, [first]).append(p.name)
-    compressed_in: dict[str, str] = {}
+    compressed = set().union(*(p.compressed for p in parts)) if parts else set()
+    links: dict[str, list[tuple[str, listing.Continuation]]] = {}
+    split = False
     for p in parts:
-        for sid in p.compressed:
-            compressed_in.setdefault(sid, p.name)
-    foreign: dict[str, list[tuple[str, listing.Continuation]]] = {}
-    for p in parts:
-        for sid, parent, end_reason, ended_at, started_at, last_active, kind in p.dangling:
-            where = compressed_in.get(parent)
-            if kind or where is None or where == p.name:
-                continue  # a branch, a delegate, a tool session, or no compression parent
-            foreign.setdefault(parent, []).append(
+        for parent, sid, end_reason, ended_at, started_at, last_active in p.links:
+            links.setdefault(parent, []).append(
                 (p.name, listing.Continuation(sid, end_reason, ended_at, started_at, last_active))
             )
-    return History(order, {k: tuple(v) for k, v in holders.items()}, foreign)
+        for sid, parent, end_reason, ended_at, started_at, last_active, kind in p.dangling:
+            if kind or parent not in compressed:
+                continue  # a branch, a delegate, a tool session, or no compression parent
+            split = True
+            links.setdefault(parent, []).append(
+                (p.name, listing.Continuation(sid, end_reason, ended_at, started_at, last_active))
+            )
+    return History(order, {k: tuple(v) for k, v in holders.items()}, links, split)
 
 
 _histories = keep.Shelf(8)
@@ -119,33 +127,35 @@ def history_of(stores: Iterable[Store]) -> History:
     """The history of these stores (readable ones, in order), kept while none changes."""
     stores = [s for s in stores if s.logbook is not None]
     parts = [part_of(s) for s in stores]
-    mark = tuple((p.name, id(p.ids), len(p.dangling), id(p.compressed)) for p in parts)
+    mark = tuple((p.name, id(p.ids), len(p.ids), id(p.dangling), id(p.links)) for p in parts)
     return _histories.get_or(mark, mark, lambda: build(parts))
 
 
 def walk_across(
-    history: History,
-    books: dict[str, Logbook],
-    store: str,
-    chain: list[str],
-    answered: Collection[str],
+    history: History, root: str, answered: Collection[str]
 ) -> list[tuple[str, list[str]]]:
-    """A conversation's compression chain from its local part ``chain`` (in ``store``) on
-    into the other stores, as Hermes walks one within a file: [(store, its segments), …]."""
-    parts = [(store, list(chain))]
-    seen = set(chain)
-    tip = chain[-1]
+    """A conversation's compression chain from ``root`` through every store, as Hermes walks
+    one within a file (its candidates gathered from all of them): [(store, segments), …],
+    each segment from the first store (in the history's order) that holds it."""
+    order = {n: i for i, n in enumerate(history.order)}
+    chain, seen, cur = [], {root}, root
     for _ in range(listing.MAX_CHAIN):
-        found = [(n, c) for n, c in history.continues(tip, answered) if c.id not in seen]
+        found: dict[str, tuple[str, listing.Continuation]] = {}
+        for name, c in history.links.get(cur, ()):
+            if name in answered and c.id not in seen:
+                had = found.get(c.id)
+                if had is None or order.get(name, 0) < order.get(had[0], 0):
+                    found[c.id] = (name, c)
         if not found:
             break
-        best = listing.next_segment(c for _n, c in found)
-        where = next(n for n, c in found if c is best)
-        local = books[where].sessions.chains().get(best.id) or [best.id]
-        segment = [x for x in local if x not in seen]
-        if not segment:
-            break
-        parts.append((where, segment))
-        seen.update(segment)
-        tip = segment[-1]
+        best = listing.next_segment(c for _n, c in found.values())
+        chain.append(found[best.id])
+        seen.add(best.id)
+        cur = best.id
+    parts: list[tuple[str, list[str]]] = []
+    for name, c in chain:
+        if parts and parts[-1][0] == name:
+            parts[-1][1].append(c.id)
+        else:
+            parts.append((name, [c.id]))
     return parts

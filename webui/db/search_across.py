@@ -94,15 +94,20 @@ class Across:
         return hits, {r["id"]: r["score"] for r in rows}
 
     def doc_lengths(self, table: str, ids: list[int]) -> dict[int, int]:
+        """Each hit's length in tokens, from the index's ``%_docsize`` records (read as the
+        bytes they are)."""
         if not ids:
             return {}
+        found = self.r.run(
+            lambda raw: raw.execute(
+                f"SELECT id, sz FROM {table}_docsize WHERE id IN ({sql.in_list(len(ids))})", ids
+            ).fetchall()
+        )
         out = {}
-        for r in self.r.rows(
-            f"SELECT id, sz FROM {table}_docsize WHERE id IN ({sql.in_list(len(ids))})", ids
-        ):
-            n = bm25.doc_length(r["sz"])
+        for rowid, sz in found:
+            n = bm25.doc_length(sz)
             if n is not None:
-                out[r["id"]] = n
+                out[rowid] = n
         return out
 
     # -- the page ---------------------------------------------------------------------------

@@ -202,6 +202,19 @@ class SessionStore(Keeping, KeptOrders):
         return self.kept("chains", (token.get("n"), token.get("s")), self._walk_chains, CHAINS)
 
     def _walk_chains(self) -> dict[str, list[str]]:
+        children: dict[str, list[listing.Continuation]] = {}
+        for parent, c in self.compression_edges():
+            children.setdefault(parent, []).append(c)
+        return listing.compression_chains(children)
+
+    def compression_edges(self, time_limit_s: float | None = None) -> list[tuple]:
+        """Every (compression-ended parent, candidate continuation) of this file: a child
+        that is no branch, no delegate run and no ``tool`` session."""
+        if not (
+            self.schema.has("sessions", "end_reason")
+            and self.schema.has("sessions", "parent_session_id")
+        ):
+            return []
         edges = self.r.rows(
             f"SELECT parent.id AS parent, child.id AS id, child.end_reason AS end_reason, "
             f"{self.col('ended_at', 'child')} AS ended_at, child.started_at AS started_at, "
@@ -210,20 +223,22 @@ class SessionStore(Keeping, KeptOrders):
             "WHERE parent.end_reason = 'compression' "
             f"AND {self._marker('child', '_branched_from')} IS NULL "
             f"AND {self._marker('child', '_delegate_from')} IS NULL "
-            "AND COALESCE(child.source, '') != 'tool'"
+            "AND COALESCE(child.source, '') != 'tool'",
+            time_limit_s=time_limit_s,
         )
-        children: dict[str, list[listing.Continuation]] = {}
-        for e in edges:
-            children.setdefault(e["parent"], []).append(
+        return [
+            (
+                e["parent"],
                 listing.Continuation(
                     id=e["id"],
                     end_reason=e["end_reason"],
                     ended_at=e["ended_at"],
                     started_at=e["started_at"],
                     last_active=e["last_active"],
-                )
+                ),
             )
-        return listing.compression_chains(children)
+            for e in edges
+        ]
 
     # -- filters ------------------------------------------------------------------------------
 

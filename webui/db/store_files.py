@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 INSPECT_S = 2.0  # reading a file's catalogue
 SUMMARY_S = 20.0  # reading its figures (a few scans of its session rows)
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 
 
 def signature(path: Path) -> tuple | None:
@@ -94,6 +94,9 @@ class Summary:
     dangling: list[list] = field(default_factory=list)
     # Sessions that ended 'compression' (a conversation may continue from them elsewhere).
     compressed: list[str] = field(default_factory=list)
+    # This file's own compression edges: (parent, id, end_reason, ended_at, started_at,
+    # last_active), parent ended 'compression' and the child a candidate continuation.
+    links: list[list] = field(default_factory=list)
 
     def may_hold(self, since: float | None, until: float | None) -> bool:
         """Can a session that started in [since, until) be here?"""
@@ -195,6 +198,7 @@ def read_summary(lb: Logbook, sig: tuple, time_limit_s: float = SUMMARY_S) -> Su
         ids=[str(i) for i in r.column("SELECT id FROM sessions", time_limit_s=left())],
         dangling=dangling(lb, time_limit_s=left()),
         compressed=compressed(lb, time_limit_s=left()),
+        links=links(lb, time_limit_s=left()),
     )
     return summary
 
@@ -253,6 +257,13 @@ def compressed(lb: Logbook, time_limit_s: float | None = None) -> list[str]:
         for i in lb.reader.column(
             "SELECT id FROM sessions WHERE end_reason = 'compression'", time_limit_s=time_limit_s
         )
+    ]
+
+
+def links(lb: Logbook, time_limit_s: float | None = None) -> list[list]:
+    return [
+        [str(p), str(c.id), c.end_reason, _num(c.ended_at), _num(c.started_at), _num(c.last_active)]
+        for p, c in lb.sessions.compression_edges(time_limit_s=time_limit_s)
     ]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from flask import Flask, current_app, g, request
+from flask import Flask, current_app, g, has_request_context, request
 
 from webui.db import Logbook, LogbookDBError
 from webui.db.history import kept_answer  # noqa: F401 - the views' way to keep a store's answer
@@ -70,12 +70,14 @@ def every_store(live: Logbook) -> list[Store]:
     stores = store_set()
     if stores is None:
         return [Store(LIVE, "live", live.opened.path, logbook=live)]
+    # Per request (g may outlive one: a streamed response keeps its context).
     key = f"_every_store_{id(live)}"
     found = g.get(key)
-    if found is None:
-        found = stores.for_request(live)
+    here = request._get_current_object() if has_request_context() else None
+    if found is None or found[0] is not here:
+        found = (here, stores.for_request(live))
         setattr(g, key, found)
-    return found
+    return found[1]
 
 
 def request_stores(live: Logbook) -> list[Store]:

@@ -153,7 +153,52 @@ def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> Stor
             continue
         for src, n in by_source.items():
             facets[src] = facets.get(src, 0) + n
-    # Stores that may hold the page's best rows first: the others are then often not asked.
+    # Copies are told apart by the history of every readable store: a store failing later
+    # only makes fewer rows copies, so this errs towards asking a store, never skipping one.
+    history = history_of(stores)
+    page: list[dict[str, Any]] = []
+    folded = 0
+    finished = False
+    for _round in range(ROUNDS):
+        rows, cursors, finished, passed = _round_of(
+            q, cursors, q.limit - len(page), matching, answered, history, missing
+        )
+        page += rows
+        folded += passed
+        if finished or len(page) >= q.limit:
+            break
+    names = [s.name for s in answered]
+    if q.conversations and history.split:
+        _whole_conversations(page, history, books, names, missing)
+    counts, copies = _counts(whole, matching, answered, history, missing)
+    return StorePage(
+        page,
+        None if finished else encode(cursors),
+        dict(sorted(facets.items(), key=lambda kv: (-kv[1], kv[0]))),
+        folded,
+        missing,
+        {s.name: counts.get(s.name, 0) for s in answered},
+        copies,
+        names,
+    )
+
+
+ROUNDS = 20  # rounds of asking the stores for one page (when copies or short pages need more)
+
+
+def _round_of(
+    q: SessionQuery,
+    cursors: dict[str, Any],
+    needed: int,
+    matching: list[Store],
+    answered: list[Store],
+    history: History,
+    missing: list[str],
+) -> tuple[list[dict[str, Any]], dict[str, Any], bool, int]:
+    """Each store asked for its next rows, merged: up to ``needed`` rows shown, the copies met
+    on the way passed over. The walk stops where a store that has more rows than it gave
+    runs out of given ones (its next rows may sort before anything after): the next round
+    asks again. (rows, the stores' cursors, finished?, copies passed over)."""
     first, rest = matching[:1], matching[1:]
 
     def best_of(s: Store) -> tuple:
@@ -161,27 +206,23 @@ def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> Stor
         best = hi if q.descending else lo
         return order_key(best) if best is not None else (9,)
 
+    # Stores that may hold the page's best rows first: the others are then often not asked.
     rest.sort(key=best_of, reverse=q.descending)
+    every = [s.name for s in matching]
     fetched: list[dict[str, Any]] = []
     more: dict[str, bool] = {}
     keys: list[tuple] = []  # of the rows fetched that are not copies (as far as known)
-    # Copies are told apart by the history of every readable store: a store failing later
-    # only makes fewer rows copies, so this errs towards asking a store, never skipping one.
-    history = history_of(stores)
-    every = [s.name for s in stores]
     for s in first + rest:
         state = cursors.get(s.name)
         if state == DONE or s not in answered:
             continue
-        worst = _worst(keys, q) if len(keys) > q.limit else None
+        worst = _worst(keys, needed, q) if len(keys) > needed else None
         if _beyond(s, q, worst):
             continue  # not asked: its cursor stays where it was
+        asked = replace(q, after=state)
         try:
             rows, nxt = _asked(
-                s,
-                replace(q, after=state),
-                "page",
-                lambda s=s, state=state: s.logbook.sessions.page(replace(q, after=state)),
+                s, asked, "page", lambda s=s, asked=asked: s.logbook.sessions.page(asked)
             )
         except (LogbookDBError, sqlite3.Error) as exc:
             _fail(s, exc, missing, answered)
@@ -196,56 +237,44 @@ def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> Stor
     names = [s.name for s in answered]
     for r in fetched:
         r["_copy"] = history.is_copy(r["_src"], str(r.get("_sort_id", r["id"])), names)
-    rank = {s.name: i for i, s in enumerate(stores)}
+    rank = {s.name: i for i, s in enumerate(matching)}
     fetched.sort(
         key=lambda r: (order_key(r.get("_sort_key")), -rank[r["_src"]], str(r["_sort_id"])),
         reverse=q.descending,
     )
+    left = {name: sum(1 for r in fetched if r["_src"] == name) for name in more}
     page: list[dict[str, Any]] = []
     consumed: dict[str, dict[str, Any]] = {}
-    folded = walked = 0
+    passed = walked = 0
     for r in fetched:
-        if len(page) >= q.limit:
+        if len(page) >= needed:
             break
         walked += 1
         consumed[r["_src"]] = r
+        left[r["_src"]] -= 1
         if r["_copy"]:
-            folded += 1
+            passed += 1
         else:
             page.append(r)
+        if left[r["_src"]] == 0 and more[r["_src"]]:
+            break  # its next rows, not given yet, may come before the rest
     new = {k: v for k, v in cursors.items() if k in rank}
     for name in more:
-        mine = [r for r in fetched if r["_src"] == name]
         last = consumed.get(name)
         if last is not None:
-            exhausted = last is mine[-1] and not more[name]
+            exhausted = left[name] == 0 and not more[name]
             new[name] = DONE if exhausted else encode_cursor(last["_sort_key"], last["_sort_id"])
-        elif not mine:
+        elif not left[name]:
             new[name] = DONE
-    for s in stores:
-        if s not in matching:
-            new.pop(s.name, None)  # never asked: nothing of it to remember
     pending = [s for s in matching if s in answered and new.get(s.name) != DONE]
     finished = not pending and walked >= len(fetched)
-    if q.conversations:
-        _whole_conversations(page, history, books, names, missing)
-    counts, copies = _counts(whole, matching, answered, history, missing)
-    return StorePage(
-        page,
-        None if finished or not page else encode(new),
-        dict(sorted(facets.items(), key=lambda kv: (-kv[1], kv[0]))),
-        folded,
-        missing,
-        {s.name: counts.get(s.name, 0) for s in answered},
-        copies,
-        names,
-    )
+    return page, new, finished, passed
 
 
-def _worst(keys: list[tuple], q: SessionQuery) -> tuple:
+def _worst(keys: list[tuple], needed: int, q: SessionQuery) -> tuple:
     """The key of the page's last place among the rows fetched so far."""
     ordered = sorted(keys, reverse=q.descending)
-    return ordered[q.limit]
+    return ordered[needed]
 
 
 def _fail(store: Store, exc: Exception, missing: list[str], answered: list[Store]) -> None:
@@ -298,30 +327,36 @@ def _whole_conversations(
     """A row whose conversation goes on in another store shows its newest part (its tip,
     wherever it is kept) and the whole chain's totals."""
     for row in page:
-        chain = (row.get("chain") or {}).get("members") or [str(row["_sort_id"])]
-        if not history.foreign.get(chain[-1]):
+        root = str(row["_sort_id"])
+        local = (row.get("chain") or {}).get("members") or [root]
+        if not history.crosses(local):
             continue
+        parts = [(row["_src"], [root])]
+        for name, ids in walk_across(history, root, answered):
+            if parts[-1][0] == name:
+                parts[-1][1].extend(ids)
+            else:
+                parts.append((name, list(ids)))
+        if len(parts) < 2:
+            continue
+        where, segment = parts[-1]
         try:
-            parts = walk_across(history, books, row["_src"], chain, answered)
-            if len(parts) < 2:
-                continue
-            where, segment = parts[-1]
             tip = books[where].sessions.details([segment[-1]]).get(segment[-1])
-            if tip is None:
-                continue
             totals = [books[n].sessions._chain_totals(ids) for n, ids in parts]
         except (LogbookDBError, sqlite3.Error) as exc:
-            line = f"{row['_src']}: a conversation's later part could not be read ({exc})"
+            line = f"{where}: a conversation's newest part could not be read ({exc})"
             if line not in missing:
                 missing.append(line)
             continue
-        root = dict(row)
-        root["id"] = row["_sort_id"]
-        merged = listing.project(root, tip)
+        if tip is None:
+            continue
+        first = dict(row)
+        first["id"] = root
+        merged = listing.project(first, tip)
         merged["chain"] = {
             **{k: sum(t[k] for t in totals) for k in totals[0] if k not in NOT_SUMMED},
             "segments": sum(t["segments"] for t in totals),
-            "root": str(row["_sort_id"]),
+            "root": root,
             "members": [i for _n, ids in parts for i in ids],
             "stores": [n for n, _ids in parts],
         }
