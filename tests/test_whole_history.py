@@ -10,7 +10,6 @@ import re
 import shutil
 import sqlite3
 import zipfile
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
