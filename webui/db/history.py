@@ -83,7 +83,16 @@ class History:
 
     def copies_in(self, store: str, answered: Collection[str]) -> list[str]:
         """This store's sessions an earlier store that answered also holds."""
-        return sorted(sid for sid in self.holders if self.is_copy(store, sid, answered))
+        if not self.holders:
+            return []
+        by_store = self.__dict__.get("_by_store")
+        if by_store is None:
+            by_store = {}
+            for sid, held in self.holders.items():
+                for name in held[1:]:
+                    by_store.setdefault(name, []).append(sid)
+            self.__dict__["_by_store"] = by_store
+        return sorted(sid for sid in by_store.get(store, ()) if self.is_copy(store, sid, answered))
 
     def crosses(self, chain: list[str]) -> bool:
         """Does this conversation (its chain in one store) go on, or hold a segment, in

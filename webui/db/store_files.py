@@ -27,15 +27,18 @@ from typing import TYPE_CHECKING, Any
 
 from webui.db.errors import LogbookDBError, QueryTimeout, StartupError
 from webui.db.schema import SQLITE_MAGIC, StoreStalled
+from webui.db.session_query import SessionQuery
 from webui.db.sql import cost as cost_sql
 from webui.db.sql import tokens as tokens_sql
+from webui.hermes import listing
+from webui.hermes.selection import EVERYTHING
 
 if TYPE_CHECKING:
     from webui.db import Logbook
 
 INSPECT_S = 2.0  # reading a file's catalogue
 SUMMARY_S = 20.0  # reading its figures (a few scans of its session rows)
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 
 
 def signature(path: Path) -> tuple | None:
@@ -97,6 +100,27 @@ class Summary:
     # This file's own compression edges: (parent, id, end_reason, ended_at, started_at,
     # last_active), parent ended 'compression' and the child a candidate continuation.
     links: list[list] = field(default_factory=list)
+    # The list's menu of sources as the plain list counts it (archived sessions hidden): in
+    # Hermes's rows, and over every row; and whether the rows of Hermes 0.19's reading of an
+    # older file were counted (the same rule must apply when they are used).
+    listed: dict[str, int] = field(default_factory=dict)
+    every_row: dict[str, int] = field(default_factory=dict)
+    hides_subagents: bool = False
+
+    def facets_for(self, q: SessionQuery) -> dict[str, int] | None:
+        """The list's source menu for ``q`` when this summary knows it (a list filtered by
+        source at most), else None: no query needed."""
+        if not _plain(q):
+            return None
+        return dict(self.listed if q.conversations else self.every_row)
+
+    def count_for(self, q: SessionQuery) -> int | None:
+        facets = self.facets_for(q)
+        if facets is None:
+            return None
+        hidden = listing.hidden_sources(q.sources) if q.conversations else ()
+        wanted = q.sources or list(facets)
+        return sum(facets.get(src, 0) for src in set(wanted) if src not in hidden)
 
     def may_hold(self, since: float | None, until: float | None) -> bool:
         """Can a session that started in [since, until) be here?"""
@@ -114,6 +138,19 @@ class Summary:
 
 def summary_path(folder: Path, path: Path) -> Path:
     return folder / (hashlib.sha1(str(path).encode()).hexdigest()[:20] + ".json")
+
+
+def _plain(q: SessionQuery) -> bool:
+    """Only a source filter (and the page's own parameters) narrow this list."""
+    return (
+        q.narrow is EVERYTHING
+        and q.archived == "hide"
+        and not q.active_minutes
+        and not any(
+            (q.models, q.state, q.since, q.until, q.q, q.workspace, q.branch, q.user)
+            + (q.chat_id, q.chat_type, q.session_key)
+        )
+    )
 
 
 def load_summary(folder: Path, path: Path, sig: tuple) -> Summary | None:
@@ -199,6 +236,9 @@ def read_summary(lb: Logbook, sig: tuple, time_limit_s: float = SUMMARY_S) -> Su
         dangling=dangling(lb, time_limit_s=left()),
         compressed=compressed(lb, time_limit_s=left()),
         links=links(lb, time_limit_s=left()),
+        listed=lb.sessions.source_facets(SessionQuery()),
+        every_row=lb.sessions.source_facets(SessionQuery(rows="all")),
+        hides_subagents=lb.sessions.hide_probable_subagents,
     )
     return summary
 
@@ -274,7 +314,7 @@ def _num(value: Any) -> float | None:
 def read_or_load(lb: Logbook, folder: Path, path: Path, sig: tuple) -> Summary:
     """The summary kept for this signature, else read now (and kept)."""
     kept = load_summary(folder, path, sig)
-    if kept is not None:
+    if kept is not None and kept.hides_subagents == lb.sessions.hide_probable_subagents:
         return kept
     try:
         summary = read_summary(lb, sig)

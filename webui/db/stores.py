@@ -158,6 +158,8 @@ class StoreSet:
         self._scan = keep.Every(RESCAN_S)
         self.live_schema: int | None = None
         self.inspections = 0  # files read so far (tests: a file standing still is read once)
+        self._to_warm: list[Store] = []
+        self._warming = False
 
     # -- what there is ---------------------------------------------------------------------
 
@@ -301,6 +303,38 @@ class StoreSet:
                 store.name = placeholder.name if placeholder else archive_name(path)
                 self._archives[key] = store
                 self._read.notify_all()
+            if store.logbook is not None:
+                self._warm_later(store)
+
+    # -- statistics read ahead ------------------------------------------------------------------
+
+    def _warm_later(self, store: Store) -> None:
+        """An archive's rollup (its tool usage and heatmap for the statistics) read in the
+        background, one archive at a time, as the live file's is from start-up; kept in the
+        instance folder, so a restart finds it done."""
+        if not self.app.config.get("LOGBOOK_ROLLUP_WARM") or self.app.testing:
+            return
+        with self._lock:
+            self._to_warm.append(store)
+            start, self._warming = not self._warming, True
+        if start:
+            threads.start(self._warm_all, "logbook-store-rollups")
+
+    def _warm_all(self) -> None:
+        while True:
+            with self._lock:
+                if not self._to_warm:
+                    self._warming = False
+                    return
+                store = self._to_warm.pop(0)
+            lb = store.logbook
+            if lb is None or lb.sessions.keeper.forgotten:
+                continue  # gone or read again since
+            try:
+                with self.app.app_context():
+                    lb.rollup.warm()
+            except Exception:  # noqa: BLE001 - a stats request reads it in steps instead
+                self.app.logger.warning("the rollup of %s could not be read ahead", store.name)
 
     def inspect(self, path: Path, sig: tuple) -> Store:
         """One file, read under time limits: a store, or a named reason why it is not one."""

@@ -538,7 +538,7 @@ def html():
             abort(404, description="That session is gone.")
         page = export_html.page_chunks([first], None, title=first.get("title", "Hermes Session"))
     else:
-        rows = records(chosen, lambda p: p.book.exporter.sidebar_rows(p.ids), Missing())
+        rows = records(chosen, lambda p: p.book.exporter.sidebar_rows(list(p.ids)), Missing())
         page = export_html.page_chunks(recs, (redact_record(r) if redact else r for r in rows))
     return _download(
         _then_note(page, missing, html_note), name, "html", "text/html", missing=missing

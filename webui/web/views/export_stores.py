@@ -20,6 +20,7 @@ A client that goes away stops the export between two sessions (its slot is given
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -123,9 +124,42 @@ def _chain(first, rest) -> Iterator[str]:
     yield from rest
 
 
+class ClientGone(Exception):
+    """The client of a streamed export closed its connection."""
+
+
 def client_gone() -> Callable[[], bool]:
+    """Has this request's client gone? Waitress notices a closed connection only when it
+    reads from it or writes to it, which it does not while a worker produces a body; a peek
+    at the socket tells at once (an orderly close reads as end of file, a reset as an error)
+    and takes nothing the connection would read next."""
     check = request.environ.get("waitress.client_disconnected")
-    return check if callable(check) else (lambda: False)
+    channel = getattr(check, "__self__", None)
+    if channel is None:
+        return lambda: False
+
+    def gone() -> bool:
+        if not channel.connected:
+            return True
+        sock = channel.socket
+        if sock is None:
+            return True
+        try:
+            return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True
+
+    return gone
+
+
+def watched(ids: Iterable[str], gone: Callable[[], bool]) -> Iterator[str]:
+    """The ids, checking before each session that the client is still there."""
+    for sid in ids:
+        if gone():
+            raise ClientGone
+        yield sid
 
 
 def streamed(
@@ -139,10 +173,12 @@ def streamed(
     gone = client_gone()
     for p in parts:
         try:
-            for chunk in produce(p):
+            for chunk in produce(Part(p.store, watched(p.ids, gone))):
                 yield chunk
                 if gone():
                     return
+        except ClientGone:
+            return  # nobody reads it any more: the export stops, its slot comes back
         except (LogbookDBError, sqlite3.Error) as exc:
             missing.add(p.store.name, exc)
     if missing.lines and note is not None:

@@ -31,6 +31,7 @@ from webui.db.history import History, history_of, kept_answer, walk_across
 from webui.db.sessions import encode_cursor, parse_day
 from webui.db.stores import LIVE, Store
 from webui.hermes import listing
+from webui.web.stores import OUT_OF_TIME, short_of_time
 
 DONE = "done"
 
@@ -140,14 +141,19 @@ def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> Stor
     facets: dict[str, int] = {}
     matching = [s for s in stores if may_match(s, whole)]
     for s in stores:
+        if s.kind != LIVE and short_of_time():
+            _fail(s, OUT_OF_TIME, missing, answered)
+            continue
         if s not in matching and s.summary is not None and not (q.sources or q.narrow.source):
             for src in s.summary.sources:  # nothing of it matches: its sources with none
                 facets.setdefault(src, 0)
             continue
         try:
-            by_source = _asked(
-                s, whole, "facets", lambda s=s: s.logbook.sessions.source_facets(whole)
-            )
+            by_source = s.summary.facets_for(whole) if s.summary is not None else None
+            if by_source is None:
+                by_source = _asked(
+                    s, whole, "facets", lambda s=s: s.logbook.sessions.source_facets(whole)
+                )
         except (LogbookDBError, sqlite3.Error) as exc:
             _fail(s, exc, missing, answered)
             continue
@@ -216,6 +222,9 @@ def _round_of(
         state = cursors.get(s.name)
         if state == DONE or s not in answered:
             continue
+        if s.kind != LIVE and short_of_time():
+            _fail(s, OUT_OF_TIME, missing, answered)
+            continue
         worst = _worst(keys, needed, q) if len(keys) > needed else None
         if _beyond(s, q, worst):
             continue  # not asked: its cursor stays where it was
@@ -266,7 +275,11 @@ def _round_of(
             new[name] = DONE if exhausted else encode_cursor(last["_sort_key"], last["_sort_id"])
         elif not left[name]:
             new[name] = DONE
-    pending = [s for s in matching if s in answered and new.get(s.name) != DONE]
+    # A store not asked for want of time is asked again on the next page (its cursor stays).
+    later = {line.split(": ", 1)[0] for line in missing if line.endswith(OUT_OF_TIME)}
+    pending = [
+        s for s in matching if (s in answered or s.name in later) and new.get(s.name) != DONE
+    ]
     finished = not pending and walked >= len(fetched)
     return page, new, finished, passed
 
@@ -277,7 +290,7 @@ def _worst(keys: list[tuple], needed: int, q: SessionQuery) -> tuple:
     return ordered[needed]
 
 
-def _fail(store: Store, exc: Exception, missing: list[str], answered: list[Store]) -> None:
+def _fail(store: Store, exc: Any, missing: list[str], answered: list[Store]) -> None:
     message = exc.message if isinstance(exc, LogbookDBError) else str(exc)
     line = f"{store.name}: {message}"
     if line not in missing:
@@ -302,8 +315,16 @@ def _counts(
         if s not in matching:
             counts[s.name] = 0
             continue
+        known = s.summary.count_for(q) if s.summary is not None else None
+        if known is None and s.kind != LIVE and short_of_time():
+            _fail(s, OUT_OF_TIME, missing, answered)
+            continue
         try:
-            counts[s.name] = _asked(s, q, "count", lambda s=s: s.logbook.sessions.count(q))[0]
+            counts[s.name] = (
+                known
+                if known is not None
+                else _asked(s, q, "count", lambda s=s: s.logbook.sessions.count(q))[0]
+            )
             dup = history.copies_in(s.name, names)
             if dup:
                 copies += kept_answer(

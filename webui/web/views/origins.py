@@ -14,7 +14,7 @@ from webui.db.sql import decode_cursor, encode_cursor
 from webui.db.stores import LIVE
 from webui.hermes.origin import distinct_labels
 from webui.present.rows import message_json
-from webui.web.stores import elsewhere, request_stores
+from webui.web.stores import OUT_OF_TIME, elsewhere, request_stores, short_of_time
 from webui.web.views import render_page, wants_json
 from webui.web.views.sessions import prepare_messages
 
@@ -91,6 +91,9 @@ def _groups(stores, what: str, missing: list[str]) -> list[tuple[str, list[dict]
     names = [s.name for s in readable]
     out = []
     for s in readable:
+        if s.kind != LIVE and short_of_time():
+            missing.append(f"{s.name}: {OUT_OF_TIME}")
+            continue
         dup = history.copies_in(s.name, names)
         book = s.logbook
         method = getattr(book.origins, what)

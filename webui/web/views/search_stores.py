@@ -26,6 +26,7 @@ from webui.db.history import history_of, kept_answer
 from webui.db.search import MAX_RESULTS, PAGE_SIZE, RANK_CAP, SearchResult, Way, resolve
 from webui.db.stores import LIVE, Store
 from webui.hermes.search import Plan, plan
+from webui.web.stores import OUT_OF_TIME, short_of_time
 
 ROUNDS = 3  # times a store may be asked for more of its best hits
 
@@ -71,6 +72,9 @@ def search_stores(
     parts: list[Part] = []
     first_plan: Plan | None = None
     for s in stores:
+        if s.kind != LIVE and short_of_time():
+            _missing(missing, s, OUT_OF_TIME)
+            continue
         try:
             parts.append(_part(s, query, f, history.copies_in(s.name, names)))
         except (LogbookDBError, sqlite3.Error) as exc:
@@ -83,6 +87,10 @@ def search_stores(
     ranked = total <= RANK_CAP and not unranked and len(tables) <= 1
     for p in list(parts):
         if not p.n:
+            continue
+        if p.store.kind != LIVE and short_of_time():
+            _missing(missing, p.store, OUT_OF_TIME)
+            parts.remove(p)
             continue
         try:
             _fetch(p, depth, ranked)
@@ -105,7 +113,7 @@ def search_stores(
     return result, searched, first_plan
 
 
-def _missing(missing: list[str], store: Store, exc: Exception) -> None:
+def _missing(missing: list[str], store: Store, exc: Any) -> None:
     message = exc.message if isinstance(exc, LogbookDBError) else str(exc)
     line = f"{store.name} was not searched: {message}"
     if line not in missing:
@@ -120,18 +128,39 @@ def _part(s: Store, query: str, f: SearchFilters, copies: list[str]) -> Part:
     if p.route == "none":
         return Part(s, p, Way("none"), fs, notices=notices)
     if p.route in ("fts", "trigram"):
-        way, said = _ask(s, ("search-way", query), lambda: _resolved(book, p))
-        notices += said
+        table = "messages_fts" if p.route == "fts" else "messages_fts_trigram"
+        try:
+            # Counted at once: a valid expression (nearly every one) needs no other query.
+            n = _ask(
+                s,
+                ("search-n", table, p.match, repr(fs)),
+                lambda: book.search.hit_count(table, p.match, fs),
+            )
+            way = Way("fts", table, p.match)
+            notices += [p.sanitize_note] if p.sanitize_note else []
+        except sqlite3.OperationalError:
+            n = None  # FTS5 refused it: the plan's fallback, said as a search of it says it
+        except LogbookDBError as exc:
+            if exc.status == 503:
+                raise
+            n = None
+        if n is None:
+            way, said = _ask(s, ("search-way", query), lambda: _resolved(book, p))
+            notices += said
     else:
         if p.sanitize_note:
             notices.append(p.sanitize_note)
         way = Way("like", terms=list(p.terms))
     part = Part(s, p, way, fs, notices=notices)
     if way.route == "fts":
-        part.n = _ask(
-            s,
-            ("search-n", way.table, way.expression, repr(fs)),
-            lambda: book.search.hit_count(way.table, way.expression, fs, way.literal),
+        part.n = (
+            n
+            if n is not None
+            else _ask(
+                s,
+                ("search-n", way.table, way.expression, repr(fs)),
+                lambda: book.search.hit_count(way.table, way.expression, fs, way.literal),
+            )
         )
         if copies:
             every = _ask(
@@ -186,7 +215,10 @@ def _ranked(parts: list[Part], depth: int) -> list[tuple[Part, dict[str, Any]]]:
         bm.phrases(p.way.expression) == phrase_list and not p.way.literal for p in live
     )
     for _round in range(ROUNDS):
-        stats = _statistics(live, phrase_list) if same else None
+        try:
+            stats = _statistics(live, phrase_list) if same and not short_of_time() else None
+        except (LogbookDBError, sqlite3.Error):
+            stats = None  # each store's own scores, then
         scored: list[tuple[float, int, Any, Part, dict]] = []
         for i, p in enumerate(live):
             for r in p.rows:
@@ -202,8 +234,13 @@ def _ranked(parts: list[Part], depth: int) -> list[tuple[Part, dict[str, Any]]]:
         again = [p for p in live if cut is not None and _may_reach(p, stats, phrase_list, cut)]
         if not again:
             return [(p, r) for _s, _i, _k, p, r in scored]
-        for p in again:
-            _fetch(p, min(RANK_CAP + 1, p.depth * 4), True)
+        if short_of_time():
+            break
+        try:
+            for p in again:
+                _fetch(p, min(RANK_CAP + 1, p.depth * 4), True)
+        except (LogbookDBError, sqlite3.Error):
+            break
     return [(p, r) for _s, _i, _k, p, r in scored]
 
 

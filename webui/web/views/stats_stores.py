@@ -24,6 +24,7 @@ from webui.db.history import history_of
 from webui.db.stats import StatsQuery
 from webui.db.stats_merge import merge
 from webui.db.stores import Store
+from webui.web.stores import OUT_OF_TIME, short_of_time
 
 _merged = keep.Shelf(16)
 
@@ -71,6 +72,10 @@ def whole_report(
             continue
         if not _touches(s, q):
             rows.append({"store": s.name, "kind": s.kind, "totals": _zero(), "outside": True})
+            continue
+        if short_of_time():
+            rows.append({"store": s.name, "kind": s.kind, "totals": None, "error": OUT_OF_TIME})
+            missing.append(f"{s.name}: {OUT_OF_TIME}")
             continue
         qs = replace(q, exclude=tuple(history.copies_in(s.name, names)))
         try:
