@@ -138,7 +138,7 @@ def test_a_replica_whose_source_stops_says_how_old_it_is(tmp_path, monkeypatch):
     source has been silent since that last change."""
     import webui.db.replicas as replicas_mod
 
-    monkeypatch.setattr(replicas_mod, "SILENT_AFTER_S", 3.0)
+    monkeypatch.setattr(replicas_mod, "SILENT_AFTER_S", 3.0, raising=False)
     binary = _binary()
     other = copy_fixture("hermes-v11.db", tmp_path / "laptop")
     replica = tmp_path / "replica"
@@ -230,17 +230,30 @@ def _logbook(tmp_path, replica) -> subprocess.Popen:
     )
 
 
-def _follower_pid(tmp_path, other_than: int | None = None) -> int:
-    pid_file = tmp_path / "inst" / "replicas" / "laptop.db.pid"
+def _follower_pid(tmp_path, other_than: int | None = None, timeout_s: float = 60) -> int:
+    """The running ``litestream restore`` writing this instance's copy (found in /proc, as
+    anyone would find it)."""
+    copy = str(tmp_path / "inst" / "replicas" / "laptop.db")
 
-    def read():
-        try:
-            pid = int(pid_file.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-        return pid if pid != other_than and _alive(pid) else None
+    def find():
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == other_than:
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if (
+                cmdline
+                and Path(os.fsdecode(cmdline[0])).name == "litestream"
+                and b"restore" in cmdline
+                and os.fsencode(copy) in cmdline
+                and _alive(int(entry.name))
+            ):
+                return int(entry.name)
+        return None
 
-    return _wait("the follower's pid file", read, timeout_s=60)
+    return _wait("the follower", find, timeout_s=timeout_s)
 
 
 def _alive(pid: int) -> bool:
@@ -284,11 +297,10 @@ def test_the_follower_dies_with_logbook_and_an_orphan_is_stopped_at_start(tmp_pa
                     p.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     p.kill()
-        pid_file = tmp_path / "inst" / "replicas" / "laptop.db.pid"
         try:
-            left = int(pid_file.read_text().split()[0])
-            os.killpg(left, signal.SIGKILL)
-        except (OSError, ValueError, IndexError):
+            left = _follower_pid(tmp_path, timeout_s=1)
+            os.kill(left, signal.SIGKILL)
+        except (OSError, AssertionError):
             pass
         os.killpg(writer.pid, signal.SIGTERM)
         writer.wait(timeout=10)

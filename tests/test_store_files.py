@@ -147,7 +147,7 @@ def test_a_store_that_stalls_ends_its_part_of_an_export(tmp_path, monkeypatch):
     export's slot is free again."""
     import webui.db.stores as stores_mod
 
-    monkeypatch.setattr(stores_mod, "STORE_EXPORT_LIMIT_S", 1.0)
+    monkeypatch.setattr(stores_mod, "STORE_EXPORT_LIMIT_S", 1.0, raising=False)
     live = copy_fixture("hermes-v22.db", tmp_path)
     folder = tmp_path / "archives"
     folder.mkdir()
@@ -191,7 +191,7 @@ def test_an_export_stops_working_when_its_client_is_gone(tmp_path, monkeypatch):
     import webui.db.stores as stores_mod
     from support.browser import LiveServer
 
-    monkeypatch.setattr(stores_mod, "STORE_EXPORT_LIMIT_S", 30.0)
+    monkeypatch.setattr(stores_mod, "STORE_EXPORT_LIMIT_S", 30.0, raising=False)
     live = copy_fixture("hermes-v22.db", tmp_path)
     folder = tmp_path / "archives"
     folder.mkdir()
