@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     cursors: dict[str, str] = {}
     try:
         for k, c in clients.items():  # warm-up: every page once (kept values made)
-            for name, url in PAGES:
+            for _name, url in PAGES:
                 if url is None:
                     body = json.loads(timed_get(c, "/sessions?source=telegram&format=json")[2])
                     cursors[k] = body["next"]

@@ -126,7 +126,23 @@ def build(parts: list[Part]) -> History:
             links.setdefault(parent, []).append(
                 (p.name, listing.Continuation(sid, end_reason, ended_at, started_at, last_active))
             )
+    if not split and len(parts) > 1:
+        split = _uneven(parts, links)
     return History(order, {k: tuple(v) for k, v in holders.items()}, links, split)
+
+
+def _uneven(parts: list[Part], links: dict[str, list[tuple[str, Any]]]) -> bool:
+    """A conversation also goes on across stores when a store holding one of its segments
+    lacks a continuation another store has (an older copy beside a longer one)."""
+    for parent, found in links.items():
+        kids = {c.id for _n, c in found}
+        given = {n for n, _c in found}
+        for p in parts:
+            if parent in p.compressed and (
+                p.name not in given or {c.id for n, c in found if n == p.name} != kids
+            ):
+                return True
+    return False
 
 
 _histories = keep.Shelf(8)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from webui.db import Logbook
 
 INSPECT_S = 2.0  # reading a file's catalogue
-SUMMARY_S = 20.0  # reading its figures (a few scans of its session rows)
+SUMMARY_S = 60.0  # reading its figures (a few scans of its session rows, in the background)
 SUMMARY_VERSION = 5
 
 

@@ -289,6 +289,8 @@ def workspaces():
         r["branch_figures"] = per_branch.get(r["workspace"], [])
         if len(stores) <= 1:
             del r["stores"]
+        else:
+            r["store"] = r["stores"][0]
     notice = (
         " ".join(x for x in (_missing(lb, "cwd", "git_repo_root"), _not_read(missing)) if x) or None
     )
@@ -314,6 +316,8 @@ def people():
         r["sources"] = sorted({n for n in (r.get("sources") or "").split(",") if n})
         if len(stores) <= 1:
             del r["stores"]
+        else:
+            r["store"] = r["stores"][0]
     notice = " ".join(x for x in (_missing(lb, "user_id"), _not_read(missing)) if x) or None
     if wants_json():
         return jsonify({"people": rows, "notice": notice})
