@@ -287,6 +287,7 @@ def test_a_file_replaced_under_logbook_is_read_again(tmp_path):
     damaged = tmp_path / "incoming.db"
     damaged.write_bytes((FIXTURES / "hermes-v11.db").read_bytes()[:4096] + b"\x00" * 4096)
     os.replace(damaged, target)
+    time.sleep(1.1)  # a file read is looked at again once a second at most
     assert store()["status"] == "error"
     body = client.get("/sessions?format=json").get_json()
     assert any("archive monthly" in m for m in body.get("missing_stores", []))
@@ -294,10 +295,12 @@ def test_a_file_replaced_under_logbook_is_read_again(tmp_path):
     other = tmp_path / "incoming2.db"
     shutil.copy(FIXTURES / "hermes-v8.db", other)
     os.replace(other, target)
+    time.sleep(1.1)
     assert store()["status"] == "ok" and store()["sessions"] == 122
     # Rewritten in place (same inode): read again too.
     with open(target, "r+b") as fh:
         fh.write(b"\x00" * 100)
+    time.sleep(1.1)
     assert store()["status"] == "error"
 
 

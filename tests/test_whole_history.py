@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import sqlite3
+import time
 import zipfile
 
 import pytest
@@ -485,6 +486,7 @@ def test_no_wal_or_shm_is_left_beside_archives_logbook_only_reads(tmp_path):
         "INSERT INTO sessions (id, source, started_at) VALUES ('late-one', 'cli', ?)", (NOW,)
     )
     writer.commit()
+    time.sleep(1.1)  # a file read is looked at again once a second at most
     try:
         rows = _pages(client, "/sessions?format=json&rows=all&limit=500&q=late-one")
         assert [r["id"] for r in rows] == ["late-one"]

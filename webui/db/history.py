@@ -25,13 +25,24 @@ if TYPE_CHECKING:
     from webui.db.stores import Store
 
 
-def kept_answer(book: Logbook, key: tuple, compute: Callable[[], Any]) -> Any:
+def kept_answer(book: Logbook, key: tuple, compute: Callable[[], Any], version: Any = None) -> Any:
     """``compute()`` for a read-only store's ``book`` (an archive, a replica), kept under
-    ``key`` until its file changes (its files' sizes and times): its part of a merged page is
-    read once, not on every request. Callers copy what they change in it."""
-    version = book.reader.data_version()
+    ``key`` until its file changes (its files' sizes and times; ``version``: the file's
+    signature as the store set last checked it, when it has one): its part of a merged page
+    is read once, not on every request. Callers copy what they change in it."""
+    if version is None:
+        version = book.reader.data_version()
     answers = book.sessions.keeper.shelf(512, name="answers")
-    return answers.get_or(key, version, compute, keep=not version.startswith("unknown"))
+    keep = not (isinstance(version, str) and version.startswith("unknown"))
+    return answers.get_or(key, version, compute, keep=keep)
+
+
+def store_answer(store: Store, key: tuple, compute: Callable[[], Any]) -> Any:
+    """kept_answer for a store: an archive's answers kept under its file's signature (the
+    store set checks it at most once a second, and reads a changed file again as a new
+    store), everything else under its data_version."""
+    signature = store.signature if store.kind == "archive" else None
+    return kept_answer(store.logbook, key, compute, signature)
 
 
 @dataclass
@@ -48,7 +59,11 @@ class Part:
 def part_of(store: Store) -> Part:
     if store.summary is not None:
         s = store.summary
-        return Part(store.name, s.id_set(), s.dangling, frozenset(s.compressed), s.links)
+        made = s.__dict__.get("_part")  # one per summary: a file standing still
+        if made is None or made.name != store.name:
+            made = Part(store.name, s.id_set(), s.dangling, frozenset(s.compressed), s.links)
+            s.__dict__["_part"] = made
+        return made
     lb = store.logbook
     assert lb is not None
 

@@ -112,7 +112,7 @@ class Summary:
         source at most), else None: no query needed."""
         if not _plain(q):
             return None
-        return dict(self.listed if q.conversations else self.every_row)
+        return self.listed if q.conversations else self.every_row  # read only, never changed
 
     def count_for(self, q: SessionQuery) -> int | None:
         facets = self.facets_for(q)

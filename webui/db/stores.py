@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 LIVE = "live"
 KINDS = ("live", "archive", "replica")
 RESCAN_S = 5.0
+# A file already read is checked for a change (a stat) at most this often.
+CHECK_S = 1.0
 # A request waits at most this long (and never past its deadline) for new files to be read.
 WAIT_S = 3.0
 ARCHIVE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
@@ -60,7 +62,7 @@ class ReadOnlyStore(LogbookDBError):
     status = 403
 
 
-@dataclass
+@dataclass(eq=False)  # one store is itself: compared by identity (pages test membership a lot)
 class Store:
     name: str
     kind: str  # live / archive / replica
@@ -156,6 +158,7 @@ class StoreSet:
         self._todo: dict[Path, tuple[Path, tuple]] = {}  # files to read: (path, signature)
         self._reading = False
         self._scan = keep.Every(RESCAN_S)
+        self._check = keep.Every(CHECK_S)
         self.live_schema: int | None = None
         self.inspections = 0  # files read so far (tests: a file standing still is read once)
         self._to_warm: list[Store] = []
@@ -170,7 +173,7 @@ class StoreSet:
         with self._lock:
             if self._scan.due():
                 self._rescan()
-            else:
+            elif self._check.due():
                 self._recheck()
             if self._todo:
                 self._start_reading()
@@ -198,6 +201,7 @@ class StoreSet:
     def rescan_now(self) -> None:
         with self._lock:
             self._scan.now()
+            self._check.now()
 
     def _recheck(self) -> None:
         """Under the lock, between rescans: has a file read already changed (a copy over it,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webui.db import BadRequest, LogbookDBError, SessionQuery
-from webui.db.history import History, history_of, kept_answer, walk_across
+from webui.db.history import History, history_of, store_answer, walk_across
 from webui.db.sessions import encode_cursor, parse_day
 from webui.db.stores import LIVE, Store
 from webui.hermes import listing
@@ -129,22 +129,23 @@ def _asked(store: Store, q: SessionQuery, what: str, compute):
     """A store's answer: computed for the live file, kept while an archive stands still."""
     if store.kind == LIVE:
         return compute()
-    return kept_answer(store.logbook, (what, repr(q)), compute)
+    return store_answer(store, (what, repr(q)), compute)
 
 
 def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> StorePage:
     """One merged page of the list over ``stores`` (readable ones, live first)."""
     cursors = decode(q.after)
     whole = replace(q, after=None)
-    answered = list(stores)
+    answered = {s.name: s for s in stores}  # the stores that answered so far (by name)
     books = {s.name: s.logbook for s in stores}
     facets: dict[str, int] = {}
     matching = [s for s in stores if may_match(s, whole)]
+    matched = {s.name for s in matching}
     for s in stores:
         if s.kind != LIVE and short_of_time():
             _fail(s, OUT_OF_TIME, missing, answered)
             continue
-        if s not in matching and s.summary is not None and not (q.sources or q.narrow.source):
+        if s.name not in matched and s.summary is not None and not (q.sources or q.narrow.source):
             for src in s.summary.sources:  # nothing of it matches: its sources with none
                 facets.setdefault(src, 0)
             continue
@@ -173,19 +174,19 @@ def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> Stor
         folded += passed
         if finished or len(page) >= q.limit:
             break
-    names = [s.name for s in answered]
+    names = list(answered)
     if q.conversations and history.split:
         _whole_conversations(page, history, books, names, missing)
-    counts, copies = _counts(whole, matching, answered, history, missing)
+    counts, copies = _counts(whole, matched, answered, history, missing)
     return StorePage(
         page,
         None if finished else encode(cursors),
         dict(sorted(facets.items(), key=lambda kv: (-kv[1], kv[0]))),
         folded,
         missing,
-        {s.name: counts.get(s.name, 0) for s in answered},
+        {name: counts.get(name, 0) for name in answered},
         copies,
-        names,
+        list(answered),
     )
 
 
@@ -197,7 +198,7 @@ def _round_of(
     cursors: dict[str, Any],
     needed: int,
     matching: list[Store],
-    answered: list[Store],
+    answered: dict[str, Store],
     history: History,
     missing: list[str],
 ) -> tuple[list[dict[str, Any]], dict[str, Any], bool, int]:
@@ -218,14 +219,16 @@ def _round_of(
     fetched: list[dict[str, Any]] = []
     more: dict[str, bool] = {}
     keys: list[tuple] = []  # of the rows fetched that are not copies (as far as known)
+    worst, len_sorted = None, -1
     for s in first + rest:
         state = cursors.get(s.name)
-        if state == DONE or s not in answered:
+        if state == DONE or s.name not in answered:
             continue
         if s.kind != LIVE and short_of_time():
             _fail(s, OUT_OF_TIME, missing, answered)
             continue
-        worst = _worst(keys, needed, q) if len(keys) > needed else None
+        if len(keys) >= needed and len(keys) != len_sorted:
+            worst, len_sorted = _worst(keys, needed, q), len(keys)
         if _beyond(s, q, worst):
             continue  # not asked: its cursor stays where it was
         asked = replace(q, after=state)
@@ -243,7 +246,7 @@ def _round_of(
             if not history.is_copy(s.name, str(r.get("_sort_id", r["id"])), every):
                 keys.append(order_key(r.get("_sort_key")))
         fetched.extend(rows)
-    names = [s.name for s in answered]
+    names = list(answered)
     for r in fetched:
         r["_copy"] = history.is_copy(r["_src"], str(r.get("_sort_id", r["id"])), names)
     rank = {s.name: i for i, s in enumerate(matching)}
@@ -278,41 +281,41 @@ def _round_of(
     # A store not asked for want of time is asked again on the next page (its cursor stays).
     later = {line.split(": ", 1)[0] for line in missing if line.endswith(OUT_OF_TIME)}
     pending = [
-        s for s in matching if (s in answered or s.name in later) and new.get(s.name) != DONE
+        s for s in matching if (s.name in answered or s.name in later) and new.get(s.name) != DONE
     ]
     finished = not pending and walked >= len(fetched)
     return page, new, finished, passed
 
 
 def _worst(keys: list[tuple], needed: int, q: SessionQuery) -> tuple:
-    """The key of the page's last place among the rows fetched so far."""
+    """The key of the page's last place among the rows fetched so far: a store whose every
+    row sorts after it cannot put one on this page."""
     ordered = sorted(keys, reverse=q.descending)
-    return ordered[needed]
+    return ordered[needed - 1]
 
 
-def _fail(store: Store, exc: Any, missing: list[str], answered: list[Store]) -> None:
+def _fail(store: Store, exc: Any, missing: list[str], answered: dict[str, Store]) -> None:
     message = exc.message if isinstance(exc, LogbookDBError) else str(exc)
     line = f"{store.name}: {message}"
     if line not in missing:
         missing.append(line)
-    if store in answered:
-        answered.remove(store)
+    answered.pop(store.name, None)
 
 
 def _counts(
     q: SessionQuery,
-    matching: list[Store],
-    answered: list[Store],
+    matched: set[str],
+    answered: dict[str, Store],
     history: History,
     missing: list[str],
 ) -> tuple[dict[str, int], int]:
     """Each store's matching rows, and how many of them are copies of a session an earlier
     store that answered holds (counted among the copies' ids only: none in most stores)."""
-    names = [s.name for s in answered]
+    names = list(answered)
     counts: dict[str, int] = {}
     copies = 0
-    for s in list(answered):
-        if s not in matching:
+    for s in list(answered.values()):
+        if s.name not in matched:
             counts[s.name] = 0
             continue
         known = s.summary.count_for(q) if s.summary is not None else None
@@ -327,8 +330,8 @@ def _counts(
             )
             dup = history.copies_in(s.name, names)
             if dup:
-                copies += kept_answer(
-                    s.logbook,
+                copies += store_answer(
+                    s,
                     ("copies", repr(q), len(dup), hash(tuple(dup))),
                     lambda s=s, dup=dup: s.logbook.sessions.count_among(q, dup),
                 )

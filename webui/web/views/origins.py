@@ -7,8 +7,9 @@ import sqlite3
 from flask import Blueprint, abort, g, jsonify, redirect, url_for
 from htmx_flask import request
 
+from webui import keep
 from webui.db import BadRequest, LogbookDBError, get_logbook, live_logbook
-from webui.db.history import history_of, kept_answer
+from webui.db.history import history_of, store_answer
 from webui.db.origins import PAGE as CHATS_PAGE
 from webui.db.sql import decode_cursor, encode_cursor
 from webui.db.stores import LIVE
@@ -59,8 +60,7 @@ def _merged_chats(stores, after: str | None, missing: list[str]):
     """Every chat of every store as one row: its sessions in all stores added up (each
     store's copies of an earlier store's sessions left out), first and last activity
     widened, the stores named; most recently active first, paged by (last activity, key)."""
-    groups = _groups(stores, "all_chats", missing)
-    rows = merge_groups(groups, "session_key", ())
+    rows = _merged(stores, "all_chats", "session_key", (), missing)
     for r in rows:
         r["store"] = r["stores"][0]
     rows.sort(key=lambda r: (-(r.get("last_active") or 0), r["session_key"]))
@@ -105,16 +105,25 @@ def _groups(stores, what: str, missing: list[str]) -> list[tuple[str, list[dict]
             if s.kind == "live" and not dup:
                 rows = book.sessions.shared(f"{what}-whole", compute)
             else:
-                rows = kept_answer(book, (what, len(dup), hash(tuple(dup))), compute)
+                rows = store_answer(s, (what, len(dup), hash(tuple(dup))), compute)
         except (LogbookDBError, sqlite3.Error) as exc:
             message = exc.message if isinstance(exc, LogbookDBError) else str(exc)
             missing.append(f"{s.name}: {message}")
             continue
-        if isinstance(rows, dict):  # branches: per workspace
-            out.append((s.name, {k: [dict(b) for b in v] for k, v in rows.items()}))
-        else:
-            out.append((s.name, [dict(r) for r in rows]))
+        out.append((s.name, rows))  # kept values: read, never changed here
     return out
+
+
+_merged_groups = keep.Shelf(16)
+
+
+def _merged(stores, what: str, key: str, joined: tuple[str, ...], missing: list[str]):
+    """merge_groups of every store's groups, kept while every store's part is the same kept
+    value (copies handed out: the page changes its rows)."""
+    groups = _groups(stores, what, missing)
+    mark = tuple((name, id(rows), len(rows)) for name, rows in groups)
+    rows = _merged_groups.get_or((what, mark), mark, lambda: merge_groups(groups, key, joined))
+    return [{**r, "stores": list(r["stores"])} for r in rows]
 
 
 def _not_read(missing: list[str]) -> str | None:
@@ -260,17 +269,18 @@ def workspaces():
     # Both scan every session row (no index holds cwd): shared like the list's facets
     # (80 ms each on 200,000 sessions).
     if len(stores) > 1:
-        per_store = _groups(stores, "workspaces", missing)
+        rows = _merged(stores, "workspaces", "workspace", ("branches",), missing)
         branch_parts = [b for _n, b in _groups(stores, "branches", missing)]
     else:
         per_store = [
             (LIVE, [dict(r) for r in lb.sessions.shared("workspaces", lb.origins.workspaces)])
         ]
+        rows = merge_groups(per_store, "workspace", ("branches",))
         branch_parts = [lb.sessions.shared("branches", lb.origins.branches)]
     per_branch: dict[str, list[dict]] = {}
     for part in branch_parts:
         for ws, branches in part.items():
-            merged_branches = {b["branch"]: dict(b) for b in per_branch.get(ws, [])}
+            merged_branches = {b["branch"]: b for b in per_branch.get(ws, [])}
             for b in branches:
                 had = merged_branches.get(b["branch"])
                 if had is None:
@@ -281,7 +291,6 @@ def workspaces():
             per_branch[ws] = sorted(
                 merged_branches.values(), key=lambda b: (-b["sessions"], b["branch"])
             )
-    rows = merge_groups(per_store, "workspace", ("branches",))
     rows.sort(key=lambda r: -(r.get("last_active") or 0))
     rows = rows[:500]
     for r in rows:
@@ -305,10 +314,10 @@ def people():
     stores = _stores()
     missing: list[str] = []
     if len(stores) > 1:
-        per_store = _groups(stores, "people", missing)
+        rows = _merged(stores, "people", "user_id", ("names", "sources"), missing)
     else:
         per_store = [(LIVE, [dict(r) for r in lb.sessions.shared("people", lb.origins.people)])]
-    rows = merge_groups(per_store, "user_id", ("names", "sources"))
+        rows = merge_groups(per_store, "user_id", ("names", "sources"))
     rows.sort(key=lambda r: (-(r.get("cost") or 0), -(r.get("sessions") or 0)))
     rows = rows[:500]
     for r in rows:

@@ -22,7 +22,7 @@ from typing import Any
 
 from webui.db import LogbookDBError, SearchFilters
 from webui.db import bm25 as bm
-from webui.db.history import history_of, kept_answer
+from webui.db.history import history_of, store_answer
 from webui.db.search import MAX_RESULTS, PAGE_SIZE, RANK_CAP, SearchResult, Way, resolve
 from webui.db.stores import LIVE, Store
 from webui.hermes.search import Plan, plan
@@ -57,10 +57,10 @@ def facts(book) -> dict:
 
 
 def _ask(part_or_store, key: tuple, compute):
+    """A store's answer, kept until its file changes (for the live file: until the next
+    commit to it, SQLite's data_version; beside a writing gateway, read afresh)."""
     store = part_or_store.store if isinstance(part_or_store, Part) else part_or_store
-    if store.kind == LIVE:
-        return compute()
-    return kept_answer(store.logbook, key, compute)
+    return store_answer(store, key, compute)
 
 
 def search_stores(
@@ -71,12 +71,13 @@ def search_stores(
     names = [s.name for s in stores]
     parts: list[Part] = []
     first_plan: Plan | None = None
+    plans: dict[tuple, Plan] = {}  # one plan per kind of store (its indexes, its dialect)
     for s in stores:
         if s.kind != LIVE and short_of_time():
             _missing(missing, s, OUT_OF_TIME)
             continue
         try:
-            parts.append(_part(s, query, f, history.copies_in(s.name, names)))
+            parts.append(_part(s, query, f, history.copies_in(s.name, names), plans))
         except (LogbookDBError, sqlite3.Error) as exc:
             _missing(missing, s, exc)
         else:
@@ -120,9 +121,15 @@ def _missing(missing: list[str], store: Store, exc: Any) -> None:
         missing.append(line)
 
 
-def _part(s: Store, query: str, f: SearchFilters, copies: list[str]) -> Part:
+def _part(
+    s: Store, query: str, f: SearchFilters, copies: list[str], plans: dict[tuple, Plan]
+) -> Part:
     book = s.logbook
-    p = plan(query, **facts(book))
+    known = facts(book)
+    mark = tuple(sorted(known.items()))
+    p = plans.get(mark)
+    if p is None:
+        p = plans[mark] = plan(query, **known)
     notices = list(p.notices)
     fs = replace(f, exclude_sessions=tuple(copies))
     if p.route == "none":

@@ -27,6 +27,8 @@ from webui.db.stores import Store
 from webui.web.stores import OUT_OF_TIME, short_of_time
 
 _merged = keep.Shelf(16)
+# The live report with its rows labelled, kept while the report itself is (by identity).
+_first_labelled = keep.Shelf(8, identity=True)
 
 
 def _windows(q: StatsQuery) -> list[tuple[float | None, float | None]]:
@@ -62,7 +64,10 @@ def whole_report(
     readable = [s for s in stores if s.logbook is not None]
     history = history_of(readable)
     names = [s.name for s in readable]
-    reports = [_labelled(live_report, stores[0].name)]
+    first = _first_labelled.get_or(
+        id(live_report), live_report, lambda: _labelled(live_report, stores[0].name)
+    )
+    reports = [first]
     rows = [{"store": stores[0].name, "kind": stores[0].kind, "totals": live_report["totals"]}]
     budget = [float(current_app.config["LOGBOOK_ROLLUP_BUDGET"])]
     for s in stores[1:]:
@@ -117,7 +122,7 @@ def _store_report(s: Store, q: StatsQuery, build, budget: list[float]) -> dict[s
     asked = (q.period, q.since, q.until, q.sources, q.models, q.lineage, q.cost_by, q.tz)
     when = "inside" if _inside(s, q) else int(q.now // 60)
     key = ("stats", repr(asked), q.archived, q.exclude, when)
-    version = lb.reader.data_version()
+    version = s.signature if s.kind == "archive" and s.signature else lb.reader.data_version()
     answers = lb.sessions.keeper.shelf(512, name="answers")
     hit = answers.get(key, version)
     if hit is not None:
@@ -127,7 +132,7 @@ def _store_report(s: Store, q: StatsQuery, build, budget: list[float]) -> dict[s
     budget[0] = max(0.0, budget[0] - (time.monotonic() - t0))
     report = _labelled(report, s.name)
     report["as_of"] = time.time()
-    if report["coverage"]["complete"] and not version.startswith("unknown"):
+    if report["coverage"]["complete"] and not str(version).startswith("unknown"):
         answers.put(key, report, version)
     return report
 

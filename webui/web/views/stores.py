@@ -5,7 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, current_app, jsonify
 
 from webui.db import live_logbook
-from webui.web.stores import archive_dirs, kept_answer, request_stores
+from webui.db.history import store_answer
+from webui.web.stores import archive_dirs, request_stores
 from webui.web.views import refuse_unknown, render_page, wants_json
 
 bp = Blueprint("stores", __name__)
@@ -16,7 +17,7 @@ def index():
     refuse_unknown({"store"})
     # An archive's figures are read once while its file stands still (webui.web.stores).
     stores = [
-        dict(kept_answer(s.logbook, ("facts",), s.facts))
+        dict(store_answer(s, ("facts",), s.facts))
         if s.kind == "archive" and s.logbook is not None
         else s.facts()
         for s in request_stores(live_logbook())
