@@ -216,7 +216,10 @@ def _round_of(
     # Stores that may hold the page's best rows first: the others are then often not asked.
     rest.sort(key=best_of, reverse=q.descending)
     every = [s.name for s in matching]
-    fetched: list[dict[str, Any]] = []
+    rank = {s.name: i for i, s in enumerate(matching)}
+    # (sort key, store, row) for every row fetched: an archive's rows are its kept answer,
+    # read and never changed; only the rows shown are copied.
+    fetched: list[tuple[tuple, str, dict[str, Any]]] = []
     more: dict[str, bool] = {}
     keys: list[tuple] = []  # of the rows fetched that are not copies (as far as known)
     worst, len_sorted = None, -1
@@ -239,36 +242,31 @@ def _round_of(
         except (LogbookDBError, sqlite3.Error) as exc:
             _fail(s, exc, missing, answered)
             continue
-        rows = [dict(r) for r in rows] if s.kind != LIVE else rows
         more[s.name] = nxt is not None
         for r in rows:
-            r["store"] = r["_src"] = s.name
+            k = order_key(r.get("_sort_key"))
             if not history.is_copy(s.name, str(r.get("_sort_id", r["id"])), every):
-                keys.append(order_key(r.get("_sort_key")))
-        fetched.extend(rows)
+                keys.append(k)
+            fetched.append(((k, -rank[s.name], str(r["_sort_id"])), s.name, r))
     names = list(answered)
-    for r in fetched:
-        r["_copy"] = history.is_copy(r["_src"], str(r.get("_sort_id", r["id"])), names)
-    rank = {s.name: i for i, s in enumerate(matching)}
-    fetched.sort(
-        key=lambda r: (order_key(r.get("_sort_key")), -rank[r["_src"]], str(r["_sort_id"])),
-        reverse=q.descending,
-    )
-    left = {name: sum(1 for r in fetched if r["_src"] == name) for name in more}
+    fetched.sort(key=lambda x: x[0], reverse=q.descending)
+    left = dict.fromkeys(more, 0)
+    for _k, name, _r in fetched:
+        left[name] += 1
     page: list[dict[str, Any]] = []
     consumed: dict[str, dict[str, Any]] = {}
     passed = walked = 0
-    for r in fetched:
+    for _k, name, r in fetched:
         if len(page) >= needed:
             break
         walked += 1
-        consumed[r["_src"]] = r
-        left[r["_src"]] -= 1
-        if r["_copy"]:
+        consumed[name] = r
+        left[name] -= 1
+        if history.is_copy(name, str(r.get("_sort_id", r["id"])), names):
             passed += 1
         else:
-            page.append(r)
-        if left[r["_src"]] == 0 and more[r["_src"]]:
+            page.append({**r, "store": name, "_src": name})
+        if left[name] == 0 and more[name]:
             break  # its next rows, not given yet, may come before the rest
     new = {k: v for k, v in cursors.items() if k in rank}
     for name in more:

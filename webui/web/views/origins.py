@@ -114,14 +114,20 @@ def _groups(stores, what: str, missing: list[str]) -> list[tuple[str, list[dict]
     return out
 
 
+# The merged rows of chats, people and workspaces, kept while every store's part is the same
+# kept value (pages read them, never change them).
 _merged_groups = keep.Shelf(16)
 
 
+def _mark(groups) -> tuple:
+    return tuple((name, id(rows), len(rows)) for name, rows in groups)
+
+
 def _merged(stores, what: str, key: str, joined: tuple[str, ...], missing: list[str]):
-    """merge_groups of every store's groups, kept while every store's part is the same kept
-    value (copies handed out: the page changes its rows)."""
+    """merge_groups of every store's groups, kept (copies handed out: the page changes its
+    rows)."""
     groups = _groups(stores, what, missing)
-    mark = tuple((name, id(rows), len(rows)) for name, rows in groups)
+    mark = _mark(groups)
     rows = _merged_groups.get_or((what, mark), mark, lambda: merge_groups(groups, key, joined))
     return [{**r, "stores": list(r["stores"])} for r in rows]
 
@@ -269,16 +275,32 @@ def workspaces():
     # Both scan every session row (no index holds cwd): shared like the list's facets
     # (80 ms each on 200,000 sessions).
     if len(stores) > 1:
-        rows = _merged(stores, "workspaces", "workspace", ("branches",), missing)
-        branch_parts = [b for _n, b in _groups(stores, "branches", missing)]
+        groups = _groups(stores, "workspaces", missing)
+        branches = _groups(stores, "branches", missing)
+        mark = _mark(groups) + _mark(branches)
+        rows = _merged_groups.get_or(
+            ("workspaces", mark), mark, lambda: _workspace_rows(groups, branches, True)
+        )
     else:
-        per_store = [
-            (LIVE, [dict(r) for r in lb.sessions.shared("workspaces", lb.origins.workspaces)])
-        ]
-        rows = merge_groups(per_store, "workspace", ("branches",))
-        branch_parts = [lb.sessions.shared("branches", lb.origins.branches)]
+        rows = _workspace_rows(
+            [(LIVE, lb.sessions.shared("workspaces", lb.origins.workspaces))],
+            [(LIVE, lb.sessions.shared("branches", lb.origins.branches))],
+            False,
+        )
+    notice = (
+        " ".join(x for x in (_missing(lb, "cwd", "git_repo_root"), _not_read(missing)) if x) or None
+    )
+    if wants_json():
+        return jsonify({"workspaces": rows, "notice": notice})
+    return render_page("workspaces.html", {}, rows=rows, notice=notice)
+
+
+def _workspace_rows(groups, branch_parts, several: bool) -> list[dict]:
+    """The workspaces page's rows from each store's groups and branches (new rows: the
+    stores' kept values are read, never changed)."""
+    rows = merge_groups(groups, "workspace", ("branches",))
     per_branch: dict[str, list[dict]] = {}
-    for part in branch_parts:
+    for _name, part in branch_parts:
         for ws, branches in part.items():
             merged_branches = {b["branch"]: b for b in per_branch.get(ws, [])}
             for b in branches:
@@ -296,16 +318,11 @@ def workspaces():
     for r in rows:
         r["branches"] = sorted({b for b in (r.get("branches") or "").split(",") if b})
         r["branch_figures"] = per_branch.get(r["workspace"], [])
-        if len(stores) <= 1:
-            del r["stores"]
-        else:
+        if several:
             r["store"] = r["stores"][0]
-    notice = (
-        " ".join(x for x in (_missing(lb, "cwd", "git_repo_root"), _not_read(missing)) if x) or None
-    )
-    if wants_json():
-        return jsonify({"workspaces": rows, "notice": notice})
-    return render_page("workspaces.html", {}, rows=rows, notice=notice)
+        else:
+            del r["stores"]
+    return rows
 
 
 @bp.get("/people")
@@ -314,20 +331,26 @@ def people():
     stores = _stores()
     missing: list[str] = []
     if len(stores) > 1:
-        rows = _merged(stores, "people", "user_id", ("names", "sources"), missing)
+        groups = _groups(stores, "people", missing)
+        mark = _mark(groups)
+        rows = _merged_groups.get_or(("people", mark), mark, lambda: _people_rows(groups, True))
     else:
-        per_store = [(LIVE, [dict(r) for r in lb.sessions.shared("people", lb.origins.people)])]
-        rows = merge_groups(per_store, "user_id", ("names", "sources"))
+        rows = _people_rows([(LIVE, lb.sessions.shared("people", lb.origins.people))], False)
+    notice = " ".join(x for x in (_missing(lb, "user_id"), _not_read(missing)) if x) or None
+    if wants_json():
+        return jsonify({"people": rows, "notice": notice})
+    return render_page("people.html", {}, rows=rows, notice=notice)
+
+
+def _people_rows(groups, several: bool) -> list[dict]:
+    rows = merge_groups(groups, "user_id", ("names", "sources"))
     rows.sort(key=lambda r: (-(r.get("cost") or 0), -(r.get("sessions") or 0)))
     rows = rows[:500]
     for r in rows:
         r["names"] = sorted({n for n in (r.get("names") or "").split(",") if n})
         r["sources"] = sorted({n for n in (r.get("sources") or "").split(",") if n})
-        if len(stores) <= 1:
-            del r["stores"]
-        else:
+        if several:
             r["store"] = r["stores"][0]
-    notice = " ".join(x for x in (_missing(lb, "user_id"), _not_read(missing)) if x) or None
-    if wants_json():
-        return jsonify({"people": rows, "notice": notice})
-    return render_page("people.html", {}, rows=rows, notice=notice)
+        else:
+            del r["stores"]
+    return rows

@@ -68,7 +68,9 @@ def whole_report(
         id(live_report), live_report, lambda: _labelled(live_report, stores[0].name)
     )
     reports = [first]
-    rows = [{"store": stores[0].name, "kind": stores[0].kind, "totals": live_report["totals"]}]
+    rows = [
+        {"store": stores[0].name, "kind": stores[0].kind, "totals": _share(live_report["totals"])}
+    ]
     budget = [float(current_app.config["LOGBOOK_ROLLUP_BUDGET"])]
     for s in stores[1:]:
         if s.logbook is None:
@@ -91,7 +93,7 @@ def whole_report(
             missing.append(f"{s.name}: {message}")
             continue
         reports.append(report)
-        rows.append({"store": s.name, "kind": s.kind, "totals": report["totals"]})
+        rows.append({"store": s.name, "kind": s.kind, "totals": _share(report["totals"])})
     mark = tuple((id(r), r.get("as_of")) for r in reports)
     whole = _merged.get_or(mark, mark, lambda: merge(reports))
     copies = sum(len(history.copies_in(s.name, names)) for s in readable[1:])
@@ -135,6 +137,14 @@ def _store_report(s: Store, q: StatsQuery, build, budget: list[float]) -> dict[s
     if report["coverage"]["complete"] and not str(version).startswith("unknown"):
         answers.put(key, report, version)
     return report
+
+
+SHARE = ("sessions", "messages", "total_tokens", "cost_usd", "api_calls", "tool_calls")
+
+
+def _share(totals: dict[str, Any]) -> dict[str, Any]:
+    """A store's share of the period, as the page lists it."""
+    return {k: totals.get(k) for k in SHARE}
 
 
 def _zero() -> dict[str, Any]:
