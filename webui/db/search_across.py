@@ -84,8 +84,8 @@ class Across:
         hits are tested as a filter on the phrase's own scan (``+rowid``): passed to FTS5 as
         constraints, each would make it count the phrase's rows again."""
         hits = self.r.scalar(f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ?", [phrase])
-        if scores is not None:
-            return hits, scores
+        if scores is not None or not ids:
+            return hits, scores or {}
         rows = self.r.rows(
             f"SELECT rowid AS id, bm25({table}) AS score FROM {table} WHERE {table} MATCH ? "
             "AND +rowid IN (SELECT value FROM json_each(?))",

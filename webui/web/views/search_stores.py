@@ -217,13 +217,17 @@ def _ranked(parts: list[Part], depth: int) -> list[tuple[Part, dict[str, Any]]]:
     live = [p for p in parts if p.n and p.rows]
     if not live:
         return []
+    table = live[0].way.table
+    # Every store searched from an index of this kind counts in the statistics, hits or
+    # not: the one file they make holds its rows too.
+    indexed = [p for p in parts if p.way.route == "fts" and p.way.table == table]
     phrase_list = bm.phrases(live[0].way.expression)
     same = phrase_list is not None and all(
-        bm.phrases(p.way.expression) == phrase_list and not p.way.literal for p in live
+        bm.phrases(p.way.expression) == phrase_list and not p.way.literal for p in indexed
     )
     for _round in range(ROUNDS):
         try:
-            stats = _statistics(live, phrase_list) if same and not short_of_time() else None
+            stats = _statistics(indexed, phrase_list) if same and not short_of_time() else None
         except (LogbookDBError, sqlite3.Error):
             stats = None  # each store's own scores, then
         scored: list[tuple[float, int, Any, Part, dict]] = []
@@ -265,7 +269,7 @@ def _statistics(parts: list[Part], phrase_list: list[str]):
 
 def _part_statistics(p: Part, phrase_list: list[str]):
     table, expression, search = p.way.table, p.way.expression, p.book.search
-    ids = [r["id"] for r in p.rows]
+    ids = [r["id"] for r in p.rows]  # none for a store without hits: its figures only
     mark = (len(ids), hash(tuple(ids)))
     figures = _ask(p, ("bm25-index", table), lambda: search.index_figures(table))
     if figures is None:
