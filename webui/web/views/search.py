@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
 from flask import Blueprint, current_app, g, jsonify, redirect, request, url_for
 
@@ -14,7 +13,7 @@ from webui.hermes.search import plan, query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
 from webui.web.limits import search_slot
 from webui.web.profiles import merged_logbooks
-from webui.web.stores import find_session, kept_answer, readable, request_stores, unreadable
+from webui.web.stores import find_session, readable, request_stores, unreadable
 from webui.web.views import render_page, wants_json
 from webui.web.views.search_stores import search_stores
 from webui.workclass import is_heavy
@@ -62,42 +61,22 @@ def _plan(book, query: str):
 
 
 def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "profile"):
-    """Each database's own ranked page, interleaved (rank 1 of each, then rank 2, …): scores
-    from different databases are not comparable, positions are. Across stores (``label``
-    "store") a hit in a session that an earlier store also holds (an old backup beside the
-    live file) is left out, and the notice says how many were."""
+    """Each profile's own ranked page, interleaved (rank 1 of each, then rank 2, …): the
+    profiles are separate histories, so their ranks are set side by side, not compared. (The
+    stores of one history rank as one: webui.web.views.search_stores.)"""
     books = books if books is not None else merged_logbooks(current_app)
     per: list[list[dict]] = []
     total, capped, more, notices, searched, p = 0, False, False, [], query, None
-    folded = 0
     for i, (name, book) in enumerate(books):
         try:
             p = _plan(book, query)
-            if i and label == "store":
-                # An archive's or replica's hits: kept while its file stands still.
-                res, searched = kept_answer(
-                    book,
-                    ("search", query, repr(f), page),
-                    lambda book=book, p=p: run(book.search, p, f, page),
-                )
-                res = replace(res, rows=[dict(r) for r in res.rows])
-            else:
-                res, searched = run(book.search, p, f, page)
+            res, searched = run(book.search, p, f, page)
         except LogbookDBError as exc:
             if not i:
                 raise
-            # An archive or replica that is slow, locked or gone: named, the others shown.
             notices.append(f"{name} was not searched: {exc.message}")
             continue
         rows = res.rows
-        if label == "store" and i:
-            ids = list({r["session_id"] for r in rows})
-            earlier: set[str] = set()
-            for _before, other in books[:i]:
-                earlier |= other.sessions.existing(ids)
-            kept = [r for r in rows if r["session_id"] not in earlier]
-            folded += len(rows) - len(kept)
-            rows = kept
         complete_snippets(rows)
         for row in rows:
             row[label] = name
@@ -108,11 +87,6 @@ def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "p
         notices += [
             n if n.startswith(name) else f"{name}: {n}" for n in res.notices if n not in notices
         ]
-    if folded:
-        notices.append(
-            f"{folded} hit{'s' if folded != 1 else ''} in copies of sessions already shown "
-            "from another store left out."
-        )
     rows = [r for group in itertools.zip_longest(*per) for r in group if r is not None]
     result = SearchResult(rows, total, capped, False, more, list(dict.fromkeys(notices)))
     return result, searched, p
