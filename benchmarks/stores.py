@@ -271,11 +271,15 @@ def main(argv: list[str] | None = None) -> int:
         "list's counts and source menu come from the summaries; every answer of an archive is "
         "kept under its signature (read once while the file stands still) and the list copies "
         "only the rows it shows. Search counts each store's hits in one query and asks only "
-        "stores with hits for their best ones and what their bm25 is made of. Each archive's "
+        "stores with hits for their best ones; the figures bm25 needs (each store's rows and "
+        "tokens, each phrase's rows) are kept per store while its file stands still. Each "
+        "archive's "
         "statistics rollup is read in the background; its reports, the whole history's report "
         "and the merged chats, people and workspaces are kept while their parts are. What "
         "grows with the number of files is Python's walk over the stores on every page (about "
-        "40 µs a store: a stat a second, the summaries' tests, the kept answers' lookups).",
+        "20 to 40 µs a store: a stat a second, the summaries' tests, the kept answers' "
+        "lookups). Chats, people and workspaces of the whole history hold more rows than the "
+        "live file's alone, and their pages grow with them.",
         "",
         "Open descriptors at the end: "
         + ", ".join(f"{k} {v}" for k, v in descriptors.items())
