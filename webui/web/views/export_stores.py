@@ -15,7 +15,8 @@ format's readers tolerate:
 * HTML: an HTML comment and a paragraph after the page;
 * a Markdown transcript: a last paragraph, quoted.
 
-A client that goes away stops the export between two sessions (its slot is given back)."""
+A client that goes away stops the export before its next batch of sessions (its slot is
+given back)."""
 
 from __future__ import annotations
 
