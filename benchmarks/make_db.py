@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--text-scale", type=float, default=TEXT_SCALE)
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument(
+        "--schema", type=int, default=11, choices=(11, 22), help="Hermes's schema to write"
+    )
+    ap.add_argument(
         "--now",
         type=float,
         default=None,
@@ -76,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         long_session_messages=args.long_session,
         text_scale=args.text_scale,
         progress=progress,
+        schema=args.schema,
     )
     size = os.path.getsize(out)
     facts = {
@@ -85,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         "long_session_id": info.long_session_id,
         "text_scale": args.text_scale,
         "seed": args.seed,
+        "schema": args.schema,
         "now": now,
         "bytes": size,
         "build_seconds": info.seconds,

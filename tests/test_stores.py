@@ -144,6 +144,16 @@ def test_a_session_in_an_archive_opens_read_only_and_refuses_changes(history):
     assert not sql(live, "SELECT 1 FROM sessions WHERE id = ?", (sid,))
 
 
+def _jsonl_ids(text: str) -> list[str]:
+    """The session ids of a JSONL export; its last line, when the export could not read every
+    store, is the note saying so (here: the broken file among the archives)."""
+    records = [json.loads(line) for line in text.splitlines() if line]
+    if records and "logbook_export_incomplete" in records[-1]:
+        note = records.pop()["logbook_export_incomplete"]
+        assert any(m.startswith("archive broken:") for m in note["missing"]), note
+    return [r["id"] for r in records]
+
+
 def _fts_hits(db: Path, word: str) -> set[int]:
     return {
         r[0] for r in sql(db, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (word,))
@@ -173,19 +183,34 @@ def test_search_spans_stores_and_leaves_out_hits_in_copies(history):
     assert {h.get("store", "live") for h in only["results"]} == {"live"}
 
 
-def test_stats_name_every_store_and_open_one(history):
+def test_stats_are_one_report_for_the_whole_history_with_each_store_below(history):
+    """The headline covers every store (the backup, a copy of the live file, adds nothing);
+    each store's share is listed below; one store opens on its own."""
     live, folder, _app, client = history
     body = client.get("/stats?period=all&format=json").get_json()
     rows = {r["store"]: r for r in body["stores"]}
-    assert rows["live"]["totals"]["sessions"] == body["totals"]["sessions"]
     laptop = sql(folder / "old-laptop.db", "SELECT COUNT(*) FROM sessions")[0][0]
-    assert rows["archive old-laptop"]["totals"]["sessions"] <= laptop
-    assert rows["archive old-laptop"]["totals"]["sessions"] > 0
+    monthly = sql(folder / "hermes-archive-2025-01.db", "SELECT COUNT(*) FROM sessions")[0][0]
+    mine = sql(live, "SELECT COUNT(*) FROM sessions")[0][0]
+    assert rows["live"]["totals"]["sessions"] == mine
+    assert rows["archive old-laptop"]["totals"]["sessions"] == laptop
+    assert rows["archive backup"]["totals"]["sessions"] == 0  # every session a copy
+    assert body["totals"]["sessions"] == mine + laptop + monthly
+    assert body["totals"]["sessions"] == sum(
+        (r["totals"] or {}).get("sessions", 0) for r in body["stores"]
+    )
+    messages = sum(
+        sql(db, "SELECT COALESCE(SUM(message_count), 0) FROM sessions")[0][0]
+        for db in (live, folder / "old-laptop.db", folder / "hermes-archive-2025-01.db")
+    )
+    assert body["totals"]["messages"] == messages
+    assert "archive broken" in " ".join(body["covers"]["missing"])
     pinned = client.get("/stats?period=all&store=archive+old-laptop&format=json").get_json()
-    assert pinned["totals"]["sessions"] == rows["archive old-laptop"]["totals"]["sessions"]
+    assert pinned["totals"]["sessions"] == laptop
     assert "stores" not in pinned
     page = client.get("/stats?period=all").get_data(as_text=True)
     assert "Every store, this period" in page and "archive old-laptop" in page
+    assert "the whole history" in page
 
 
 def test_people_and_workspaces_add_up_across_stores(history):
@@ -250,7 +275,7 @@ def test_a_filtered_jsonl_export_spans_the_stores(history):
     live, folder, _app, client = history
     r = client.get("/export.jsonl?source=cli")
     assert r.status_code == 200
-    ids = [json.loads(line)["id"] for line in r.get_data(as_text=True).splitlines() if line]
+    ids = _jsonl_ids(r.get_data(as_text=True))
     assert len(ids) == len(set(ids))
     want = {x[0] for x in sql(live, "SELECT id FROM sessions WHERE source = 'cli'")}
     for db in (folder / "old-laptop.db", folder / "hermes-archive-2025-01.db"):
@@ -258,7 +283,7 @@ def test_a_filtered_jsonl_export_spans_the_stores(history):
     assert set(ids) == want
     # One store named: only its sessions.
     r = client.get("/export.jsonl?source=cli&store=archive+old-laptop")
-    only = {json.loads(line)["id"] for line in r.get_data(as_text=True).splitlines() if line}
+    only = set(_jsonl_ids(r.get_data(as_text=True)))
     assert only == {
         x[0] for x in sql(folder / "old-laptop.db", "SELECT id FROM sessions WHERE source = 'cli'")
     }
@@ -327,13 +352,15 @@ def test_a_filtered_markdown_export_spans_the_stores_as_the_jsonl_does(history):
     import zipfile
 
     live, folder, _app, client = history
-    lines = client.get("/export.jsonl?source=cli").get_data(as_text=True).splitlines()
-    ids = {json.loads(line)["id"] for line in lines if line}
+    ids = set(_jsonl_ids(client.get("/export.jsonl?source=cli").get_data(as_text=True)))
     r = client.get("/export.md?source=cli")
     assert r.status_code == 200
     with zipfile.ZipFile(io.BytesIO(r.get_data())) as z:
-        names = [n for n in z.namelist() if n != "manifest.jsonl"]
+        names = [n for n in z.namelist() if n not in ("manifest.jsonl", "INCOMPLETE.txt")]
         manifest = [json.loads(x) for x in z.read("manifest.jsonl").decode().splitlines() if x]
+        # the broken file among the archives is named in the zip's last member
+        assert z.namelist()[-1] == "INCOMPLETE.txt"
+        assert "archive broken" in z.read("INCOMPLETE.txt").decode()
     assert len(names) == len(ids) == len(manifest)
     assert {m.get("session_id") or m.get("id") for m in manifest} == ids
 
@@ -343,12 +370,13 @@ def test_a_filtered_csv_spans_the_stores_under_one_header(history):
     import io
 
     live, folder, _app, client = history
-    lines = client.get("/export.jsonl?source=cli").get_data(as_text=True).splitlines()
-    ids = {json.loads(line)["id"] for line in lines if line}
+    ids = set(_jsonl_ids(client.get("/export.jsonl?source=cli").get_data(as_text=True)))
     rows = list(
         csvmod.reader(io.StringIO(client.get("/export.csv?source=cli").get_data(as_text=True)))
     )
     header, body = rows[0], rows[1:]
+    assert body[-1][0].startswith("# incomplete:") and "archive broken" in body[-1][0]
+    body = body[:-1]
     assert header[0] == "id" and sum(1 for r in rows if r == header) == 1
     assert {r[0] for r in body} == ids and len(body) == len(ids)
     assert all(len(r) == len(header) for r in body)
@@ -356,11 +384,11 @@ def test_a_filtered_csv_spans_the_stores_under_one_header(history):
 
 def test_a_filtered_html_page_spans_the_stores(history):
     live, folder, _app, client = history
-    lines = client.get("/export.jsonl?source=cli").get_data(as_text=True).splitlines()
-    ids = {json.loads(line)["id"] for line in lines if line}
+    ids = set(_jsonl_ids(client.get("/export.jsonl?source=cli").get_data(as_text=True)))
     page = client.get("/export.html?source=cli").get_data(as_text=True)
     laptop = {
         x[0] for x in sql(folder / "old-laptop.db", "SELECT id FROM sessions WHERE source = 'cli'")
     }
     assert laptop and laptop <= ids
     assert all(sid in page for sid in ids)
+    assert "logbook-export-incomplete" in page and "archive broken" in page

@@ -163,12 +163,15 @@ def start_rollup_warmer(app: Flask, logbook: Logbook) -> threading.Thread:
     return thread
 
 
-def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
+def build_logbook(
+    app: Flask, opened: OpenedDatabase, engine=None, home: Path | None = None
+) -> Logbook:
     """Every store over one database. ``engine`` (a callable) for databases other than the
-    primary one, which uses Flask-SQLAlchemy's engine."""
+    primary one, which uses Flask-SQLAlchemy's engine; ``home``: the folder of its kept
+    values (the instance folder's own by default)."""
     reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"], engine=engine)
     digest = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
-    rollup_path = _rollup_path(Path(app.instance_path), digest, opened.path)
+    rollup_path = _rollup_path(home or Path(app.instance_path), digest, opened.path)
     # One keeper of kept values per store (webui.keep); a few kept across restarts too.
     keeper = new_keeper(rollup_path.with_name(rollup_path.stem.replace("rollup-", "kept-")))
     sessions = SessionStore(reader, keeper)

@@ -39,6 +39,9 @@ class Exporter:
         self.r = reader
         self.sessions = sessions
         self.schema = reader.schema
+        # Each of an export's reads may take this long (a store beside the live file gets
+        # less: one that stalls must end its part of an export, not hold it for ten minutes).
+        self.time_limit_s = EXPORT_TIME_LIMIT
 
     # -- selection ---------------------------------------------------------------------------
 
@@ -58,7 +61,7 @@ class Exporter:
                 f"{sql.descendants_cte()} SELECT s.id AS id FROM down JOIN "
                 "sessions s ON s.id = down.id ORDER BY s.started_at, s.id",
                 [lineage_root],
-                time_limit_s=EXPORT_TIME_LIMIT,
+                time_limit_s=self.time_limit_s,
             )
             return
         # An export holds every session row that matches (as `hermes sessions export`), not
@@ -73,7 +76,7 @@ class Exporter:
                 f"{sql.last_active(self.schema, rules.last_active)} DESC, s.started_at DESC, "
                 "s.id DESC",
                 [],
-                time_limit_s=EXPORT_TIME_LIMIT,
+                time_limit_s=self.time_limit_s,
             )
             return
         # Newest first, as Hermes's filtered export; sort=started (oldest first) reads a chat
@@ -89,7 +92,7 @@ class Exporter:
                 f"SELECT s.id AS id, s.started_at AS started_at FROM sessions s "
                 f"WHERE {where}{cond} ORDER BY s.started_at{d}, s.id{d} LIMIT ?",
                 [*params, *extra, BATCH],
-                time_limit_s=EXPORT_TIME_LIMIT,
+                time_limit_s=self.time_limit_s,
             )
             if not rows:
                 return
@@ -97,14 +100,23 @@ class Exporter:
                 yield r["id"]
             after = (rows[-1]["started_at"], rows[-1]["id"])
 
-    def summary(self, q: SessionQuery | None = None, ids: list[str] | None = None) -> dict:
+    def summary(
+        self,
+        q: SessionQuery | None = None,
+        ids: list[str] | None = None,
+        exclude: list[str] | None = None,
+    ) -> dict:
         """What an export of this selection holds, before it is made: sessions, messages and
         about how many bytes of JSONL (messages times the average size of a sample of
-        messages, plus each session's row). Counts read the sessions table only."""
+        messages, plus each session's row). Counts read the sessions table only.
+        ``exclude``: sessions left out (copies of sessions another store exports)."""
         if ids is not None:
             where, params = f"s.id IN ({sql.in_list(len(ids))})", list(ids)
         else:
             where, params = self.sessions.where(replace(q or SessionQuery(), rows="all"))
+        if exclude:
+            where = f"({where}) AND s.id NOT IN (SELECT value FROM json_each(?))"
+            params = [*params, json.dumps(list(exclude))]
         n = sql.num(self.schema, "message_count", "s")
         row = self.r.one(
             f"SELECT COUNT(*) AS sessions, {sql.total(n)} AS messages FROM sessions s "
@@ -243,7 +255,7 @@ class Exporter:
         that covered (all, or fewer when the encoded ones reached BATCH_BYTES). ``how``:
         (include_rewound, last_active, transcript)."""
         size = 0
-        with self.r.connection(EXPORT_TIME_LIMIT) as conn:
+        with self.r.connection(self.time_limit_s) as conn:
             out = []
             for n, sid in enumerate(ids, 1):
                 rec = self.record(conn, sid, *how)
@@ -260,14 +272,14 @@ class Exporter:
         self, session_id: str, include_rewound: bool = False, transcript: bool = False
     ):
         """Hermes's export_session(id)."""
-        with self.r.connection(EXPORT_TIME_LIMIT) as conn:
+        with self.r.connection(self.time_limit_s) as conn:
             return self.record(conn, session_id, include_rewound, False, transcript)
 
     def lineage_record(self, session_id: str, include_rewound: bool = False):
         """Hermes's export_session_lineage(id): the compression chain the session belongs to,
         as one logical record (``--lineage logical``, a Markdown or QMD export: each segment
         as that Hermes shows it)."""
-        with self.r.connection(EXPORT_TIME_LIMIT) as conn:
+        with self.r.connection(self.time_limit_s) as conn:
             conn.row_factory = sqlite3.Row
 
             def get(sid: str):
@@ -322,7 +334,7 @@ class Exporter:
                     f"SELECT s.id AS id, {title} AS title, s.started_at AS started_at "
                     f"FROM sessions s WHERE s.id IN ({sql.in_list(len(batch))})",
                     batch,
-                    time_limit_s=EXPORT_TIME_LIMIT,
+                    time_limit_s=self.time_limit_s,
                 )
             }
             yield from (found[sid] for sid in batch if sid in found)

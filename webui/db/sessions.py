@@ -49,6 +49,9 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         self._token_lock = threading.Lock()
         # Every chain's tip as JSON, for the chains walk it was made from (source_sql).
         self._tips_json = self.keeper.shelf(1, identity=True)
+        # An older file read beside a Hermes 0.19 history: listed as Hermes 0.19 lists it once
+        # it has opened (and migrated) the file (webui.hermes.listing.PROBABLE_SUBAGENT).
+        self.hide_probable_subagents = False
 
     def col(self, name: str, alias: str = "s") -> str:
         return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
@@ -136,25 +139,40 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         return self.kept("chains", (token.get("n"), token.get("s")), self._walk_chains, CHAINS)
 
     def _walk_chains(self) -> dict[str, list[str]]:
+        children: dict[str, list[listing.Continuation]] = {}
+        for parent, c in self.compression_edges():
+            children.setdefault(parent, []).append(c)
+        return listing.compression_chains(children)
+
+    def compression_edges(self, time_limit_s: float | None = None) -> list[tuple]:
+        """Every (compression-ended parent, candidate continuation) of this file: a child
+        that is no branch, no delegate run and no ``tool`` session."""
+        if not (
+            self.schema.has("sessions", "end_reason")
+            and self.schema.has("sessions", "parent_session_id")
+        ):
+            return []
         edges = self.r.rows(
             f"SELECT parent.id AS parent, child.id AS id, child.end_reason AS end_reason, "
             f"{self.col('ended_at', 'child')} AS ended_at, child.started_at AS started_at, "
             f"{self.last_active_of('child')} AS last_active "
             "FROM sessions parent JOIN sessions child ON child.parent_session_id = parent.id "
-            f"WHERE parent.end_reason = 'compression' AND {self.continuation_filter('child')}"
+            f"WHERE parent.end_reason = 'compression' AND {self.continuation_filter('child')}",
+            time_limit_s=time_limit_s,
         )
-        children: dict[str, list[listing.Continuation]] = {}
-        for e in edges:
-            children.setdefault(e["parent"], []).append(
+        return [
+            (
+                e["parent"],
                 listing.Continuation(
                     id=e["id"],
                     end_reason=e["end_reason"],
                     ended_at=e["ended_at"],
                     started_at=e["started_at"],
                     last_active=e["last_active"],
-                )
+                ),
             )
-        return listing.compression_chains(children)
+            for e in edges
+        ]
 
     # -- filters ------------------------------------------------------------------------------
 
@@ -348,6 +366,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
                 )
                 row["chain"] = self._chain_totals(chains[r["id"]])
             row["_sort_key"] = r["k"]  # lets pages from several databases merge
+            row["_sort_id"] = r["id"]  # the keyset's id (a chain's root, shown as its tip)
             rows.append(row)
         cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
         return rows, cursor
@@ -396,6 +415,18 @@ class SessionStore(Keeping, KeptOrders, ListRules):
             statement,
             [*from_params, *params],
             lambda st, ps: [r[0] for r in self.r.run(lambda raw: raw.execute(st, ps).fetchall())],
+        )
+
+    def count_among(self, q: SessionQuery, ids: Sequence[str]) -> int:
+        """How many of these sessions ``q`` lists (the copies a merged list folds away)."""
+        if not ids:
+            return 0
+        where, params = self.where(q)
+        with_sql, from_sql, from_params = self.source_sql(q, where)
+        return self.r.scalar(
+            f"{with_sql}SELECT COUNT(*) FROM {from_sql} WHERE {where} AND s.id IN "
+            "(SELECT value FROM json_each(?))",
+            [*from_params, *params, json.dumps(list(ids))],
         )
 
     def hidden_count(self, q: SessionQuery, shown: int) -> int | None:

@@ -8,6 +8,7 @@ source) read a rollup kept in the instance folder (see rollup.py), never a scan 
 
 from __future__ import annotations
 
+import json
 import operator
 import time
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,9 @@ class StatsQuery:
     tz: str = "UTC"  # the reader's time zone: days, weeks and months are theirs
     archived: str = "include"  # Hermes's analytics count archived sessions; hide / only
     now: float = field(default_factory=time.time)
+    # Sessions left out: in a report over several stores, a store's copies of sessions an
+    # earlier store holds (counted once, there).
+    exclude: tuple[str, ...] = ()
 
     @property
     def start(self) -> float | None:
@@ -97,10 +101,17 @@ class StatsStore:
         """The same filter for the rollup's panels, which read its ``sess`` copy of the
         filterable columns: the archived flag changes after a session is rolled up, so it is
         read from the attached state database (``st``) itself."""
-        return self.where(q, archived_from="st.sessions")
+        return self.where(q, archived_from="st.sessions", ident="s.session_id")
 
-    def where(self, q: StatsQuery, archived_from: str | None = None) -> tuple[str, list[Any]]:
+    def where(
+        self, q: StatsQuery, archived_from: str | None = None, ident: str = "id"
+    ) -> tuple[str, list[Any]]:
+        """``ident``: how the session's id is named where the clause is used (a bare ``id``
+        is ambiguous beside the lineage's ``fam``)."""
         clauses, params = [], []
+        if q.exclude:
+            clauses.append(f"{ident} NOT IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(q.exclude)))
         if q.start is not None:
             # For long periods a plain scan beats walking idx_sessions_started and fetching
             # almost every row through it ("+" keeps SQLite off the index).
@@ -166,7 +177,7 @@ class StatsStore:
 
     def _conversations(self, q: StatsQuery) -> int:
         """Sessions counted once per compressed conversation (lineage root)."""
-        where, params = self.where(q)
+        where, params = self.where(q, ident="x.id")
         return self.r.scalar(
             f"{FAMILY} SELECT COUNT(DISTINCT COALESCE(fam.root, x.id)) FROM sessions x "
             f"LEFT JOIN fam ON fam.id = x.id WHERE {where}",
@@ -288,7 +299,7 @@ class StatsStore:
         )
 
     def top_sessions(self, q: StatsQuery, by: str, limit: int = 10) -> list[dict[str, Any]]:
-        where, params = self.where(q)
+        where, params = self.where(q, ident="x.id" if q.lineage else "id")
         key = self.cost if by == "cost" else " + ".join(self.num(k) for k in TOKEN_KINDS[:4])
         title = self.col("title")
         kind = sql.price_kind(self.schema)  # a value of no dollar figure is named by its kind

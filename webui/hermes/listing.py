@@ -47,6 +47,22 @@ TIP_FIELDS = (
 # A chain longer than this is pathological; Hermes stops walking after 100 steps too.
 MAX_CHAIN = 100
 
+
+@dataclass(frozen=True)
+class ProbableSubagent:
+    """Hermes 0.19's schema-16 migration tags, in a file written before it, every root with
+    no title, no ``_branched_from``/``_delegate_from`` marker, at most ``max_messages``
+    messages (a NULL count never qualifies), at least one message of role ``tool_role`` and
+    no children as a delegate run whose parent was deleted (``_delegate_from:
+    '__orphaned__'``); its list never shows them. Logbook reads such a file read-only beside a
+    0.19 history, so it applies the same test instead of the tag."""
+
+    max_messages: int = 25
+    tool_role: str = "tool"
+
+
+PROBABLE_SUBAGENT = ProbableSubagent()
+
 ROW_MODES = ("conversations", "all")
 ARCHIVED_MODES = ("hide", "include", "only")
 HIDDEN_MODES = ("hide", "include", "only")

@@ -1,15 +1,19 @@
 """Stores in the web layer: ``store=`` (repeatable) narrows a list, search, stats, chats,
 people, workspaces or export to some of them; one ``store=`` that is not the live one pins
 the whole request to that store (a conversation in an archive, its lineage, its exports),
-and Logbook's links on that page keep it. Rows carry the store they come from."""
+and Logbook's links on that page keep it. Rows carry the store they come from. A session id
+kept in any one store opens from any page without ``store=`` (found by its id)."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
-from flask import Flask, current_app, g, request
+from flask import Flask, current_app, g, has_request_context, request
 
-from webui.db import Logbook, SessionQuery
+from webui.db import Logbook, LogbookDBError
+from webui.db import deadline as request_deadline
+from webui.db.history import kept_answer  # noqa: F401 - the views' way to keep a store's answer
 from webui.db.stores import LIVE, Store, StoreSet
 
 # Links that stay within a pinned store: a session's own pages.
@@ -42,6 +46,7 @@ def init_app(app: Flask, primary: Logbook) -> None:
         replicas_from_config(app),
         live_path=primary.opened.path,
     )
+    stores.live_schema = primary.schema.version
     app.extensions["stores"] = stores
 
     @app.before_request
@@ -57,20 +62,57 @@ def init_app(app: Flask, primary: Logbook) -> None:
             values["store"] = pin
 
 
+# What a page over many stores leaves of its deadline for its own last queries (the live
+# file's menus, the page's rendering): stores not asked by then are named as not read.
+RESERVE_S = 1.0
+
+
+def short_of_time() -> bool:
+    """Is this request's deadline too close to ask one more store?"""
+    left = request_deadline.remaining()
+    return left is not None and left < RESERVE_S
+
+
+OUT_OF_TIME = "not asked: this page ran out of time (the other stores answered)"
+
+
 def store_set() -> StoreSet | None:
     return current_app.extensions.get("stores")
 
 
-def request_stores(live: Logbook) -> list[Store]:
-    """The stores this request spans (``store=`` narrows), live first."""
+def every_store(live: Logbook) -> list[Store]:
+    """Every store (whatever ``store=`` says), live first; read once per request."""
     stores = store_set()
     if stores is None:
         return [Store(LIVE, "live", live.opened.path, logbook=live)]
-    return stores.chosen(live, g.get("store_names") or [])
+    # Per request (g may outlive one: a streamed response keeps its context).
+    key = f"_every_store_{id(live)}"
+    found = g.get(key)
+    here = request._get_current_object() if has_request_context() else None
+    if found is None or found[0] is not here:
+        found = (here, stores.for_request(live))
+        setattr(g, key, found)
+    return found[1]
+
+
+def request_stores(live: Logbook) -> list[Store]:
+    """The stores this request spans (``store=`` narrows), live first."""
+    every = every_store(live)
+    names = g.get("store_names") or []
+    stores = store_set()
+    if not names or stores is None:
+        return every
+    return stores.chosen(live, names)
 
 
 def readable(stores: list[Store]) -> list[Store]:
     return [s for s in stores if s.logbook is not None]
+
+
+def unreadable(stores: list[Store]) -> list[str]:
+    """The stores of this request that cannot be read now, each with the reason (a file not
+    read yet, broken, stalled, a replica not restored yet): named on every merged page."""
+    return [f"{s.name}: {s.message or s.status}" for s in stores if s.logbook is None]
 
 
 def spans_several(live: Logbook) -> bool:
@@ -87,53 +129,29 @@ def pinned(live: Logbook) -> Store | None:
     return stores.named(live, name)
 
 
+def holds(store: Store, session_id: str) -> bool:
+    """Does this store hold the session? An archive answers from its summary (no query)."""
+    if store.summary is not None:
+        return session_id in store.summary.id_set()
+    try:
+        return store.logbook is not None and store.logbook.sessions.brief(session_id) is not None
+    except (LogbookDBError, sqlite3.Error):
+        return False
+
+
 def find_session(live: Logbook, session_id: str) -> Store | None:
-    """The first store (live first) holding this session, or None."""
-    for store in readable(request_stores(live)):
-        if store.logbook.sessions.get(session_id) is not None:
+    """The first store (live first) holding this session, or None: every store, whatever
+    ``store=`` says (a session id opens from any page)."""
+    for store in readable(every_store(live)):
+        if holds(store, session_id):
             return store
     return None
-
-
-def kept_answer(book: Logbook, key: tuple, compute):
-    """``compute()`` for a read-only store's ``book`` (an archive, a replica), kept under
-    ``key`` until its file changes (SQLite's data_version, or for a followed replica its
-    files' sizes and times; an archive changes only when cold storage writes to it): its part
-    of a merged page is read once, not on every request (five archives made each merged list
-    4x the live file's alone). Callers copy what they change in it."""
-    version = book.reader.data_version()
-    answers = book.sessions.keeper.shelf(512, name="answers")
-    return answers.get_or(key, version, compute, keep=not version.startswith("unknown"))
-
-
-def copies_in_earlier(books: list[tuple[str, Logbook]], q: SessionQuery) -> int:
-    """How many of the rows ``q`` lists in the later stores an earlier store also holds:
-    what merged pages fold (each store's matching ids are shared like its count; the probes
-    run against the earlier stores' primary keys). Kept by the first store while no store
-    changes or goes: with five archives of 20,000 sessions the probes are fifteen pairs."""
-    mark = tuple((name, book.reader.data_version()) for name, book in books)
-    copies = books[0][1].sessions.keeper.shelf(64, name="copies")
-    return copies.get_or(repr(q), mark, lambda: _count_copies(books, q))
-
-
-def _count_copies(books: list[tuple[str, Logbook]], q: SessionQuery) -> int:
-    total = 0
-    for i, (_name, book) in enumerate(books[1:], start=1):
-        ids = book.sessions.matching_ids(q)
-        seen: set[str] = set()
-        for _before, earlier in books[:i]:
-            for chunk in range(0, len(ids), 5000):
-                seen |= earlier.sessions.existing(ids[chunk : chunk + 5000])
-        total += len(seen)
-    return total
 
 
 def elsewhere(live: Logbook, here: str) -> list[Store]:
     """Every readable store but ``here`` (the one a page reads), live first, whatever
     ``store=`` narrows: a conversation split across stores is followed into all of them."""
-    stores = store_set()
-    every = stores.for_request(live) if stores is not None else []
-    return [s for s in readable(every) if s.name != here]
+    return [s for s in readable(every_store(live)) if s.name != here]
 
 
 def relatives_elsewhere(live: Logbook, here: str, parent_id: str | None, session_id: str):
@@ -142,10 +160,21 @@ def relatives_elsewhere(live: Logbook, here: str, parent_id: str | None, session
     parent, children = None, []
     for store in elsewhere(live, here):
         book = store.logbook
-        if parent_id and parent is None:
-            found = book.sessions.brief(parent_id)
-            if found is not None:
-                parent = {**found, "store": store.name, "label": found.get("title") or found["id"]}
-        for c in book.sessions.children(session_id):
-            children.append({**c, "store": store.name, "label": c.get("title") or c["id"]})
+        try:
+            if parent_id and parent is None and holds(store, parent_id):
+                found = book.sessions.brief(parent_id)
+                if found is not None:
+                    parent = {
+                        **found,
+                        "store": store.name,
+                        "label": found.get("title") or found["id"],
+                    }
+            if store.summary is not None and not any(
+                d[1] == session_id for d in store.summary.dangling
+            ):
+                continue  # its summary says no session of it has this parent
+            for c in book.sessions.children(session_id):
+                children.append({**c, "store": store.name, "label": c.get("title") or c["id"]})
+        except (LogbookDBError, sqlite3.Error):
+            continue  # that store is named as missing elsewhere; the page still comes
     return parent, children

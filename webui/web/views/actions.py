@@ -248,6 +248,22 @@ def bulk():
         abort(400, description="Select at least one session first.")
     if action == "export":
         return redirect(url_for("export.jsonl", session=ids))
+    rows = [r for r in (lb.sessions.brief(i) for i in ids) if r]
+    if len(rows) < len(ids):
+        # A session kept in an archive or a replica: Logbook only reads it. Refused, naming
+        # where it is, before anything changes (never "Deleted 0").
+        here = {r["id"] for r in rows}
+        for sid in ids:
+            if sid in here:
+                continue
+            elsewhere = find_session(live_logbook(), sid)
+            if elsewhere is not None and elsewhere.name != LIVE:
+                abort(
+                    403,
+                    description=f"The session “{sid}” is kept in “{elsewhere.name}”, which "
+                    "Logbook only reads: nothing was changed. Changes apply to the live "
+                    "database (move it back from cold storage first).",
+                )
     if action in ("archive", "unarchive"):
         # Not destructive (undone by its reverse): done at once, the result said in words.
         if not lb.schema.has("sessions", "archived"):
@@ -258,7 +274,6 @@ def bulk():
             return _toast(f'<p class="notice" role="status">{escape(message)}</p>', message)
         flash(message)
         return redirect(safe_next(request.form.get("next"), url_for("sessions.list_sessions")))
-    rows = [r for r in (lb.sessions.brief(i) for i in ids) if r]
     if action == "delete" and request.form.get("confirm") == "yes":
         deleted = [r for r in rows if lb.actions.delete(r["id"])]
         message = f"Deleted {len(deleted)} session{'s' if len(deleted) != 1 else ''}"

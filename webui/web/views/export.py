@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import sqlite3
 import time
 from datetime import datetime
 
@@ -27,19 +28,35 @@ from flask import (
 from jinja2_fragments.flask import render_block
 from werkzeug.datastructures import MultiDict
 
-from webui.db import BadRequest, SessionQuery, get_logbook, live_logbook
+from webui.db import BadRequest, LogbookDBError, SessionQuery, get_logbook, live_logbook
+from webui.db.history import history_of
+from webui.db.lineage import tree_across
 from webui.db.sessions import LIST_PARAMS
 from webui.db.sql import is_cursor
-from webui.db.stores import LIVE
+from webui.db.stores import Store
 from webui.hermes import export_markdown, export_prompts, exports
 from webui.hermes.exports import ExportFormatError
 from webui.hermes.redaction import redact_record
 from webui.hermes.selection import SelectionError, selection_from_args
 from webui.present import export_html
 from webui.present.zipstream import zip_stream
-from webui.web.stores import readable, request_stores
+from webui.web.stores import elsewhere, find_session, pinned, request_stores
 from webui.web.streams import guarded
 from webui.web.views import refuse_unknown, wants_json
+from webui.web.views.export_stores import (
+    Missing,
+    Part,
+    csv_note,
+    each_store,
+    first_id,
+    html_note,
+    jsonl_note,
+    markdown_note,
+    records,
+    runs,
+    streamed,
+    zip_note,
+)
 
 bp = Blueprint("export", __name__)
 
@@ -61,13 +78,12 @@ EXPORT_PARAMS = (LIST_PARAMS - {"limit"}) | {
 
 
 def _ids():
-    """(ids iterator, name, whole) for the request's selection; a selection that matches
-    nothing is answered with a message, never with an empty file. ``whole``: the export of
-    everything (Hermes's export_all records, which carry last_active)."""
+    """(parts, name, missing) for the request's selection: each store's share of it (see
+    webui.web.views.export_stores); a selection that matches nothing is answered with a
+    message, never with an empty file."""
     refuse_unknown(EXPORT_PARAMS)
-    ids, name = _selection()
-    first = next(ids, None)
-    if first is None:
+    parts, name, missing = _selection()
+    if not first_id(parts):
         if _browser_form():
             # The form comes back as it was filled, saying so: nothing to download.
             abort(make_response(_form_page(nothing=True), 404))
@@ -76,7 +92,7 @@ def _ids():
             description="No session matches this selection, so there is nothing to "
             "export. Widen the filters and try again.",
         )
-    return itertools.chain([first], ids), name
+    return parts, name, missing
 
 
 def _browser_form() -> bool:
@@ -141,14 +157,33 @@ def _export_filtered() -> bool:
         return True  # the selection itself says what is wrong
 
 
+def _stores() -> list[Store]:
+    """The stores an export reads: the one it is pinned to, else every store (``store=``
+    narrows), live first."""
+    live = live_logbook()
+    return [pinned(live)] if g.get("store_pin") else request_stores(live)
+
+
+def _holder(session_id: str) -> Store | None:
+    """The store holding this session: the pinned one, else the first of every store."""
+    if g.get("store_pin"):
+        store = pinned(live_logbook())
+        if store.logbook is not None and store.logbook.sessions.brief(session_id) is not None:
+            return store
+        return None
+    return find_session(live_logbook(), session_id)
+
+
 def _selection():
-    lb = get_logbook()
+    missing = Missing()
+    stores = _stores()
     prune_cutoff = request.args.get("prune_cutoff")
     command = request.args.get("selection")
     if prune_cutoff or command in ("prune", "export"):
         # selection=prune: "export these first" from the prune preview, exactly the sessions
-        # it listed. selection=export: `hermes sessions export <filters>`'s own selection
-        # (ended sessions matching every filter, archived ones included), oldest first.
+        # it listed (the live file's). selection=export: `hermes sessions export <filters>`'s
+        # own selection (ended sessions matching every filter, archived ones included), oldest
+        # first, in every store.
         args = request.args.copy()
         if prune_cutoff:  # Logbook 0.2's link: older than the cutoff, one source
             try:
@@ -162,39 +197,77 @@ def _selection():
             sel = selection_from_args(
                 args,
                 command="export" if command == "export" else "prune",
-                inactivity=lb.actions.rules.age_is_inactivity,
+                inactivity=get_logbook().actions.rules.age_is_inactivity,
             )
         except (SelectionError, OverflowError, OSError, ValueError) as exc:
             abort(400, description=str(exc))
         if command == "export" and not sel.any_filter:
             # `hermes sessions export FILE` without a filter exports every session (its
-            # export_all): the whole export, in its order.
-            return lb.exporter.session_ids(_everything()), "sessions"
-        return iter(lb.actions.prune_ids(sel)), f"{command or 'prune'}-selection"
+            # export_all): the whole export, in its order, from every store.
+            q = _everything_query(MultiDict())
+            return (
+                each_store(stores, lambda s: s.logbook.exporter.session_ids(q), missing),
+                "sessions",
+                missing,
+            )
+        name = f"{command or 'prune'}-selection"
+        if command != "export":
+            return [Part(stores[0], get_logbook().actions.prune_ids(sel))], name, missing
+        return (
+            each_store(stores, lambda s: s.logbook.actions.prune_ids(sel), missing),
+            name,
+            missing,
+        )
     sessions = [s for s in request.args.getlist("session") if s]
     lineage = request.args.get("lineage") or None
     if lineage:
-        if lb.sessions.brief(lineage) is None:
+        holder = _holder(lineage)
+        if holder is None:
             abort(404, description=f"No session has the id “{lineage}”.")
-        root = lb.lineage.tree(lineage).root
-        return lb.exporter.session_ids(lineage_root=root), f"lineage-{root}"
+        return _lineage_parts(holder, lineage), f"lineage-{lineage}", missing
     if sessions:
-        missing = [s for s in sessions if lb.sessions.brief(s) is None]
-        if missing:
-            abort(404, description=f"No session has the id “{missing[0]}”.")
+        held = []
+        for sid in sessions:
+            holder = _holder(sid)
+            if holder is None:
+                abort(404, description=f"No session has the id “{sid}”.")
+            held.append((sid, holder))
         name = sessions[0] if len(sessions) == 1 else f"{len(sessions)}-sessions"
-        return lb.exporter.session_ids(ids=sessions), name
-    return lb.exporter.session_ids(_everything(request.args)), "sessions"
+        return runs(held), name, missing
+    q = _everything_query()
+    return (
+        each_store(stores, lambda s: s.logbook.exporter.session_ids(q), missing),
+        "sessions",
+        missing,
+    )
 
 
-def _everything(given=None) -> SessionQuery:
-    """The list's query of an export: "everything" means everything, as `hermes sessions
-    export`: every session row (subagent runs and continuations too) and archived sessions,
-    unless the list's own archived filter comes along."""
-    args = _without_cursor(given) if given is not None else MultiDict()
+def _everything_query(given=None) -> SessionQuery:
+    """The list's filters as an export reads them (``given``, else the request's): "everything"
+    means everything, as `hermes sessions export`: every session row (subagent runs and
+    continuations too) and archived sessions, unless the list's own archived filter comes
+    along."""
+    args = _without_cursor(request.args if given is None else given)
+    for key in ("session",):
+        if not any(args.getlist(key)):
+            args.pop(key, None)  # the form's empty field selects nothing by itself
     args.setdefault("archived", "include")
     args["rows"] = "all"
     return SessionQuery.from_args(args)
+
+
+def _lineage_parts(holder: Store, session_id: str) -> list[Part]:
+    """A lineage's sessions in the order they started, in whichever stores they are kept."""
+    lb = holder.logbook
+    others = [] if g.get("store_pin") else elsewhere(live_logbook(), holder.name)
+    if not others:
+        root = lb.lineage.tree(session_id).root
+        return [Part(holder, lb.exporter.session_ids(lineage_root=root))]
+    tree = tree_across(
+        [(holder.name, lb), *((s.name, s.logbook) for s in others)], session_id, holder.name
+    )
+    by_name = {holder.name: holder, **{s.name: s for s in others}}
+    return runs([(n["id"], by_name[n.get("store") or holder.name]) for n in tree.nodes])
 
 
 def _without_cursor(args):
@@ -206,8 +279,17 @@ def _without_cursor(args):
     return args
 
 
-def _download(chunks, name: str, ext: str, mimetype: str, filename: str | None = None) -> Response:
-    """A streamed attachment. ``filename``: the name Hermes gives the file (made ASCII)."""
+def _download(
+    chunks,
+    name: str,
+    ext: str,
+    mimetype: str,
+    filename: str | None = None,
+    missing: Missing | None = None,
+) -> Response:
+    """A streamed attachment. ``filename``: the name Hermes gives the file (made ASCII).
+    ``missing``: the stores known to be missing before the first byte are named in a header
+    too (those that fail later, in the stream's last note)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     safe = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-_" else "_" for ch in name)[:80]
     if filename:
@@ -225,8 +307,17 @@ def _download(chunks, name: str, ext: str, mimetype: str, filename: str | None =
         headers={
             "Content-Disposition": disposition,
             "X-Content-Type-Options": "nosniff",
+            **(
+                {"X-Logbook-Missing-Stores": _header_safe("; ".join(missing.lines))}
+                if missing is not None and missing.lines
+                else {}
+            ),
         },
     )
+
+
+def _header_safe(text: str) -> str:
+    return "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text)[:1000]
 
 
 @bp.get("/export")
@@ -257,23 +348,48 @@ def _summary_or_none():
 
 def _summary() -> dict:
     """How many sessions and messages the form's selection holds, and about how big its JSONL
-    is: shown as the filters change, before anything is downloaded."""
-    lb = get_logbook()
+    is: shown as the filters change, before anything is downloaded. Over several stores, each
+    store's share as well (what it will write: its copies of an earlier store's sessions
+    left out), and the stores that cannot be read now."""
     args = _without_cursor(request.args)
     for key in ("format", "only", "redact", "rewound", "lineage_mode", "style", "from"):
         args.pop(key, None)
     sessions = [s for s in args.getlist("session") if s]
     lineage = args.get("lineage")
-    if lineage:
-        if lb.sessions.brief(lineage) is None:
-            return {"sessions": 0, "messages": 0, "bytes": 0}
-        root = lb.lineage.tree(lineage).root
-        return lb.exporter.summary(ids=list(lb.exporter.session_ids(lineage_root=root)))
-    if sessions:
-        return lb.exporter.summary(ids=sessions)
-    args.setdefault("archived", "include")
-    args["rows"] = "all"
-    return lb.exporter.summary(SessionQuery.from_args(args))
+    shares: list[tuple[Store, dict]] = []
+    missing = Missing()
+    if lineage or sessions:
+        if lineage:
+            holder = _holder(lineage)
+            parts = _lineage_parts(holder, lineage) if holder is not None else []
+        else:
+            parts = runs([(sid, h) for sid in sessions if (h := _holder(sid)) is not None])
+        ids_by: dict[str, tuple[Store, list[str]]] = {}
+        for p in parts:
+            ids_by.setdefault(p.store.name, (p.store, []))[1].extend(p.ids)
+        for store, ids in ids_by.values():
+            shares.append((store, store.logbook.exporter.summary(ids=ids)))
+    else:
+        q = _everything_query()
+        stores = _stores()
+        readable = [s for s in stores if s.logbook is not None]
+        for s in stores:
+            if s.logbook is None:
+                missing.add(s.name, s.message or s.status)
+        history = history_of(readable)
+        names = [s.name for s in readable]
+        for s in readable:
+            try:
+                shares.append(
+                    (s, s.logbook.exporter.summary(q, exclude=history.copies_in(s.name, names)))
+                )
+            except (LogbookDBError, sqlite3.Error) as exc:
+                missing.add(s.name, exc)
+    out = {k: sum(share[k] for _s, share in shares) for k in ("sessions", "messages", "bytes")}
+    if len(shares) > 1 or missing.lines:
+        out["stores"] = [{"store": s.name, **share} for s, share in shares if share["sessions"]]
+        out["missing_stores"] = missing.lines
+    return out
 
 
 @bp.get("/export/summary")
@@ -289,105 +405,49 @@ def summary():
 def jsonl():
     only = _only()
     whole = _whole()
-    ids, name = _ids()
+    parts, name, missing = _ids()
     # Hermes 0.19 exports the conversation as it stands: messages undone by /rewind only when
     # asked for (rewound=1).
     rewound, redact = _flag("rewound"), _flag("redact")
-    ex = get_logbook().exporter
-    across = _other_stores(only)
-    if across:
-        # The list's filters over every store: each store's sessions after the live file's,
-        # a session kept in an earlier store (a copy) once.
-        return _download(
-            _jsonl_across(ids, across, rewound, whole, redact),
-            name,
-            "jsonl",
-            "application/x-ndjson",
-        )
     if only == "user-prompts":
-        chunks = (
-            line.encode()
-            for rec in ex.records(ids, include_rewound=rewound, transcript=True)
-            for line in export_prompts.jsonl_lines(redact_record(rec) if redact else rec)
-        )
+
+        def prompts(p: Part):
+            for rec in p.book.exporter.records(p.ids, include_rewound=rewound, transcript=True):
+                for line in export_prompts.jsonl_lines(redact_record(rec) if redact else rec):
+                    yield line.encode()
+
+        chunks = streamed(parts, prompts, missing, jsonl_note)
         return _download(chunks, f"{name}-user-prompts", "jsonl", "application/x-ndjson")
-    return _download(
-        ex.jsonl(ids, include_rewound=rewound, last_active=whole, redact=redact),
-        name,
-        "jsonl",
-        "application/x-ndjson",
+    chunks = streamed(
+        parts,
+        lambda p: p.book.exporter.jsonl(
+            p.ids, include_rewound=rewound, last_active=whole, redact=redact
+        ),
+        missing,
+        jsonl_note,
     )
+    return _download(chunks, name, "jsonl", "application/x-ndjson", missing=missing)
 
 
-def _other_stores(only: str | None) -> list:
-    """The stores besides the live one a filtered JSONL export also reads (none when the
-    request names sessions, a lineage, a prune/export selection or one store)."""
-    a = request.args
-    if only or g.get("store_pin") or g.get("all_profiles"):
-        return []
-    if a.getlist("session") or a.get("lineage") or a.get("selection") or a.get("prune_cutoff"):
-        return []
-    stores = readable(request_stores(live_logbook()))
-    if not stores or stores[0].name != LIVE:
-        return []
-    return [(s.name, s.logbook) for s in stores[1:]]
-
-
-def _jsonl_across(live_ids, others, rewound: bool, whole: bool, redact: bool):
-    books = [get_logbook(), *(b for _n, b in others)]
-    for i, book in enumerate(books):
-        ids = live_ids if not i else _store_ids(book, books[:i])
-        yield from book.exporter.jsonl(
-            ids, include_rewound=rewound, last_active=whole, redact=redact
-        )
-
-
-def _store_ids(book, earlier):
-    """A later store's ids for the request's filters, less those an earlier store holds."""
-    args = _without_cursor(request.args)
-    args.setdefault("archived", "include")
-    args["rows"] = "all"
-    q = SessionQuery.from_args(args)
-    batch: list[str] = []
-    for sid in book.exporter.session_ids(q):
-        batch.append(sid)
-        if len(batch) == 500:
-            yield from _not_in(batch, earlier)
-            batch = []
-    yield from _not_in(batch, earlier)
-
-
-def _records_across(live_ids, others, rewound: bool, redact: bool):
-    """Hermes's export records over every store: the live file's, then each store's sessions
-    that no earlier store holds (for the Markdown and QMD files of a filtered export)."""
-    books = [get_logbook(), *(b for _n, b in others)]
-    for i, book in enumerate(books):
-        ids = live_ids if not i else _store_ids(book, books[:i])
-        for rec in book.exporter.records(ids, include_rewound=rewound, transcript=True):
-            yield redact_record(rec) if redact else rec
-
-
-def _not_in(ids: list[str], books) -> list[str]:
-    seen: set[str] = set()
-    for b in books:
-        seen |= b.sessions.existing(ids)
-    return [i for i in ids if i not in seen]
-
-
-def _hermes_records(ids, rewound: bool, redact: bool, logical: bool):
+def _hermes_records(parts, rewound: bool, redact: bool, logical: bool, missing: Missing):
     """Export records as `hermes sessions export` builds them for md/qmd/html: one per
-    session, or (``lineage_mode=logical``) its whole compression chain as one."""
-    ex = get_logbook().exporter
-    if logical:
-        done: set[str] = set()
-        for sid in ids:
+    session, or (``lineage_mode=logical``) its whole compression chain as one; store by
+    store, a store that fails ending its part."""
+    done: set[str] = set()
+
+    def read(p: Part):
+        ex = p.book.exporter
+        if not logical:
+            yield from ex.records(p.ids, include_rewound=rewound, transcript=True)
+            return
+        for sid in p.ids:
             rec = ex.lineage_record(sid, include_rewound=rewound)
             if rec is None or rec["id"] in done:
                 continue  # two segments of one chain export it once
             done.add(rec["id"])
-            yield redact_record(rec) if redact else rec
-        return
-    for rec in ex.records(ids, include_rewound=rewound, transcript=True):
+            yield rec
+
+    for rec in records(parts, read, missing):
         yield redact_record(rec) if redact else rec
 
 
@@ -406,37 +466,48 @@ def _hermes_document(fmt: str):
             "Markdown and QMD exports are per session: choose a session, a lineage or at least "
             "one filter (e.g. older_than=90, source=telegram). JSONL exports everything."
         )
+    if only == "user-prompts" and fmt != "md":
+        raise BadRequest("Hermes writes user prompts as JSONL or Markdown (md), not QMD.")
+    parts, name, missing = _ids()
     if only == "user-prompts":
-        if fmt != "md":
-            raise BadRequest("Hermes writes user prompts as JSONL or Markdown (md), not QMD.")
-        ids, name = _ids()
-        records = _hermes_records(ids, rewound, redact, logical=False)
-        return _download(
-            export_prompts.markdown_chunks(records), f"{name}-user-prompts", "md", "text/markdown"
+        recs = _hermes_records(parts, rewound, redact, False, missing)
+        chunks = _then_note(export_prompts.markdown_chunks(recs), missing, markdown_note)
+        return _download(chunks, f"{name}-user-prompts", "md", "text/markdown", missing=missing)
+    recs = _hermes_records(parts, rewound, redact, logical, missing)
+    first = next(recs, None)
+    if first is None:
+        abort(
+            404,
+            description="The sessions of this selection could not be read: "
+            + ("; ".join(missing.lines) or "they are gone."),
         )
-    ids, name = _ids()
-    across = [] if logical else _other_stores(only)
-    records = (
-        _records_across(ids, across, rewound, redact)
-        if across
-        else _hermes_records(ids, rewound, redact, logical)
-    )
-    first = next(records)
-    second = next(records, None)
+    second = next(recs, None)
     if second is None:
         return _download(
-            export_markdown.document_chunks(first, fmt, time.time()),
+            _then_note(
+                export_markdown.document_chunks(first, fmt, time.time()), missing, markdown_note
+            ),
             name,
             fmt,
             "text/markdown",
             filename=export_markdown.file_name(first, fmt),
+            missing=missing,
         )
+    members = _markdown_members(itertools.chain([first, second], recs), fmt)
     return _download(
-        zip_stream(_markdown_members(itertools.chain([first, second], records), fmt)),
+        zip_stream(_then_note(members, missing, zip_note)),
         f"{name}-{fmt}",
         "zip",
         "application/zip",
+        missing=missing,
     )
+
+
+def _then_note(chunks, missing: Missing, note):
+    """The chunks, then the note of what is missing, if anything is once they are done."""
+    yield from chunks
+    if missing.lines:
+        yield note(missing)
 
 
 def _markdown_members(records, fmt: str):
@@ -473,38 +544,30 @@ def html():
     then stream one at a time."""
     _refuse("only", why=ONLY_WHERE)
     _refuse("lineage_mode", why=LINEAGE_WHERE)
-    ids, name = _ids()
+    parts, name, missing = _ids()
     rewound, redact = _flag("rewound"), _flag("redact")
-    chosen = list(ids)
-    across = _other_stores(None)
-    if across:
-        # Every store's sessions (less the copies an earlier store holds), one contents list.
-        books = [get_logbook(), *(b for _n, b in across)]
-        parts = [(books[0], chosen)] + [
-            (b, list(_store_ids(b, books[:i]))) for i, b in enumerate(books[1:], start=1)
-        ]
-        parts = [(b, mine) for b, mine in parts if mine]
-        if sum(len(mine) for _b, mine in parts) > 1:
-            records = (
-                redact_record(rec) if redact else rec
-                for b, mine in parts
-                for rec in b.exporter.records(iter(mine), include_rewound=rewound, transcript=True)
-            )
-            rows = (r for b, mine in parts for r in b.exporter.sidebar_rows(mine))
-            page = export_html.page_chunks(
-                records, (redact_record(r) if redact else r for r in rows)
-            )
-            return _download(page, name, "html", "text/html")
-    records = _hermes_records(iter(chosen), rewound, redact, logical=False)
-    if len(chosen) == 1:
-        first = next(records, None)
+    chosen: list[Part] = []
+    for p in parts:
+        try:
+            ids = list(p.ids)
+        except (LogbookDBError, sqlite3.Error) as exc:
+            missing.add(p.store.name, exc)
+            continue
+        if ids:
+            chosen.append(Part(p.store, ids))
+    count = sum(len(p.ids) for p in chosen)
+    recs = _hermes_records(chosen, rewound, redact, False, missing)
+    if count == 1:
+        first = next(recs, None)
         if first is None:
             abort(404, description="That session is gone.")
         page = export_html.page_chunks([first], None)
     else:
-        rows = get_logbook().exporter.sidebar_rows(chosen)
-        page = export_html.page_chunks(records, (redact_record(r) if redact else r for r in rows))
-    return _download(page, name, "html", "text/html")
+        rows = records(chosen, lambda p: p.book.exporter.sidebar_rows(list(p.ids)), Missing())
+        page = export_html.page_chunks(recs, (redact_record(r) if redact else r for r in rows))
+    return _download(
+        _then_note(page, missing, html_note), name, "html", "text/html", missing=missing
+    )
 
 
 @bp.get("/export.csv")
@@ -513,20 +576,20 @@ def csv():
     _refuse("lineage_mode", why=LINEAGE_WHERE)
     _refuse("rewound", why="applies to exports of messages; the CSV holds one row per session.")
     redact = _flag("redact")  # titles can hold a secret too
-    ids, name = _ids()
-    across = _other_stores(None)
-    if not across:
-        return _download(get_logbook().exporter.csv(ids, redact=redact), name, "csv", "text/csv")
-    # Every store's rows under the live file's header (a column an older file lacks is empty).
-    books = [get_logbook(), *(b for _n, b in across)]
-    cols = books[0].exporter.csv_columns()
+    parts, name, missing = _ids()
+    # Every store's rows under the first store's header (a column an older file lacks is
+    # empty).
+    cols = parts[0].book.exporter.csv_columns() if len(parts) > 1 else None
+    first = [True]
 
-    def rows():
-        for i, book in enumerate(books):
-            mine = ids if not i else _store_ids(book, books[:i])
-            yield from book.exporter.csv(mine, columns=cols, header=not i, redact=redact)
+    def rows(p: Part):
+        header, first[0] = first[0], False
+        yield from p.book.exporter.csv(p.ids, columns=cols, header=header, redact=redact)
 
-    return _download(rows(), name, "csv", "text/csv")
+    chunks = streamed(
+        parts, rows, missing, csv_note(len(cols or parts[0].book.exporter.csv_columns()))
+    )
+    return _download(chunks, name, "csv", "text/csv", missing=missing)
 
 
 @bp.get("/export.md")
@@ -544,9 +607,14 @@ def markdown():
         "only", why="applies to Hermes's Markdown export, not the transcript (style=transcript)."
     )
     _refuse("lineage_mode", why=LINEAGE_WHERE.replace("exports", "exports, not the transcript,"))
-    ids, name = _ids()
-    lb = get_logbook()
-    chunks = lb.exporter.markdown(
-        ids, redact=_flag("redact"), pages=lb.messages.page, every=_flag("rewound")
+    parts, name, missing = _ids()
+    redact, every = _flag("redact"), _flag("rewound")
+    chunks = streamed(
+        parts,
+        lambda p: p.book.exporter.markdown(
+            iter(p.ids), redact=redact, pages=p.book.messages.page, every=every
+        ),
+        missing,
+        markdown_note,
     )
-    return _download(chunks, name, "md", "text/markdown")
+    return _download(chunks, name, "md", "text/markdown", missing=missing)

@@ -10,7 +10,7 @@ from webui.db.sql import SESSION_FIGURES
 from webui.db.stores import LIVE
 from webui.present.lineage_layout import clip, layout
 from webui.present.rows import session_label, with_origin
-from webui.web.stores import elsewhere
+from webui.web.stores import elsewhere, find_session
 from webui.web.views import query_args, render_page, wants_json
 
 bp = Blueprint("lineage", __name__)
@@ -56,6 +56,16 @@ def lineage(session_id: str):
         matches = lb.sessions.resolve_prefix(session_id)
         if len(matches) == 1:
             return redirect(url_for("lineage.lineage", session_id=matches[0]["id"], **query_args()))
+        holder = None if g.get("store_pin") else find_session(live_logbook(), session_id)
+        if holder is not None and holder.name != LIVE:
+            # Kept in an archive or a replica: its lineage opens there.
+            return redirect(
+                url_for(
+                    "lineage.lineage",
+                    session_id=session_id,
+                    **{**query_args(), "store": holder.name},
+                )
+            )
         abort(404, description=f"No session has the id “{session_id}”.")
     everywhere = elsewhere(live_logbook(), g.get("store_pin") or LIVE)
     if everywhere:

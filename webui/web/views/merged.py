@@ -1,9 +1,8 @@
-"""One list, search or stats page over several databases: every readable profile
-(``profile=all``) or every store (the live file, archives, replicas). Each database answers
-its own keyset page; the pages are merged, never whole tables, and the cursor remembers where
-each database stopped. Across stores a session kept in two of them (an old backup beside the
-live file) is shown once, from the first store that has it (live first), and the page says
-how many copies were folded."""
+"""One list page over every readable profile (``profile=all``). Each database answers its own
+keyset page; the pages are merged, never whole tables, and the cursor remembers where each
+database stopped (a row's place in its database: its keyset key and id, a chain's root's for
+a row shown as its tip). The stores of one profile (the live file, archives, replicas) are
+merged by webui.web.views.merged_stores, which also folds copies."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ from flask import current_app
 from webui.db import BadRequest, Logbook, LogbookDBError, SessionQuery
 from webui.db.sessions import encode_cursor
 from webui.web.profiles import merged_logbooks
-from webui.web.stores import kept_answer
 
 DONE = "done"
 
@@ -55,18 +53,16 @@ def decode(cursor: str | None) -> dict[str, Any]:
 
 
 def _sort_key(r: dict[str, Any], label: str) -> tuple:
-    return (r["_sort_key"] if r["_sort_key"] is not None else 0, r[label], r["id"])
+    return (r["_sort_key"] if r["_sort_key"] is not None else 0, r[label], r["_sort_id"])
 
 
 def session_page(
     q: SessionQuery,
     books: list[tuple[str, Logbook]] | None = None,
     label: str = "profile",
-    fold: bool = False,
 ) -> MergedPage:
-    """A merged page: rows labelled with their database (``label``: "profile" or "store"),
-    the next cursor, merged facets. ``fold``: a session id already in an earlier database
-    is left out (counted in ``folded``)."""
+    """A merged page: rows labelled with their database (``label``), the next cursor,
+    merged facets."""
     books = books if books is not None else merged_logbooks(current_app)
     cursors = decode(q.after)
     fetched: list[dict[str, Any]] = []
@@ -76,42 +72,23 @@ def session_page(
     for i, (name, lb) in enumerate(books):
         state = cursors.get(name)
         try:
-            by_source = (
-                kept_answer(
-                    lb,
-                    ("facets", repr(replace(q, after=None))),
-                    lambda lb=lb: lb.sessions.source_facets(replace(q, after=None)),
-                )
-                if i and label == "store"
-                else lb.sessions.source_facets(replace(q, after=None))
-            )
+            by_source = lb.sessions.source_facets(replace(q, after=None))
             for src, n in by_source.items():
                 facets[src] = facets.get(src, 0) + n
             if state == DONE:
                 continue
-            if i and label == "store":
-                # An archive's or replica's page: kept while its file stands still.
-                rows, nxt = kept_answer(
-                    lb,
-                    ("page", repr(replace(q, after=state))),
-                    lambda lb=lb, state=state: lb.sessions.page(replace(q, after=state)),
-                )
-                rows = [dict(r) for r in rows]
-            else:
-                rows, nxt = lb.sessions.page(replace(q, after=state))
+            rows, nxt = lb.sessions.page(replace(q, after=state))
         except LogbookDBError as exc:
-            if i == 0 and label == "profile":
+            if i == 0:
                 raise
-            # An archive or replica that is slow, locked or gone: its part is named as missing
-            # and the others are shown (its cursor stays where it was).
+            # A profile that is slow, locked or gone: named as missing, the others shown
+            # (its cursor stays where it was).
             missing.append(f"{name}: {exc.message}")
             continue
         more[name] = nxt is not None
         for r in rows:
             r[label] = name
         fetched.extend(rows)
-    if fold:
-        _mark_copies(fetched, books, label)
     fetched.sort(key=lambda r: _sort_key(r, label), reverse=q.descending)
     # Walk the merged order: shown rows up to the page size; folded copies met on the way
     # are passed over (and their store's cursor moves past them too).
@@ -134,7 +111,7 @@ def session_page(
         last = consumed.get(name)
         if last is not None:
             exhausted = last is mine[-1] and not more[name]
-            new[name] = DONE if exhausted else encode_cursor(last["_sort_key"], last["id"])
+            new[name] = DONE if exhausted else encode_cursor(last["_sort_key"], last["_sort_id"])
         elif not mine:
             new[name] = DONE
     finished = all(new.get(n) == DONE for n in more) and walked >= len(fetched)
@@ -146,34 +123,3 @@ def session_page(
         folded,
         missing,
     )
-
-
-def _mark_copies(rows: list[dict[str, Any]], books: list[tuple[str, Logbook]], label: str) -> None:
-    """Mark (``_copy``) each row whose session an earlier database also holds."""
-    order = [name for name, _ in books]
-    by_name = dict(books)
-    for i, name in enumerate(order[1:], start=1):
-        mine = [r for r in rows if r[label] == name]
-        if not mine:
-            continue
-        ids = [r["id"] for r in mine]
-        earlier: set[str] = set()
-        for j, before in enumerate(order[:i]):
-            book = by_name[before]
-            try:
-                # Two read-only stores (archives, replicas) answer the same while they stand
-                # still: their probe is kept; the live file is asked each time.
-                earlier |= (
-                    kept_answer(
-                        book,
-                        ("existing", tuple(ids)),
-                        lambda b=book, ids=ids: b.sessions.existing(ids),
-                    )
-                    if j and label == "store"
-                    else book.sessions.existing(ids)
-                )
-            except LogbookDBError:
-                continue  # that store is named as missing; its copies cannot be told
-        for r in mine:
-            if r["id"] in earlier:
-                r["_copy"] = True

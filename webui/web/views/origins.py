@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from flask import Blueprint, abort, g, jsonify, redirect, url_for
 from htmx_flask import request
 
-from webui.db import LogbookDBError, get_logbook, live_logbook
+from webui import keep
+from webui.db import BadRequest, LogbookDBError, get_logbook, live_logbook
+from webui.db.history import history_of, store_answer
 from webui.db.origins import PAGE as CHATS_PAGE
-from webui.db.sql import encode_cursor
+from webui.db.sql import decode_cursor, encode_cursor
 from webui.db.stores import LIVE
+from webui.hermes.origin import distinct_labels
 from webui.present.rows import message_json
-from webui.web.stores import elsewhere, readable, request_stores
-from webui.web.views import merged, render_page, wants_json
+from webui.web.stores import OUT_OF_TIME, elsewhere, request_stores, short_of_time
+from webui.web.views import render_page, wants_json
 from webui.web.views.conversation import prepare_messages
 
 bp = Blueprint("origins", __name__)
@@ -29,64 +34,106 @@ def _missing(lb, *columns: str) -> str | None:
 @bp.get("/chats")
 def chats():
     lb = get_logbook()
-    books = _books(lb)
     after = request.args.get("after") or None
-    if len(books) > 1:
-        rows, cursor = _merged_chats(books, after)
+    missing: list[str] = []
+    stores = _stores()
+    if len(stores) > 1:
+        rows, cursor = _merged_chats(stores, after, missing)
     else:
         rows, cursor = lb.origins.chats(after)
     nxt = url_for("origins.chats", after=cursor) if cursor else None
+    notice = " ".join(x for x in (_missing(lb, "session_key"), _not_read(missing)) if x) or None
     if wants_json():
         json_next = url_for("origins.chats", after=cursor, format="json") if cursor else None
-        return jsonify({"chats": rows, "next": json_next, "notice": _missing(lb, "session_key")})
-    return render_page(
-        "chats.html", {}, rows=rows, next_url=nxt, notice=_missing(lb, "session_key")
-    )
+        return jsonify(
+            {
+                "chats": rows,
+                "next": json_next,
+                "notice": notice,
+                **({"missing_stores": missing} if missing else {}),
+            }
+        )
+    return render_page("chats.html", {}, rows=rows, next_url=nxt, notice=notice)
 
 
-def _merged_chats(books, after: str | None):
-    """Each store's chats, most recently active first, merged page by page (a cursor per
-    store, as the merged list keeps them). A chat whose older sessions are kept in an archive
-    has a row there too, labelled with its store."""
-    cursors = merged.decode(after)
-    fetched: list[dict] = []
-    more: dict[str, bool] = {}
-    for name, book in books:
-        state = cursors.get(name)
-        if state == merged.DONE:
+def _merged_chats(stores, after: str | None, missing: list[str]):
+    """Every chat of every store as one row: its sessions in all stores added up (each
+    store's copies of an earlier store's sessions left out), first and last activity
+    widened, the stores named; most recently active first, paged by (last activity, key)."""
+    rows = _merged(stores, "all_chats", "session_key", (), missing)
+    for r in rows:
+        r["store"] = r["stores"][0]
+    rows.sort(key=lambda r: (-(r.get("last_active") or 0), r["session_key"]))
+    if after:
+        try:
+            key, last_key = decode_cursor(after)
+        except Exception:  # noqa: BLE001 - decode_cursor words its own error
+            raise BadRequest("The page cursor ('after') is not valid.") from None
+        key = key or 0
+        rows = [
+            r
+            for r in rows
+            if (r.get("last_active") or 0) < key
+            or ((r.get("last_active") or 0) == key and r["session_key"] > last_key)
+        ]
+    page, more = rows[:CHATS_PAGE], len(rows) > CHATS_PAGE
+    cursor = encode_cursor(page[-1]["last_active"], page[-1]["session_key"]) if more else None
+    distinct_labels(page)
+    return page, cursor
+
+
+def _groups(stores, what: str, missing: list[str]) -> list[tuple[str, list[dict]]]:
+    """Each store's groups (``what``: all_chats, people or workspaces) with its copies of an
+    earlier store's sessions left out; a store that fails is named, the others answer."""
+    readable = [s for s in stores if s.logbook is not None]
+    missing += [f"{s.name}: {s.message or s.status}" for s in stores if s.logbook is None]
+    history = history_of(readable)
+    names = [s.name for s in readable]
+    out = []
+    for s in readable:
+        if s.kind != LIVE and short_of_time():
+            missing.append(f"{s.name}: {OUT_OF_TIME}")
             continue
-        rows, nxt = book.origins.chats(state)
-        more[name] = nxt is not None
-        for r in rows:
-            r["store"] = name
-        fetched.extend(rows)
-    order = {name: i for i, (name, _book) in enumerate(books)}
-    fetched.sort(key=lambda r: (-(r["last_active"] or 0), r["session_key"], order[r["store"]]))
-    # The same chat with the same sessions in a later store (an old backup beside the live
-    # file) is a copy: left out, as the list leaves out copies of sessions.
-    seen: set[tuple] = set()
-    for r in fetched:
-        same = (r["session_key"], r["sessions"], r["first_active"], r["last_active"])
-        r["_copy"] = same in seen
-        seen.add(same)
-    page = fetched[:CHATS_PAGE]
-    new = dict(cursors)
-    for name in more:
-        mine = [r for r in fetched if r["store"] == name]
-        shown = [r for r in page if r["store"] == name]
-        if shown:
-            last = shown[-1]
-            done = last is mine[-1] and not more[name]
-            new[name] = (
-                merged.DONE if done else encode_cursor(last["last_active"], last["session_key"])
-            )
-        elif not mine:
-            new[name] = merged.DONE
-    finished = all(new.get(n) == merged.DONE for n in more) and len(page) == len(fetched)
-    shown = [r for r in page if not r.pop("_copy")]
-    for r in fetched[CHATS_PAGE:]:
-        r.pop("_copy", None)
-    return shown, None if finished or not page else merged.encode(new)
+        dup = history.copies_in(s.name, names)
+        book = s.logbook
+        method = getattr(book.origins, what)
+
+        def compute(method=method, dup=dup):
+            return method(dup) if what == "all_chats" else method(dup, None)
+
+        try:
+            if s.kind == "live" and not dup:
+                rows = book.sessions.shared(f"{what}-whole", compute)
+            else:
+                rows = store_answer(s, (what, len(dup), hash(tuple(dup))), compute)
+        except (LogbookDBError, sqlite3.Error) as exc:
+            message = exc.message if isinstance(exc, LogbookDBError) else str(exc)
+            missing.append(f"{s.name}: {message}")
+            continue
+        out.append((s.name, rows))  # kept values: read, never changed here
+    return out
+
+
+# The merged rows of chats, people and workspaces, kept while every store's part is the same
+# kept value (pages read them, never change them).
+_merged_groups = keep.Shelf(16)
+
+
+def _mark(groups) -> tuple:
+    return tuple((name, id(rows), len(rows)) for name, rows in groups)
+
+
+def _merged(stores, what: str, key: str, joined: tuple[str, ...], missing: list[str]):
+    """merge_groups of every store's groups, kept (copies handed out: the page changes its
+    rows)."""
+    groups = _groups(stores, what, missing)
+    mark = _mark(groups)
+    rows = _merged_groups.get_or((what, mark), mark, lambda: merge_groups(groups, key, joined))
+    return [{**r, "stores": list(r["stores"])} for r in rows]
+
+
+def _not_read(missing: list[str]) -> str | None:
+    return f"Not read now: {'; '.join(missing)}." if missing else None
 
 
 @bp.get("/chats/<path:session_key>")
@@ -168,32 +215,26 @@ def chat(session_key: str):
     )
 
 
-def _books(lb) -> list[tuple[str, object]]:
+def _stores() -> list:
     """The stores this page spans (``store=`` narrows; a pinned store alone), live first."""
     if g.get("store_pin") or g.get("all_profiles"):
-        return [(g.get("store_pin") or LIVE, lb)]
-    return [(s.name, s.logbook) for s in readable(request_stores(live_logbook()))]
+        return []
+    return request_stores(live_logbook())
 
 
 SUMMED = ("sessions", "messages", "tokens", "cost", "included_sessions", "unpriced_sessions")
 
 
 def merge_groups(per_store: list[tuple[str, list[dict]]], key: str, joined: tuple[str, ...]):
-    """Rows of the same group (a workspace, a person) from several stores as one: figures
-    summed, first and last activity widened, names and sources joined; ``stores`` says where
-    its sessions are kept. A group whose sessions in a later store are exactly those of an
-    earlier one is a copy and counts once; a session kept in two stores among others counts
-    in each."""
+    """Rows of the same group (a chat, a workspace, a person) from several stores as one:
+    figures summed, first and last activity widened, names and sources joined; ``stores``
+    says where its sessions are kept. Each store's rows come with its copies of an earlier
+    store's sessions already left out (webui.db.history), so every session counts once."""
     out: dict[str, dict] = {}
-    seen: set[tuple] = set()
     for name, rows in per_store:
         for r in rows:
-            # The same group with the same sessions in a later store (an old backup beside
-            # the live file) is a copy: counted once, as the list folds copies of sessions.
-            same = (r[key], r.get("sessions"), r.get("first_active"), r.get("last_active"))
-            if same in seen:
+            if not r.get("sessions"):
                 continue
-            seen.add(same)
             cur = out.get(r[key])
             if cur is None:
                 out[r[key]] = cur = {**r, "stores": [name]}
@@ -229,16 +270,39 @@ def _chat_elsewhere(session_key: str) -> list[dict]:
 @bp.get("/workspaces")
 def workspaces():
     lb = get_logbook()
-    books = _books(lb)
+    stores = _stores()
+    missing: list[str] = []
     # Both scan every session row (no index holds cwd): shared like the list's facets
     # (80 ms each on 200,000 sessions).
-    per_store, per_branch = [], {}
-    for name, book in books:
-        per_store.append(
-            (name, [dict(r) for r in book.sessions.shared("workspaces", book.origins.workspaces)])
+    if len(stores) > 1:
+        groups = _groups(stores, "workspaces", missing)
+        branches = _groups(stores, "branches", missing)
+        mark = _mark(groups) + _mark(branches)
+        rows = _merged_groups.get_or(
+            ("workspaces", mark), mark, lambda: _workspace_rows(groups, branches, True)
         )
-        for ws, branches in book.sessions.shared("branches", book.origins.branches).items():
-            merged_branches = {b["branch"]: dict(b) for b in per_branch.get(ws, [])}
+    else:
+        rows = _workspace_rows(
+            [(LIVE, lb.sessions.shared("workspaces", lb.origins.workspaces))],
+            [(LIVE, lb.sessions.shared("branches", lb.origins.branches))],
+            False,
+        )
+    notice = (
+        " ".join(x for x in (_missing(lb, "cwd", "git_repo_root"), _not_read(missing)) if x) or None
+    )
+    if wants_json():
+        return jsonify({"workspaces": rows, "notice": notice})
+    return render_page("workspaces.html", {}, rows=rows, notice=notice)
+
+
+def _workspace_rows(groups, branch_parts, several: bool) -> list[dict]:
+    """The workspaces page's rows from each store's groups and branches (new rows: the
+    stores' kept values are read, never changed)."""
+    rows = merge_groups(groups, "workspace", ("branches",))
+    per_branch: dict[str, list[dict]] = {}
+    for _name, part in branch_parts:
+        for ws, branches in part.items():
+            merged_branches = {b["branch"]: b for b in per_branch.get(ws, [])}
             for b in branches:
                 had = merged_branches.get(b["branch"])
                 if had is None:
@@ -249,35 +313,44 @@ def workspaces():
             per_branch[ws] = sorted(
                 merged_branches.values(), key=lambda b: (-b["sessions"], b["branch"])
             )
-    rows = merge_groups(per_store, "workspace", ("branches",))
     rows.sort(key=lambda r: -(r.get("last_active") or 0))
+    rows = rows[:500]
     for r in rows:
         r["branches"] = sorted({b for b in (r.get("branches") or "").split(",") if b})
         r["branch_figures"] = per_branch.get(r["workspace"], [])
-        if len(books) == 1:
+        if several:
+            r["store"] = r["stores"][0]
+        else:
             del r["stores"]
-    notice = _missing(lb, "cwd", "git_repo_root")
-    if wants_json():
-        return jsonify({"workspaces": rows, "notice": notice})
-    return render_page("workspaces.html", {}, rows=rows, notice=notice)
+    return rows
 
 
 @bp.get("/people")
 def people():
     lb = get_logbook()
-    books = _books(lb)
-    per_store = [
-        (name, [dict(r) for r in book.sessions.shared("people", book.origins.people)])
-        for name, book in books
-    ]
-    rows = merge_groups(per_store, "user_id", ("names", "sources"))
-    rows.sort(key=lambda r: (-(r.get("cost") or 0), -(r.get("sessions") or 0)))
-    for r in rows:
-        r["names"] = sorted({n for n in (r.get("names") or "").split(",") if n})
-        r["sources"] = sorted({n for n in (r.get("sources") or "").split(",") if n})
-        if len(books) == 1:
-            del r["stores"]
-    notice = _missing(lb, "user_id")
+    stores = _stores()
+    missing: list[str] = []
+    if len(stores) > 1:
+        groups = _groups(stores, "people", missing)
+        mark = _mark(groups)
+        rows = _merged_groups.get_or(("people", mark), mark, lambda: _people_rows(groups, True))
+    else:
+        rows = _people_rows([(LIVE, lb.sessions.shared("people", lb.origins.people))], False)
+    notice = " ".join(x for x in (_missing(lb, "user_id"), _not_read(missing)) if x) or None
     if wants_json():
         return jsonify({"people": rows, "notice": notice})
     return render_page("people.html", {}, rows=rows, notice=notice)
+
+
+def _people_rows(groups, several: bool) -> list[dict]:
+    rows = merge_groups(groups, "user_id", ("names", "sources"))
+    rows.sort(key=lambda r: (-(r.get("cost") or 0), -(r.get("sessions") or 0)))
+    rows = rows[:500]
+    for r in rows:
+        r["names"] = sorted({n for n in (r.get("names") or "").split(",") if n})
+        r["sources"] = sorted({n for n in (r.get("sources") or "").split(",") if n})
+        if several:
+            r["store"] = r["stores"][0]
+        else:
+            del r["stores"]
+    return rows

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
-from flask import Blueprint, current_app, g, jsonify, request, url_for
+from flask import Blueprint, current_app, g, jsonify, redirect, request, url_for
 
-from webui.db import BadRequest, LogbookDBError, SearchFilters, get_logbook
+from webui.db import BadRequest, LogbookDBError, SearchFilters, get_logbook, live_logbook
 from webui.db.search import SearchResult, run, run_recent
 from webui.db.stores import LIVE
 from webui.hermes.search import plan, query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
 from webui.web.limits import search_slot
 from webui.web.profiles import merged_logbooks
-from webui.web.stores import kept_answer, readable, request_stores
+from webui.web.stores import find_session, readable, request_stores, unreadable
 from webui.web.views import render_page, wants_json
+from webui.web.views.search_stores import search_stores
 from webui.workclass import is_heavy
 
 bp = Blueprint("search", __name__)
@@ -61,42 +61,22 @@ def _plan(book, query: str):
 
 
 def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "profile"):
-    """Each database's own ranked page, interleaved (rank 1 of each, then rank 2, …): scores
-    from different databases are not comparable, positions are. Across stores (``label``
-    "store") a hit in a session that an earlier store also holds (an old backup beside the
-    live file) is left out, and the notice says how many were."""
+    """Each profile's own ranked page, interleaved (rank 1 of each, then rank 2, …): the
+    profiles are separate histories, so their ranks are set side by side, not compared. (The
+    stores of one history rank as one: webui.web.views.search_stores.)"""
     books = books if books is not None else merged_logbooks(current_app)
     per: list[list[dict]] = []
     total, capped, more, notices, searched, p = 0, False, False, [], query, None
-    folded = 0
     for i, (name, book) in enumerate(books):
         try:
             p = _plan(book, query)
-            if i and label == "store":
-                # An archive's or replica's hits: kept while its file stands still.
-                res, searched = kept_answer(
-                    book,
-                    ("search", query, repr(f), page),
-                    lambda book=book, p=p: run(book.search, p, f, page),
-                )
-                res = replace(res, rows=[dict(r) for r in res.rows])
-            else:
-                res, searched = run(book.search, p, f, page)
+            res, searched = run(book.search, p, f, page)
         except LogbookDBError as exc:
             if not i:
                 raise
-            # An archive or replica that is slow, locked or gone: named, the others shown.
             notices.append(f"{name} was not searched: {exc.message}")
             continue
         rows = res.rows
-        if label == "store" and i:
-            ids = list({r["session_id"] for r in rows})
-            earlier: set[str] = set()
-            for _before, other in books[:i]:
-                earlier |= other.sessions.existing(ids)
-            kept = [r for r in rows if r["session_id"] not in earlier]
-            folded += len(rows) - len(kept)
-            rows = kept
         complete_snippets(rows)
         for row in rows:
             row[label] = name
@@ -107,22 +87,30 @@ def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "p
         notices += [
             n if n.startswith(name) else f"{name}: {n}" for n in res.notices if n not in notices
         ]
-    if folded:
-        notices.append(
-            f"{folded} hit{'s' if folded != 1 else ''} in copies of sessions already shown "
-            "from another store left out."
-        )
     rows = [r for group in itertools.zip_longest(*per) for r in group if r is not None]
     result = SearchResult(rows, total, capped, False, more, list(dict.fromkeys(notices)))
     return result, searched, p
 
 
-def _store_books(lb) -> list | None:
-    """The stores this search spans when there are several (live first), else None."""
+def _across(lb) -> tuple[list, list[str]] | None:
+    """The stores this search spans when there are several (live first) or some cannot be
+    read now (then named), else None."""
     if g.get("all_profiles") or g.get("store_pin"):
         return None
-    books = [(s.name, s.logbook) for s in readable(request_stores(lb))]
-    return books if len(books) > 1 or (books and books[0][0] != LIVE) else None
+    every = request_stores(lb)
+    stores, unread = readable(every), unreadable(every)
+    if len(stores) > 1 or unread or (stores and stores[0].name != LIVE):
+        return stores, [
+            f"{line.split(':', 1)[0]} was not searched: {line.split(': ', 1)[-1]}"
+            for line in unread
+        ]
+    return None
+
+
+def _args_with(**extra) -> dict:
+    args = {k: request.args.getlist(k) for k in request.args if not k.startswith("_")}
+    args.update(extra)
+    return args
 
 
 @bp.get("/search")
@@ -137,7 +125,12 @@ def search():
     group = request.args.get("group") == "session"
     # Only searches whose plan may read the whole index take one of the few search slots;
     # the others run like any page (the server's dispatcher classes them the same way).
-    stores = _store_books(lb) if not f.session else None
+    if f.session and not g.get("store_pin"):
+        # A search within one session: in the store that holds it (live first).
+        holder = find_session(live_logbook(), f.session)
+        if holder is not None and holder.name != LIVE:
+            return redirect(url_for("search.search", **_args_with(store=holder.name)))
+    stores = _across(lb) if not f.session else None
     p = None if g.get("all_profiles") or stores else _plan(lb, query)
     heavy = is_heavy(request.path, request.query_string.decode("latin-1"), search_facts(lb))
     # A substring search's first page often lies among the newest messages: answered from
@@ -149,7 +142,9 @@ def search():
     else:
         with search_slot(heavy=heavy or (p is not None and p.route == "like")):
             if stores:
-                result, searched, p = _merged(query, f, page, stores, label="store")
+                result, searched, p = search_stores(query, f, page, stores[0], list(stores[1]))
+                if p is None:
+                    p = _plan(lb, query)
             elif p is None:
                 result, searched, p = _merged(query, f, page)
             else:

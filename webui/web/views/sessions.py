@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint, abort, current_app, g, jsonify, redirect, render_template, url_for
 from htmx_flask import request
 
 from webui import threads
-from webui.db import BadRequest, LogbookDBError, SessionQuery, get_logbook, live_logbook
+from webui.db import BadRequest, SessionQuery, get_logbook, live_logbook
 from webui.db import deadline as request_deadline
 from webui.db.errors import DatabaseBusy
 from webui.db.lineage import tree_across
@@ -25,15 +24,21 @@ from webui.present.relatives import chain_summary, child_groups, crumbs
 from webui.present.rows import session_json, session_label, with_origin
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import (
-    copies_in_earlier,
     elsewhere,
     find_session,
-    kept_answer,
     readable,
     relatives_elsewhere,
     request_stores,
+    unreadable,
 )
-from webui.web.views import merged, query_args, refuse_unknown, render_page, wants_json
+from webui.web.views import (
+    merged,
+    merged_stores,
+    query_args,
+    refuse_unknown,
+    render_page,
+    wants_json,
+)
 from webui.web.views.conversation import (
     first_user_text,
     jump,
@@ -69,8 +74,9 @@ def list_sessions():
     lb = get_logbook()
     refuse_unknown(LIST_PARAMS)
     q = SessionQuery.from_args(request.args)
-    stores = readable(request_stores(live_logbook())) if not g.get("store_pin") else []
-    if len(stores) <= 1 and not g.get("all_profiles"):
+    every = request_stores(live_logbook()) if not g.get("store_pin") else []
+    stores, unread = readable(every), unreadable(every)
+    if len(stores) <= 1 and not unread and not g.get("all_profiles"):
         _flags_exist(lb, q)
     folded = copies = 0
     missing: list[str] = []
@@ -78,30 +84,13 @@ def list_sessions():
     if g.get("all_profiles"):
         merged_page = merged.session_page(q)
         rows, cursor, facets = merged_page.rows, merged_page.cursor, merged_page.facets
-    elif len(stores) > 1:
-        books = [(s.name, s.logbook) for s in stores]
-        merged_page = merged.session_page(q, books, label="store", fold=True)
+    elif len(stores) > 1 or unread:
+        # Every store as one history (webui.web.views.merged_stores).
+        missing = list(unread)
+        merged_page = merged_stores.store_page(q, stores, missing)
         rows, cursor, facets = merged_page.rows, merged_page.cursor, merged_page.facets
         folded, missing = merged_page.folded, merged_page.missing
-        answered = [(n, b) for n, b in books if not any(m.startswith(f"{n}: ") for m in missing)]
-        try:
-            whole = replace(q, after=None)
-            store_facet = {
-                name: (
-                    book.sessions.count(whole)
-                    if not i
-                    else kept_answer(
-                        book, ("count", repr(whole)), lambda b=book: b.sessions.count(whole)
-                    )
-                )[0]
-                for i, (name, book) in enumerate(answered)
-            }
-            copies = copies_in_earlier(answered, replace(q, after=None))
-        except LogbookDBError as exc:
-            # The counts of a store that stopped answering: the page still comes, without them.
-            missing.append(f"counts: {exc.message}")
-            store_facet = {name: 0 for name, _book in answered}
-            copies = 0
+        store_facet, copies = merged_page.counts, merged_page.copies
     else:
         # The menus' counts scan every session row when they are not shared (the first visit,
         # after a change): beside the page's own queries, not after them (2.3 s -> 1.4 s for
@@ -112,7 +101,7 @@ def list_sessions():
         for r in rows:
             r["store"] = g.get("store_pin") or LIVE
         facets, origin_facets = by_source.result(), by_origin.result()
-    if g.get("all_profiles") or len(stores) > 1:
+    if g.get("all_profiles") or len(stores) > 1 or unread:
         origin_facets = _origin_facets(lb)
     for r in rows:
         with_origin(r)
@@ -140,7 +129,7 @@ def list_sessions():
         counts = [book.sessions.count(q) for _, book in merged_logbooks(current_app)]
         total, capped = sum(c[0] for c in counts), any(c[1] for c in counts)
         hidden = None
-    elif store_facet:
+    elif len(stores) > 1 or unread:
         # Sessions kept in two stores are listed once (from the first store holding them).
         total, capped = sum(store_facet.values()) - copies, False
         hidden = None
@@ -413,6 +402,13 @@ def tail(session_id: str):
     lb = get_logbook()
     session = lb.sessions.brief(session_id)
     if session is None:
+        holder = None if g.get("store_pin") else find_session(live_logbook(), session_id)
+        if holder is not None and holder.name != LIVE:
+            return redirect(
+                url_for(
+                    "sessions.tail", session_id=session_id, **{**query_args(), "store": holder.name}
+                )
+            )
         abort(404, description=f"No session has the id “{session_id}”.")
     after = request.args.get("after")
     page = lb.messages.tail(session_id, after)

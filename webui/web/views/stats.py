@@ -6,14 +6,13 @@ import csv
 import io
 import json
 import time
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from webui import keep, threads
-from webui.db import BadRequest, LogbookDBError, get_logbook, live_logbook, tz
+from webui.db import BadRequest, get_logbook, live_logbook, tz
 from webui.db.rollup import Coverage
 from webui.db.sessions import parse_day
 from webui.db.stats import (
@@ -29,8 +28,9 @@ from webui.present import charts, fragments
 from webui.present.filters import axis_money, compact, group_cost, money, num
 from webui.present.headline import headline, leaders
 from webui.web.profiles import merged_logbooks
-from webui.web.stores import kept_answer, readable, request_stores
+from webui.web.stores import request_stores
 from webui.web.views import render_page, wants_json
+from webui.web.views.stats_stores import whole_report
 
 bp = Blueprint("stats", __name__)
 
@@ -183,18 +183,19 @@ def _dated(q: StatsQuery) -> dict[str, Any]:
     return report
 
 
-def _build_report(q: StatsQuery) -> dict[str, Any]:
+def _build_report(q: StatsQuery, lb=None, budget_s: float | None = None) -> dict[str, Any]:
     """The report in two halves that share nothing but the request's deadline: the panels
     summed from the period's session rows and the rollup's panels (this thread), and beside
     them the per-task usage and the series (a side thread, when one is free). On a million
     messages each half is about 90 ms of one core. The halves' statements read the file at
     slightly different moments, as they did one after another: beside a live gateway the
     series may hold a message or two more than the totals; every figure follows one rule."""
-    st = get_logbook().stats
+    lb = lb or get_logbook()
+    st = lb.stats
     first = q.start if q.start is not None else (st.first_started() or q.now)
-    beside = threads.Beside(lambda: _side_panels(q, first))
-    report = _session_panels(st, q, first)
-    report.update(_rollup_panels(q))
+    beside = threads.Beside(lambda: _side_panels(q, first, lb))
+    report = _session_panels(st, q, first, lb)
+    report.update(_rollup_panels(q, lb, budget_s))
     side = beside.result()
     coverage: Coverage = report.pop("coverage")
     aux_by_model, aux_usage = side["aux"]
@@ -211,26 +212,29 @@ def _build_report(q: StatsQuery) -> dict[str, Any]:
         "messages_seen_up_to_id": coverage.seen_max_id,
         "newest_message_id": coverage.db_max_id,
         # the longest single read the rollup has made of state.db (a read transaction)
-        "longest_read_ms": round(get_logbook().rollup.longest_read_s * 1000, 1),
+        "longest_read_ms": round(lb.rollup.longest_read_s * 1000, 1),
     }
     return report
 
 
-def _side_panels(q: StatsQuery, first: float) -> dict[str, Any]:
+def _side_panels(q: StatsQuery, first: float, lb=None) -> dict[str, Any]:
     """The per-task usage (Hermes's usage rows) and the series."""
-    st = get_logbook().stats
+    st = (lb or get_logbook()).stats
     return {
         "aux": st.aux(q),
         "series": st.series(q, bucket_for((q.end or q.now) - first), q.cost_by, first=first),
     }
 
 
-def _rollup_panels(q: StatsQuery) -> dict[str, Any]:
-    """Tool usage, the heatmap and messages per source, from the rollup of the messages."""
-    lb = get_logbook()
+def _rollup_panels(q: StatsQuery, lb=None, budget_s: float | None = None) -> dict[str, Any]:
+    """Tool usage, the heatmap and messages per source, from the rollup of the messages.
+    ``budget_s``: the time this request may spend reading more into it (the app's budget by
+    default; 0: none, the report says how far the rollup is)."""
+    lb = lb or get_logbook()
     st = lb.stats
+    budget = current_app.config["LOGBOOK_ROLLUP_BUDGET"] if budget_s is None else budget_s
     # Never queue behind the start-up warmer: while it reads, the page says how far it got.
-    coverage = lb.rollup.refresh(current_app.config["LOGBOOK_ROLLUP_BUDGET"], wait=False)
+    coverage = lb.rollup.refresh(budget, wait=False) if budget > 0 else lb.rollup.coverage()
     # The rollup's panels read their own copy of the columns; the archived flag they take live.
     rwhere, rparams = st.rollup_where(q)
     # Filtered by the period alone: whole days are read from the rollup's daily sums.
@@ -252,9 +256,9 @@ def _rollup_panels(q: StatsQuery) -> dict[str, Any]:
     }
 
 
-def _session_panels(st: StatsStore, q: StatsQuery, first: float) -> dict[str, Any]:
+def _session_panels(st: StatsStore, q: StatsQuery, first: float, lb=None) -> dict[str, Any]:
     """Every panel summed from the session rows."""
-    lb = get_logbook()
+    lb = lb or get_logbook()
     bucket = bucket_for((q.end or q.now) - first)
     prev = q.previous()
     summary = st.summary(q)
@@ -387,33 +391,18 @@ def build_merged_report(q: StatsQuery) -> dict[str, Any]:
     }
 
 
-def store_rows(q: StatsQuery) -> list[dict[str, Any]]:
-    """Each store's own totals for the period, side by side (the live file, archives,
-    replicas), when the history spans more than one; else nothing. A store whose figures
-    cannot be read now says so instead of failing the page."""
+def whole_history(q: StatsQuery, report: dict[str, Any]) -> tuple[dict[str, Any], list]:
+    """Over several stores (the live file, archives, replicas): one report for them all, and
+    each store's share of the period (webui.web.views.stats_stores); else ``report`` as is."""
     if g.get("all_profiles") or g.get("store_pin"):
-        return []
-    stores = readable(request_stores(live_logbook()))
-    if len(stores) < 2:
-        return []
-    rows = []
-    for s in stores:
-        try:
-            totals = (
-                s.logbook.stats.totals(q)
-                if s.kind == "live"
-                # An archive's totals for a period that moves with the clock: kept for the
-                # minute (the window's edge moves by at most that much).
-                else kept_answer(
-                    s.logbook,
-                    ("totals", repr(replace(q, now=0.0)), int(q.now // 60)),
-                    lambda s=s: s.logbook.stats.totals(q),
-                )
-            )
-            rows.append({"store": s.name, "kind": s.kind, "totals": totals})
-        except LogbookDBError as exc:
-            rows.append({"store": s.name, "kind": s.kind, "totals": None, "error": exc.message})
-    return rows
+        return report, []
+    every = request_stores(live_logbook())
+    if len(every) < 2:
+        return report, []
+    if every[0].kind != "live" and every[0].logbook is not None:
+        report = _build_report(q, every[0].logbook)
+        report["as_of"] = time.time()
+    return whole_report(q, every, report, _build_report, [])
 
 
 class LazyCharts:
@@ -454,8 +443,7 @@ def stats():
     # The page's model menu scans every session row when it is not shared (its cache
     # lapsed, or after one of Logbook's own changes): beside the report, not after it.
     menu = None if wants_json() else threads.Beside(lb.sessions.models)
-    report = build_report(q)
-    stores = store_rows(q)
+    report, stores = whole_history(q, build_report(q))
     if menu is None:
         return jsonify({**report, "stores": stores} if stores else report)
     args = {
@@ -478,6 +466,9 @@ def stats():
         body_key=fragments.digest(
             "stats-body",
             report.get("as_of"),
+            # over several stores: each store's share (an archive's report read again)
+            [(r["store"], (r.get("totals") or {}).get("sessions")) for r in stores],
+            report.get("totals", {}).get("cost_usd"),
             request.full_path,
             heading,
             before,

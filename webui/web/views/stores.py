@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 from flask import Blueprint, current_app, jsonify
 
 from webui.db import live_logbook
-from webui.web.stores import archive_dirs, kept_answer, request_stores
+from webui.db.history import store_answer
+from webui.web.stores import archive_dirs, request_stores
 from webui.web.views import refuse_unknown, render_page, wants_json
 
 bp = Blueprint("stores", __name__)
@@ -18,15 +17,11 @@ def index():
     refuse_unknown({"store"})
     # An archive's figures are read once while its file stands still (webui.web.stores).
     stores = [
-        dict(kept_answer(s.logbook, ("facts",), s.facts))
+        dict(store_answer(s, ("facts",), s.facts))
         if s.kind == "archive" and s.logbook is not None
         else s.facts()
         for s in request_stores(live_logbook())
     ]
-    now = time.time()
-    for s in stores:
-        if s.get("as_of") is not None:
-            s["age_s"] = max(0.0, now - s["as_of"])
     if wants_json():
         return jsonify({"stores": stores})
     return render_page("stores.html", {}, stores=stores, cold_folder=archive_dirs(current_app)[0])
