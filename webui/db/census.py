@@ -30,10 +30,13 @@ CHUNK = 900
 
 def display_set_sql(schema, display: str) -> str:
     """The SQL condition "in the display set" for this generation ("1" when every row is)."""
-    if display == rule.LIVE:
-        return "COALESCE(active, 1) != 0" if schema.has("messages", "active") else "1"
-    if display in (rule.DEDUPE, rule.GROUPS):
-        return "(active = 1 OR compacted = 1)"
+    # Never a column the file lacks: a file whose schema says a newer Hermes but whose table
+    # has no flag reads every row as live (Logbook never assumes a column).
+    active = schema.has("messages", "active")
+    if display == rule.LIVE or (display in (rule.DEDUPE, rule.GROUPS) and active):
+        if display != rule.LIVE and schema.has("messages", "compacted"):
+            return "(active = 1 OR compacted = 1)"
+        return "COALESCE(active, 1) != 0" if active else "1"
     return "1"
 
 
@@ -116,7 +119,7 @@ def _marked(
     flags = [c for c in ("active", "compacted") if schema.has("messages", c)]
     cond, params = ("", [session_id]) if after is None else (" AND id > ?", [session_id, after])
     if not extra:
-        if in_set == "1":
+        if in_set == "1" or "active" not in flags:
             return {}
         # Hermes 0.19: out of the set means active = 0, on its (session_id, active) index.
         return {
@@ -147,7 +150,7 @@ def _keeps_display_order(r: Reader, session_id: str) -> bool:
         return False
     return (
         r.scalar(
-            "SELECT 1 FROM messages WHERE session_id = ? AND (active = 1 OR compacted = 1) "
+            f"SELECT 1 FROM messages WHERE session_id = ? AND {display_set_sql(r.schema, rule.GROUPS)} "
             "AND (display_order IS NULL OR display_identity IS NULL) LIMIT 1",
             [session_id],
         )
@@ -163,7 +166,9 @@ def _twins(
     stamps = _shared(r, session_id, "timestamp", "1", after)
     orders: list[Any] = []
     if by_order:
-        orders = _shared(r, session_id, "display_order", "(active = 1 OR compacted = 1)", after)
+        orders = _shared(
+            r, session_id, "display_order", display_set_sql(r.schema, rule.GROUPS), after
+        )
     cols = ", ".join(
         c
         for c in (
