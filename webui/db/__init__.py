@@ -10,6 +10,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, current_app, g
 
@@ -81,6 +82,8 @@ class Logbook:
     actions: Actions
     origins: OriginStore
     maintenance: Maintenance
+    # What every message holds (bytes, tool calls, files changed): webui.db.digest.
+    digest: Any = None
 
     @property
     def schema(self) -> Schema:
@@ -153,6 +156,7 @@ def start_rollup_warmer(app: Flask, logbook: Logbook) -> threading.Thread:
                 logbook.search.sources.build()
             except Exception:  # noqa: BLE001 - a filtered search starts another build
                 app.logger.exception("the search's map of sources could not be built")
+            logbook.digest.ensure_warming(app)  # storage, files, reliability (one thread)
 
     thread = threading.Thread(target=work, daemon=True, name="rollup-warmer")
     thread.start()
@@ -192,6 +196,15 @@ def build_logbook(app: Flask, opened: OpenedDatabase, engine=None) -> Logbook:
         OriginStore(reader),
         Maintenance(reader),
     )
+    from webui.db.digest import Digest, digest_path
+
+    logbook.digest = Digest(
+        reader,
+        digest_path(Path(app.instance_path), opened),
+        read_limit_s=app.config.get("LOGBOOK_ROLLUP_READ_LIMIT")
+        or app.config["LOGBOOK_QUERY_TIME_LIMIT"],
+    )
+    logbook.digest.objects.read_limit_s = app.config.get("LOGBOOK_STORAGE_READ_LIMIT") or 20.0
     return logbook
 
 

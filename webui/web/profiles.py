@@ -16,6 +16,7 @@ MERGED_ENDPOINTS = {
     "sessions.list_sessions",
     "search.search",
     "stats.stats",
+    "storage.storage",
     "static",
     "ui.set_theme",
     "ui.changes",

@@ -41,6 +41,7 @@ from webui.present.rows import session_label
 from webui.web.access import change_required, safe_next
 from webui.web.stores import find_session
 from webui.web.views import render_page, wants_json
+from webui.web.views.storage import freed
 
 bp = Blueprint("actions", __name__)
 
@@ -314,10 +315,12 @@ def prune_form():
     sel = _selection(request.args, "prune")
     if wants_json():
         preview = lb.actions.prune_preview(sel)
+        ids = lb.actions.prune_ids(sel)
         return jsonify(
             {
                 "count": preview["count"],
-                "sessions": lb.actions.prune_ids(sel),
+                "sessions": ids,
+                "freed": freed(lb, ids),
                 "totals": preview["totals"],
                 "tokens": preview["tokens"],
                 "cost": preview["cost"],
@@ -341,6 +344,7 @@ def prune_form():
         maintenance=lb.maintenance.state(),
         confirm_above=PRUNE_CONFIRM_ABOVE,
         has_archived=lb.schema.has("sessions", "archived"),
+        freed=freed(lb, lb.actions.prune_ids(sel)) if preview and preview.get("count") else None,
     )
 
 

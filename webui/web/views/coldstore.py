@@ -19,6 +19,7 @@ from webui.web.access import change_required
 from webui.web.stores import archive_dirs, store_set
 from webui.web.views import render_page, wants_json
 from webui.web.views.actions import _browser_form, _chosen, _selection
+from webui.web.views.storage import freed
 
 bp = Blueprint("coldstore", __name__)
 
@@ -72,6 +73,8 @@ def form():
         )
     members = sum(len(m) for m in groups)
     target = source.path if source else _target()
+    # What the move would free in the live file (an estimate from the digest).
+    freed_estimate = None if source else freed(live, [m for g in groups for m in g])
     if wants_json():
         return jsonify(
             {
@@ -84,6 +87,7 @@ def form():
                 "sessions": [m for g in groups for m in g],
                 "messages": preview["messages"],
                 "selection": as_args(sel),
+                "freed": freed_estimate,
             }
         )
     for r in (preview or {}).get("sessions", []):
@@ -107,6 +111,7 @@ def form():
         sources=book.sessions.all_sources(),
         size=live.size_bytes(),
         maintenance=live.maintenance.state(),
+        freed=freed_estimate,
     )
 
 

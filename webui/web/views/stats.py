@@ -30,7 +30,7 @@ from webui.present.filters import compact, group_cost, money, num
 from webui.present.headline import headline, leaders
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import kept_answer, readable, request_stores
-from webui.web.views import render_page, wants_json
+from webui.web.views import reliability, render_page, wants_json
 
 bp = Blueprint("stats", __name__)
 
@@ -455,8 +455,10 @@ def stats():
     menu = None if wants_json() else threads.Beside(lb.sessions.models)
     report = build_report(q)
     stores = store_rows(q)
+    reliable = reliability.section(q)  # the Reliability section (webui.web.views.reliability)
     if menu is None:
-        return jsonify({**report, "stores": stores} if stores else report)
+        extra = {"stores": stores} if stores else {}
+        return jsonify({**report, **extra, "reliability": reliable})
     args = {
         k: request.args.getlist(k)
         for k in request.args
@@ -498,6 +500,10 @@ def stats():
         models=models,
         token_labels=TOKEN_LABELS,
         stores=stores,
+        reliability=reliable,
+        reliability_charts=reliability.build_charts(reliable),
+        reliability_stores=reliability.store_rows(q),
+        loop_url=reliability.loop_url,
         json_url=url_for("stats.stats", **args, format="json"),
     )
     response = current_app.make_response((response, status))

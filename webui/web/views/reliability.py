@@ -1,0 +1,148 @@
+"""The Reliability section of /stats (and ``reliability`` in its JSON twin): tool failures
+per tool and over time, retry loops, unattended against interactive work, per cron job, and
+per model how often its turns ended in a tool failure. Same filters as the rest of the page;
+figures from the digest (webui.db.digest.reliability), kept while it stands still."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from flask import current_app, url_for
+
+from webui import keep
+from webui.db import Logbook, LogbookDBError, get_logbook, tz
+from webui.db import digest as dg
+from webui.db.digest import reliability as rel
+from webui.db.stats import BUCKET_SQL, StatsQuery, bucket_for
+from webui.present import charts
+from webui.present.filters import num
+from webui.web import digests
+from webui.web.stores import readable, request_stores
+
+STACKS = 5
+
+
+def _percent(v: float) -> str:
+    return f"{v:.1f}%"
+
+
+def section(q: StatsQuery, book: Logbook | None = None) -> dict[str, Any]:
+    """The section for ``q`` on one store's book (the request's by default)."""
+    lb = book or get_logbook()
+    cov = digests.current(lb)
+    rwhere, rparams = lb.stats.rollup_where(q)
+    first = q.start if q.start is not None else (lb.stats.first_started() or q.now)
+    unit = bucket_for((q.end or q.now) - first)
+    local = tz.local_seconds("s.started_at", tz.zone(q.tz), first, q.end or q.now)
+    bucket = BUCKET_SQL[unit].format(t=local)
+    # The period moves with the clock: a kept answer is good for the minute.
+    key = ("reliability", repr(replace(q, now=0.0)), int(q.now // 60))
+
+    def compute(conn) -> dict[str, Any]:
+        return {
+            "tools": rel.tools(conn, rwhere, rparams),
+            "series": rel.series(conn, rwhere, rparams, bucket),
+            "loops": rel.loops(conn, rwhere, rparams),
+            "models": rel.models(conn, rwhere, rparams),
+        }
+
+    out = dict(dg.kept(lb.digest, key, compute))
+    where, params = lb.stats.where(q)
+    rule = keep.Rule(lag_s=current_app.config["LOGBOOK_STATS_REUSE_S"])
+    out["unattended"] = lb.sessions.kept(
+        f"reliability-unattended:{key!r}",
+        lb.reader.data_version(),
+        lambda: rel.unattended(lb.reader, lb.schema, where, params),
+        rule,
+    )
+    tools = out["tools"]
+    totals = {
+        k: sum(t[k] for t in tools) for k in ("calls", "results", "failures", "timeouts", "exits")
+    }
+    totals["rate"] = round(totals["failures"] / totals["results"], 6) if totals["results"] else None
+    out["totals"] = totals
+    out["bucket"] = unit
+    out["coverage"] = cov.as_json()
+    out["rule"] = lb.digest.generation
+    return out
+
+
+def store_rows(q: StatsQuery) -> list[dict[str, Any]]:
+    """Each store's figures for the period beside each other, when the history spans more
+    than one (an archive's own digest; a store that cannot answer says so)."""
+    from flask import g
+
+    from webui.db import live_logbook
+
+    if g.get("all_profiles") or g.get("store_pin"):
+        return []
+    stores = readable(request_stores(live_logbook()))
+    if len(stores) < 2:
+        return []
+    rows = []
+    for s in stores:
+        try:
+            r = section(q, s.logbook)
+            rows.append({"store": s.name, "totals": r["totals"], "loops": r["loops"]["count"],
+                         "complete": r["coverage"]["complete"]})  # fmt: skip
+        except LogbookDBError as exc:
+            rows.append({"store": s.name, "error": exc.message})
+    return rows
+
+
+def build_charts(r: dict[str, Any]) -> dict[str, charts.Chart]:
+    series = [x for x in r["series"] if x["bucket"] is not None]
+    buckets = sorted({x["bucket"] for x in series})
+    failures: dict[str, int] = {}
+    for x in series:
+        failures[x["tool"]] = failures.get(x["tool"], 0) + (x["failures"] or 0)
+    top = [t for t, n in sorted(failures.items(), key=lambda kv: -kv[1]) if n][:STACKS]
+    rest = [t for t in failures if t not in top]
+    cell = {(x["bucket"], x["tool"]): x for x in series}
+
+    def total(b: str, tools: list[str], field: str) -> int:
+        return sum((cell.get((b, t)) or {}).get(field) or 0 for t in tools)
+
+    every = list(failures)
+    unit = r["bucket"]
+    return {
+        "failures": charts.stacked_columns(
+            f"Failed tool calls per {unit}, by tool",
+            buckets,
+            top + (["other"] if rest and any(failures[t] for t in rest) else []),
+            lambda b, s: total(b, rest if s == "other" else [s], "failures"),
+            num,
+            "failures",
+            unit,
+        ),
+        "rate": charts.stacked_columns(
+            f"Failure rate per {unit} (failed results / results)",
+            buckets,
+            ["rate"],
+            lambda b, _s: 100 * total(b, every, "failures") / (total(b, every, "results") or 1),
+            _percent,
+            "failed",
+            unit,
+        ),
+        "by_tool": charts.horizontal_bars(
+            "Failure rate by tool",
+            [t["tool"] for t in r["tools"] if t["results"]][:15],
+            [100 * (t["rate"] or 0) for t in r["tools"] if t["results"]][:15],
+            _percent,
+            texts=[
+                f"{100 * (t['rate'] or 0):.1f}% of {num(t['results'])}"
+                for t in r["tools"]
+                if t["results"]
+            ][:15],
+        ),
+    }
+
+
+def loop_url(row: dict[str, Any]) -> str:
+    return url_for(
+        "sessions.view_session",
+        session_id=row["session_id"],
+        at=row["first_message"],
+        _anchor=f"m-{row['first_message']}",
+    )
