@@ -270,7 +270,7 @@ class _Reader:
     # -- the commands that change files ------------------------------------------------------
 
     def _cd(self, args, cmd, piped) -> None:
-        words = [w for w in args if not (w.text.startswith("-") and not w.quoted)]
+        words = [w for w in args if not (w.text.startswith("-") and w.text != "-" and not w.quoted)]
         if not words:
             self.cwd = "~"
         elif words[0].dynamic or words[0].text == "-":

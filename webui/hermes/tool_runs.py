@@ -9,7 +9,7 @@
   two JSON objects with the same keys, when exactly one value differs and the two values are
   both numbers or two texts that are *alike*; for arguments that are not JSON objects (or were
   cut), when the whole texts are alike. Two texts are alike when their words (runs of letters,
-  digits and ``_``, lower-cased, every digit read as ``0``) agree on at least NEAR_SAME of the
+  digits and ``_``, lower-cased, every run of digits read as ``0``) agree on at least NEAR_SAME of the
   words either has (Jaccard index over the sets). So a retry that changed a timeout, an offset
   or a number in a command counts; the same content written to another path, a different
   command or another search query does not.
@@ -30,7 +30,7 @@ NEAR_SAME = 0.8
 LOOP_MIN = 3
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_DIGIT = re.compile(r"\d")
+_DIGIT = re.compile(r"\d+")
 
 
 def signature(args_text: str | None) -> str:
