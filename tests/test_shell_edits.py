@@ -71,7 +71,9 @@ def test_only_the_last_stdout_redirection_gets_the_text():
 
 
 def test_a_here_document_is_text_not_commands():
-    command = "cat > /tmp/f.py <<'EOF'\nimport os\nrm -rf /\necho x > /etc/passwd\nEOF\necho done > d"
+    command = (
+        "cat > /tmp/f.py <<'EOF'\nimport os\nrm -rf /\necho x > /etc/passwd\nEOF\necho done > d"
+    )
     es = shell_edits(command, CWD)
     assert [(e.path, e.action) for e in es] == [("/tmp/f.py", "write"), ("/home/u/p/d", "write")]
     assert es[0].content == "import os\nrm -rf /\necho x > /etc/passwd\n"
@@ -94,7 +96,10 @@ def test_here_document_forms():
 
 def test_two_here_documents_on_one_line():
     es = shell_edits("cat > a <<A; cat > b <<B\nalpha\nA\nbeta\nB\n", CWD)
-    assert [(e.path, e.content) for e in es] == [("/home/u/p/a", "alpha\n"), ("/home/u/p/b", "beta\n")]
+    assert [(e.path, e.content) for e in es] == [
+        ("/home/u/p/a", "alpha\n"),
+        ("/home/u/p/b", "beta\n"),
+    ]
 
 
 # -- lists, pipes and folders ---------------------------------------------------------------------
@@ -158,8 +163,13 @@ def test_quoting():
     assert edits("echo x > 'my file.txt'") == [("/home/u/p/my file.txt", "write", ">")]
     assert edits('echo x > "my file.txt"') == [("/home/u/p/my file.txt", "write", ">")]
     assert edits("echo x > my\\ file.txt") == [("/home/u/p/my file.txt", "write", ">")]
-    assert edits("rm \"a;b\" 'c&&d'") == [("/home/u/p/a;b", "delete", "rm"), ("/home/u/p/c&&d", "delete", "rm")]
-    assert edits("echo 'a # no comment' > c.txt # comment > nope.txt") == [("/home/u/p/c.txt", "write", ">")]
+    assert edits("rm \"a;b\" 'c&&d'") == [
+        ("/home/u/p/a;b", "delete", "rm"),
+        ("/home/u/p/c&&d", "delete", "rm"),
+    ]
+    assert edits("echo 'a # no comment' > c.txt # comment > nope.txt") == [
+        ("/home/u/p/c.txt", "write", ">")
+    ]
     assert edits("echo x \\\n  > cont.txt") == [("/home/u/p/cont.txt", "write", ">")]
     assert edits("echo $'tab\\there' > ansi") == [("/home/u/p/ansi", "write", ">")]
 
@@ -184,7 +194,11 @@ def test_what_is_left_out():
     "command, files, script",
     [
         ("sed -i 's/a/b/' x.py", ["/home/u/p/x.py"], "s/a/b/"),
-        ("sed -i.bak -e 's/x/y/' -e 's/1/2/' a b", ["/home/u/p/a", "/home/u/p/b"], "s/x/y/\ns/1/2/"),
+        (
+            "sed -i.bak -e 's/x/y/' -e 's/1/2/' a b",
+            ["/home/u/p/a", "/home/u/p/b"],
+            "s/x/y/\ns/1/2/",
+        ),
         ("sed --in-place=.orig 's/x/y/' a", ["/home/u/p/a"], "s/x/y/"),
         ("sed --in-place --expression='s/x/y/' a", ["/home/u/p/a"], "s/x/y/"),
         ("sed -i '' 's/x/y/' mac.txt", ["/home/u/p/mac.txt"], "s/x/y/"),  # BSD sed
@@ -207,7 +221,10 @@ def test_sed_without_i_changes_nothing():
 
 
 def test_tee():
-    assert edits("echo x | tee a b") == [("/home/u/p/a", "write", "tee"), ("/home/u/p/b", "write", "tee")]
+    assert edits("echo x | tee a b") == [
+        ("/home/u/p/a", "write", "tee"),
+        ("/home/u/p/b", "write", "tee"),
+    ]
     assert edits("echo x | tee --append a") == [("/home/u/p/a", "append", "tee -a")]
 
 
@@ -221,20 +238,32 @@ def test_mv_cp_rm():
         ("/home/u/p/dest/a.txt", "move_in", "mv"), ("/home/u/p/a.txt", "move_out", "mv"),
         ("/home/u/p/dest/b.txt", "move_in", "mv"), ("/home/u/p/b.txt", "move_out", "mv"),
     ]  # fmt: skip
-    assert edits("mv -t /dst one") == [("/dst/one", "move_in", "mv"), ("/home/u/p/one", "move_out", "mv")]
+    assert edits("mv -t /dst one") == [
+        ("/dst/one", "move_in", "mv"),
+        ("/home/u/p/one", "move_out", "mv"),
+    ]
     assert edits("mv --target-directory=/dst one") == [
         ("/dst/one", "move_in", "mv"), ("/home/u/p/one", "move_out", "mv")
     ]  # fmt: skip
-    assert edits("mv -f a b/") == [("/home/u/p/b/a", "move_in", "mv"), ("/home/u/p/a", "move_out", "mv")]
+    assert edits("mv -f a b/") == [
+        ("/home/u/p/b/a", "move_in", "mv"),
+        ("/home/u/p/a", "move_out", "mv"),
+    ]
     assert edits("cp -r src/ backup/") == [("/home/u/p/backup/src", "copy_in", "cp")]
     assert edits("cp -a a b") == [("/home/u/p/b", "copy_in", "cp")]
     assert edits("cp a") == [] and edits("mv $A b") == []
-    assert edits("rm -rf build dist/") == [("/home/u/p/build", "delete", "rm"), ("/home/u/p/dist", "delete", "rm")]
+    assert edits("rm -rf build dist/") == [
+        ("/home/u/p/build", "delete", "rm"),
+        ("/home/u/p/dist", "delete", "rm"),
+    ]
     assert edits("rm -- -f") == [("/home/u/p/-f", "delete", "rm")]
 
 
 def test_git_mv_and_rm():
-    assert edits("git -C /r mv x y") == [("/r/y", "move_in", "git mv"), ("/r/x", "move_out", "git mv")]
+    assert edits("git -C /r mv x y") == [
+        ("/r/y", "move_in", "git mv"),
+        ("/r/x", "move_out", "git mv"),
+    ]
     assert edits("git rm --cached z") == []
     assert edits("git rm -r old") == [("/home/u/p/old", "delete", "git rm")]
     assert edits("git -C /r status; rm after") == [("/home/u/p/after", "delete", "rm")]  # -C ends
@@ -272,11 +301,19 @@ def test_the_lexer_survives_garbage():
 
 def test_write_file():
     (c,) = changes("write_file", json.dumps({"path": "src/a.py", "content": "x = 1\n"}), "/r")
-    assert (c.path, c.action, c.via, c.content, c.full) == ("/r/src/a.py", "write", "write_file", "x = 1\n", True)
+    assert (c.path, c.action, c.via, c.content, c.full) == (
+        "/r/src/a.py",
+        "write",
+        "write_file",
+        "x = 1\n",
+        True,
+    )
     (c,) = changes("write_file", {"path": "/abs/b", "content": 3}, "/r")
     assert c.content is None and not c.full
     assert changes("write_file", {"content": "x"}, "/r") == []
-    assert changes("write_file", "{not json", "/r") == [] and changes("write_file", "[1]", "/r") == []
+    assert (
+        changes("write_file", "{not json", "/r") == [] and changes("write_file", "[1]", "/r") == []
+    )
     assert changes("read_file", {"path": "a"}, "/r") == []
 
 
@@ -331,10 +368,21 @@ def test_terminal_calls():
 
 def test_paths_helpers():
     assert resolve("/a/b", "../c") == "/a/c" and resolve(None, "x/./y") == "x/y"
-    assert resolve("/a", "~/x") == "~/x" and resolve("/a", "") is None and resolve("/a", "/dev/null") is None
+    assert (
+        resolve("/a", "~/x") == "~/x"
+        and resolve("/a", "") is None
+        and resolve("/a", "/dev/null") is None
+    )
     assert relative("/r/src/a.py", "/r") == "src/a.py" and relative("/rx/a", "/r") == "/rx/a"
-    assert relative("/r", "/r") == "." and relative("a", "/r") == "a" and relative("/x", None) == "/x"
-    assert inside("/r/a", "/r") and inside("/r", "/r") and not inside("/ra", "/r") and not inside("/r/a", None)
+    assert (
+        relative("/r", "/r") == "." and relative("a", "/r") == "a" and relative("/x", None) == "/x"
+    )
+    assert (
+        inside("/r/a", "/r")
+        and inside("/r", "/r")
+        and not inside("/ra", "/r")
+        and not inside("/r/a", None)
+    )
 
 
 def test_unified_diff():

@@ -29,19 +29,43 @@ def j(**kw) -> str:
 CORPUS = [
     ("terminal", j(output="ok", exit_code=0, error=None), False, False, "ok"),
     ("terminal", j(output="", exit_code=1, error=None), True, True, "exit"),
-    ("terminal", j(output="", exit_code=124, error="Command timed out after 60 seconds"), True, True, "timeout"),
-    ("terminal", j(output="", exit_code=-1, error="Command execution failed: boom"), True, True, "exit"),
+    (
+        "terminal",
+        j(output="", exit_code=124, error="Command timed out after 60 seconds"),
+        True,
+        True,
+        "timeout",
+    ),
+    (
+        "terminal",
+        j(output="", exit_code=-1, error="Command execution failed: boom"),
+        True,
+        True,
+        "exit",
+    ),
     ("terminal", j(output="", exit_code=None, error="x"), False, False, "ok"),
     ("terminal", j(output="error everywhere", exit_code=0), False, False, "ok"),
     ("terminal", j(output="", exit_code="0"), True, True, "exit"),  # "0" != 0 in Python
     ("terminal", j(output="", exit_code=False), False, False, "ok"),  # False == 0
     ("terminal", j(output="", exit_code=0.0), False, False, "ok"),
     ("terminal", "Error: not JSON", False, False, "ok"),  # terminal is judged by its exit code only
-    ("terminal", j(output="", exit_code=-1, status="blocked", user_summary="You denied this"), True, True, "exit"),
+    (
+        "terminal",
+        j(output="", exit_code=-1, status="blocked", user_summary="You denied this"),
+        True,
+        True,
+        "exit",
+    ),
     ("read_file", j(content="...", total_lines=3), False, False, "ok"),
     ("read_file", j(error="File not found: a.py"), True, True, "error"),
     ("read_file", j(error="Already read.", guardrail_refusal=True), True, False, "error"),
-    ("read_file", j(error=None, content="x"), True, True, "error"),  # the words: "error" in the text
+    (
+        "read_file",
+        j(error=None, content="x"),
+        True,
+        True,
+        "error",
+    ),  # the words: "error" in the text
     ("web_search", j(success=False, error="backend down"), True, True, "error"),
     ("web_search", j(success=False, message="quota"), True, True, "error"),
     ("web_search", j(success=True, message="fine"), False, False, "ok"),
@@ -66,7 +90,13 @@ CORPUS = [
     ("patch", j(success=False, error="no match"), True, True, "error"),
     ("delegate_task", j(results=[{"status": "failed"}]), True, True, "error"),  # the word "failed"
     ("clarify", j(question="q", user_summary="The approval timed out"), False, True, "ok"),
-    ("vision_analyze", "\x00json:" + json.dumps([{"type": "text", "text": "Error"}]), False, False, "ok"),
+    (
+        "vision_analyze",
+        "\x00json:" + json.dumps([{"type": "text", "text": "Error"}]),
+        False,
+        False,
+        "ok",
+    ),
     (None, j(error="orphan"), True, True, "error"),
 ]
 

@@ -12,18 +12,30 @@ def sig(**kw) -> str:
 
 
 def test_signatures_are_canonical_json():
-    assert tr.signature('{"b": 1, "a": "x"}') == tr.signature('{ "a":"x",\n"b":1 }') == '{"a":"x","b":1}'
+    assert (
+        tr.signature('{"b": 1, "a": "x"}')
+        == tr.signature('{ "a":"x",\n"b":1 }')
+        == '{"a":"x","b":1}'
+    )
     assert tr.signature("not  json\n here") == "not json here"
-    assert tr.signature(None) == "" and len(tr.signature(json.dumps({"x": "y" * 5000}))) == tr.SIGNATURE_CHARS
+    assert (
+        tr.signature(None) == ""
+        and len(tr.signature(json.dumps({"x": "y" * 5000}))) == tr.SIGNATURE_CHARS
+    )
     assert tr.signature_of('{"a": 1}', 8) == '{"a":1}'
-    assert tr.signature_of('{"a": "' + "x" * 2000, 9000) == ('{"a": "' + "x" * 2000)[: tr.SIGNATURE_CHARS]
+    assert (
+        tr.signature_of('{"a": "' + "x" * 2000, 9000)
+        == ('{"a": "' + "x" * 2000)[: tr.SIGNATURE_CHARS]
+    )
     assert tr.signature_of(None, 0) == ""
 
 
 def test_near_same():
     same = sig(command="pytest -q", timeout=120)
     assert tr.near_same(same, same)
-    assert tr.near_same(sig(command="pytest -q", timeout=120), sig(command="pytest -q", timeout=300))
+    assert tr.near_same(
+        sig(command="pytest -q", timeout=120), sig(command="pytest -q", timeout=300)
+    )
     assert tr.near_same(sig(path="a.py", offset=1), sig(path="a.py", offset=400))
     assert tr.near_same(sig(command="sleep 5 && curl x"), sig(command="sleep 10 && curl x"))
     # another file, another command, another query, more than one change: not near-same

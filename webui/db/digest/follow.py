@@ -436,6 +436,11 @@ class Digest:
     def _recount(self, conn: sqlite3.Connection, applier: Applier, sid: str, upto: int) -> None:
         """One session read again, its messages up to ``upto`` (inside the caller's
         transaction)."""
+        if not self._read("SELECT 1 AS x FROM sessions WHERE id = ?", [sid]):
+            # gone from state.db (its rowid taken by another, so the count did not tell)
+            gone = applier.drop([sid], keep_session=False)
+            self._set(conn, counted=int(self.meta(conn)["counted"]) - gone)
+            return
         gone = applier.drop([sid], keep_session=True)
         read = self._read_messages("m.session_id = ? AND m.id <= ?", [sid, upto], range_scan=False)
         counted = int(self.meta(conn)["counted"]) - gone + self._apply(applier, read)
