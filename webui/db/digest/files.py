@@ -94,6 +94,18 @@ def changes(conn: sqlite3.Connection, q: ChangeQuery) -> list[dict[str, Any]]:
     )
 
 
+def held(conn: sqlite3.Connection, key: tuple) -> bool:
+    """Does this digest hold the change (session, message, place of the call, of the change)?"""
+    return (
+        conn.execute(
+            "SELECT 1 FROM main.changes WHERE session_id = ? AND message_id = ? AND call_index = ? "
+            "AND change_index = ?",
+            key,
+        ).fetchone()
+        is not None
+    )
+
+
 def workspaces(conn: sqlite3.Connection, q: ChangeQuery) -> list[dict[str, Any]]:
     """Every workspace with changes: how many, of how many files, in how many sessions, the
     newest first."""
@@ -108,11 +120,11 @@ def workspaces(conn: sqlite3.Connection, q: ChangeQuery) -> list[dict[str, Any]]
 
 
 def history(conn: sqlite3.Connection, path: str) -> list[dict[str, Any]]:
-    """A path's changes across every session, oldest first: those naming it, and the moves and
-    copies that took it elsewhere or brought it here."""
+    """A path's changes across every session, oldest first: those naming it (a move names
+    both ends, each in its own row) and the copies made of it elsewhere."""
     return _rows(
         conn,
-        f"{_select(has_title(conn))} WHERE c.path = ? OR c.other = ? "
+        f"{_select(has_title(conn))} WHERE c.path = ? OR (c.other = ? AND c.action = 'copy_in') "
         "ORDER BY c.timestamp, c.id LIMIT ?",
         [path, path, HISTORY_MAX],
     )

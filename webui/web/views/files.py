@@ -56,7 +56,14 @@ def _float(name: str) -> float | None:
 def _query() -> fq.ChangeQuery:
     a = request.args
     ws = a.get("workspace")
+    try:
+        limit = int(a.get("limit") or fq.PAGE)
+    except ValueError:
+        raise BadRequest("limit must be a number of changes (1 to 500).") from None
+    if not 1 <= limit <= 500:
+        raise BadRequest("limit must be a number of changes (1 to 500).")
     return fq.ChangeQuery(
+        limit=limit,
         workspace=ws or None,
         session=a.get("session") or None,
         q=(a.get("q") or "").strip() or None,
@@ -100,11 +107,15 @@ def _decorate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def page(q: fq.ChangeQuery, before: tuple[float, int, int] | None):
-    """A page of changes merged across stores, newest first (ties: the live store first),
-    each change once (a session kept in two stores is shown from the first)."""
+    """A page of changes merged across stores, newest first (ties: the live store first).
+    A change an earlier store also holds (a session kept in two files) is shown from the
+    earlier one only, on every page: the live-first rule of every merged list."""
+    books = _books()
     fetched: list[dict[str, Any]] = []
     coverage = []
-    for rank, (name, book) in enumerate(_books()):
+    truncated = False  # a store has more rows than it gave
+    horizon = None  # the oldest row a truncated store gave: nothing past it is known yet
+    for rank, (name, book) in enumerate(books):
         try:
             cov = digests.current(book)
             coverage.append({"store": name, **cov.as_json()})
@@ -114,25 +125,46 @@ def page(q: fq.ChangeQuery, before: tuple[float, int, int] | None):
                 bound = (ts, HUGE if rank > c_rank else c_id if rank == c_rank else -1)
             sub = fq.ChangeQuery(**{**q.__dict__, "before": bound})
             with dg.reading(book.digest) as conn:
-                for r in fq.changes(conn, sub):
-                    r["store"], r["rank"] = name, rank
-                    fetched.append(r)
+                got = fq.changes(conn, sub)
+            if len(got) > q.limit:
+                truncated = True
+                edge = _order({**got[-1], "rank": rank})
+                horizon = edge if horizon is None else min(horizon, edge)
+            for r in got:
+                r["store"], r["rank"] = name, rank
+                fetched.append(r)
         except LogbookDBError as exc:
             coverage.append({"store": name, "error": exc.message})
-    fetched.sort(key=lambda r: (-(r["timestamp"] or 0), r["rank"], -r["id"]))
-    seen, rows = set(), []
+    fetched.sort(key=_order)
+    rows: list[dict[str, Any]] = []
+    last = None
     for r in fetched:
-        key = (r["session_id"], r["message_id"], r["call_index"], r["change_index"])
-        if key in seen:
+        if len(rows) == q.limit or (horizon is not None and _order(r) > horizon):
+            break
+        last = r
+        if r["rank"] and _held_earlier(books[: r["rank"]], r):
             continue
-        seen.add(key)
         rows.append(r)
-    more = len(rows) > q.limit
-    rows = rows[: q.limit]
-    cursor = (
-        f"{rows[-1]['timestamp']!r}~{rows[-1]['rank']}~{rows[-1]['id']}" if more and rows else None
-    )
+    more = last is not None and (last is not fetched[-1] or truncated)
+    cursor = f"{last['timestamp']!r}~{last['rank']}~{last['id']}" if more else None
     return _decorate(rows), cursor, coverage
+
+
+def _order(r: dict[str, Any]) -> tuple:
+    """Newest first; at the same moment the earlier store, then the later change."""
+    return (-(r["timestamp"] or 0), r["rank"], -r["id"])
+
+
+def _held_earlier(books: list[tuple[str, Logbook]], r: dict[str, Any]) -> bool:
+    key = (r["session_id"], r["message_id"], r["call_index"], r["change_index"])
+    for _name, book in books:
+        try:
+            with dg.reading(book.digest) as conn:
+                if fq.held(conn, key):
+                    return True
+        except LogbookDBError:
+            continue
+    return False
 
 
 def workspaces(q: fq.ChangeQuery) -> list[dict[str, Any]]:
@@ -154,7 +186,7 @@ def workspaces(q: fq.ChangeQuery) -> list[dict[str, Any]]:
     return sorted(merged.values(), key=lambda r: -(r["last"] or 0))
 
 
-PARAMS = {"workspace", "session", "q", "via", "since", "until", "before", "store"}
+PARAMS = {"workspace", "session", "q", "via", "since", "until", "before", "store", "limit"}
 
 
 GROUPS, PER_GROUP = 12, 8
@@ -215,11 +247,18 @@ def history():
         except LogbookDBError:
             continue
     rows.sort(key=lambda r: (r["timestamp"] or 0, r["rank"], r["id"]))
-    rows = _decorate(rows)
-    if wants_json():
-        return jsonify({"path": path, "changes": rows})
+    seen: set[tuple] = set()
+    kept = []
+    for r in rows:  # a change two stores hold, once (from the first)
+        key = (r["session_id"], r["message_id"], r["call_index"], r["change_index"])
+        if key not in seen:
+            seen.add(key)
+            kept.append(r)
+    rows = _decorate(kept)
     if not rows:
         abort(404, description="No tool call in the history wrote or changed this path.")
+    if wants_json():
+        return jsonify({"path": path, "changes": rows})
     full = [r for r in rows if r["full"] and r["path"] == path and not r["failed"]]
     return render_page("file_history.html", {}, path=path, rows=rows, full=full)
 
