@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from flask import current_app
+from flask import current_app, g
 
 from webui.db import Logbook
 from webui.db.digest import Coverage
@@ -18,6 +18,15 @@ SMALL_FILE = 64 * 1024 * 1024
 
 
 def current(book: Logbook) -> Coverage:
+    """The book's digest brought up to date (once a request: a page that reads it several
+    times reads it as of one moment)."""
+    seen = g.setdefault("digest_coverage", {})
+    if id(book) not in seen:
+        seen[id(book)] = _current(book)
+    return seen[id(book)]
+
+
+def _current(book: Logbook) -> Coverage:
     d = book.digest
     budget = current_app.config["LOGBOOK_ROLLUP_BUDGET"]
     began = time.monotonic()
