@@ -376,6 +376,28 @@ def test_every_recognised_form_is_in_the_fixture(built):
     assert actions == set(fc.ACTIONS)
 
 
+BUCKETS = {
+    "month": "strftime('%Y-%m', started_at, 'unixepoch')",
+    "week": "date(started_at, 'unixepoch', '-6 days', 'weekday 1')",  # the Monday that starts it
+    "day": "strftime('%Y-%m-%d', started_at, 'unixepoch')",
+}
+
+
+def test_failures_over_time(built):
+    """Per bucket of the sessions' starts (UTC; the bucket /stats chose for the period),
+    results and failures of their tool rows: SELECT id, <bucket> FROM sessions, and the rule."""
+    db, app, _d = built
+    gen = generation(schema_version(db))
+    rel = app.test_client().get("/stats?format=json&period=all&tz=UTC").get_json()["reliability"]
+    bucket = dict(sql(db, f"SELECT id, {BUCKETS[rel['bucket']]} FROM sessions"))
+    truth: dict = defaultdict(lambda: [0, 0])
+    for sid, _mid, _cid, tool, content in results_of(db):
+        truth[bucket[sid]][0] += 1
+        truth[bucket[sid]][1] += is_failure(tool, content, gen)
+    assert {x["bucket"]: [x["results"], x["failures"]] for x in rel["series"]} == dict(truth)
+    assert sum(x["failures"] for x in rel["series"]) == rel["totals"]["failures"]
+
+
 # -- unattended work -----------------------------------------------------------------------------
 
 

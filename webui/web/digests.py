@@ -4,13 +4,20 @@ page starts when the digest is behind (other profiles and stores start theirs on
 
 from __future__ import annotations
 
+import sqlite3
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from flask import current_app, g
 
+from webui import keep
 from webui.db import Logbook
+from webui.db import digest as dg
 from webui.db.digest import Coverage
 from webui.db.errors import LogbookDBError
+
+T = TypeVar("T")
 
 # A file this small has its tables measured by dbstat within a page's budget (the background
 # pass measures larger ones, one table at a time).
@@ -40,6 +47,28 @@ def _current(book: Logbook) -> Coverage:
     if not cov.complete or (not d.warming and _objects_due(book)):
         d.ensure_warming(current_app._get_current_object())
     return cov
+
+
+def kept(book: Logbook, key: Any, compute: Callable[[sqlite3.Connection], T]) -> T:
+    """``compute(conn)`` on the book's digest, kept (webui.keep) under the digest's mark:
+    while it reads nothing new the answer is reused; once it moved, the previous answer is
+    still served (up to LOGBOOK_STATS_STALE_S old) while one background thread works out the
+    next, as the statistics are (so a page beside a writing gateway never waits for it)."""
+    d = book.digest
+    with dg.reading(d) as conn:
+        mark = dg.mark(d, conn)
+    reuse_s = current_app.config["LOGBOOK_STATS_REUSE_S"]
+    rule = keep.Rule(
+        lag_s=reuse_s,
+        stale_s=current_app.config["LOGBOOK_STATS_STALE_S"] if reuse_s > 0 else 0.0,
+        stale_if_moved=True,
+    )
+
+    def run() -> T:
+        with dg.reading(d) as conn:
+            return compute(conn)
+
+    return book.sessions.kept(f"digest:{key!r}", mark, run, rule)
 
 
 def _objects_due(book: Logbook) -> bool:

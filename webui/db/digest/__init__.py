@@ -1,8 +1,8 @@
 """The digest of every message (webui/db/digest/follow.py) and what pages ask of it: storage
 (storage.py, objects.py), the files agents changed (files.py), reliability (reliability.py).
 
-Pages read the digest's own file under the request's deadline; answers are kept (webui.keep)
-under the digest's mark, which moves whenever it reads anything new."""
+Pages read the digest's own file under the request's deadline; their answers are kept
+(webui.web.digests.kept) under the digest's mark, which moves whenever it reads anything new."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ import hashlib
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
 
 from webui.db import deadline as request_deadline
 from webui.db.digest.follow import Digest
@@ -22,9 +21,7 @@ from webui.db.errors import QueryTimeout
 from webui.db.reader import TOOK_TOO_LONG
 from webui.db.schema import OpenedDatabase
 
-__all__ = ["Digest", "Coverage", "digest_path", "reading", "kept", "mark"]
-
-T = TypeVar("T")
+__all__ = ["Digest", "Coverage", "digest_path", "reading", "mark"]
 
 
 def digest_path(instance: Path, opened: OpenedDatabase) -> Path:
@@ -83,10 +80,3 @@ def mark(d: Digest, conn: sqlite3.Connection) -> tuple:
         meta.get(k)
         for k in ("max_id", "counted", "sess_n", "sess_rowid", "audit_after", "objects_pages")
     ) + (conn.execute("SELECT COUNT(*), MAX(measured_at) FROM main.objects").fetchone(),)
-
-
-def kept(d: Digest, key: Any, compute: Callable[[sqlite3.Connection], T]) -> T:
-    """``compute(conn)`` kept under the digest's mark (at most 64 answers a digest): a page
-    asked again before the digest reads anything new is answered from memory."""
-    with reading(d) as conn:
-        return d.answers.get_or(key, mark(d, conn), lambda: compute(conn))

@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any
 
 from webui.db.digest.reading import Reading, facts
-from webui.db.digest.tables import SIZES, chunks, pick
+from webui.db.digest.tables import NO_MODEL, SIZES, chunks, day_of, month_of, pick
 from webui.hermes import file_changes as fc
 from webui.hermes import tool_runs
 from webui.hermes.paths import relative
@@ -26,13 +26,15 @@ class Applier:
         self.gen = generation
 
     def _sessions(self, ids) -> dict[str, tuple]:
-        """{id: (source, month, workspace, cwd)} of these sessions as the digest has them."""
+        """{id: (source, month, workspace, cwd, day, model)} of these sessions as the digest
+        has them."""
         out: dict[str, tuple] = {}
         for part in chunks(sorted(ids)):
             out.update(
                 (r[0], r[1:])
                 for r in self.conn.execute(
-                    "SELECT session_id, source, month, workspace, cwd FROM main.sess WHERE "
+                    "SELECT session_id, source, month, workspace, cwd, day, model FROM main.sess "
+                    "WHERE "
                     f"session_id IN ({','.join('?' * len(part))})",
                     part,
                 )
@@ -103,12 +105,22 @@ class Applier:
             [(*k, v) for k, v in use.items()],
         )
         per_session: dict[str, int] = defaultdict(int)
-        for (sid, _tool), v in use.items():
+        tool_days: dict[tuple, list[int]] = defaultdict(lambda: [0] * 5)
+        model_days: dict[tuple, list[int]] = defaultdict(lambda: [0] * 4)
+        for (sid, tool), v in use.items():
             per_session[sid] += v
+            day = self._day(known, sid)
+            if day is not None:
+                tool_days[(day[0], tool)][0] += v
+        for sid in per_session:
+            day = self._day(known, sid)
+            if day is not None:
+                model_days[day][0] += len(turns[sid])
         self.conn.executemany(
             "UPDATE main.sess SET calls = calls + ?, turns = turns + ? WHERE session_id = ?",
             [(per_session[s], len(turns[s]), s) for s in per_session],
         )
+        self.daily(tool_days, model_days)
         self.conn.executemany("INSERT OR REPLACE INTO main.pending VALUES (?, ?, ?, ?)", pending)
         self.conn.executemany(
             "INSERT INTO main.changes (session_id, message_id, call_index, change_index, call_id, "
@@ -119,6 +131,32 @@ class Applier:
         self.conn.executemany(
             "INSERT OR REPLACE INTO main.runs VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(s, *v) for s, v in runs.items() if v is not None],
+        )
+
+    @staticmethod
+    def _day(known: dict[str, tuple], sid: str) -> tuple | None:
+        """(day, model) of a session with a day (its figures go into the daily sums)."""
+        s = known.get(sid)
+        if s is None or s[4] is None:
+            return None
+        return (s[4], s[5] or NO_MODEL)
+
+    def daily(self, tool_days: dict, model_days: dict) -> None:
+        """Add to the daily sums: ``tool_days`` {(day, tool): [calls, results, failures,
+        timeouts, exits]}, ``model_days`` {(day, model): [turns, failed_turns, results,
+        failures]} (negative to take away)."""
+        self.conn.executemany(
+            "INSERT INTO main.tool_day VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+            "calls = calls + excluded.calls, results = results + excluded.results, "
+            "failures = failures + excluded.failures, timeouts = timeouts + excluded.timeouts, "
+            "exits = exits + excluded.exits",
+            [(*k, *v) for k, v in tool_days.items() if any(v)],
+        )
+        self.conn.executemany(
+            "INSERT INTO main.model_day VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+            "turns = turns + excluded.turns, failed_turns = failed_turns + excluded.failed_turns, "
+            "results = results + excluded.results, failures = failures + excluded.failures",
+            [(*k, *v) for k, v in model_days.items() if any(v)],
         )
 
     def _runs(self, sessions) -> dict[str, list | None]:
@@ -199,8 +237,9 @@ class Applier:
         if not rows:
             return
         waiting = self._pending({(r["session_id"], r["call_id"]) for r in rows if r["call_id"]})
+        known = self._sessions({r["session_id"] for r in rows})
         use: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-        per_session: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        per_session: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         failed_turns, landed, done = [], [], []
         for r in rows:
             sid = r["session_id"]
@@ -216,8 +255,11 @@ class Applier:
             u[1] += outcome.failed
             u[2] += outcome.kind == "timeout"
             u[3] += outcome.kind == "exit"
-            per_session[sid][0] += 1
-            per_session[sid][1] += outcome.failed
+            p = per_session[sid]
+            p[0] += 1
+            p[1] += outcome.failed
+            p[2] += outcome.kind == "timeout"
+            p[3] += outcome.kind == "exit"
             if call is not None:
                 done.append((sid, r["call_id"]))
                 landed.append((int(outcome.failed), sid, r["call_id"]))
@@ -231,8 +273,8 @@ class Applier:
             [(*k, *v) for k, v in use.items()],
         )
         self.conn.executemany(
-            "UPDATE main.sess SET results = results + ?, failures = failures + ? "
-            "WHERE session_id = ?",
+            "UPDATE main.sess SET results = results + ?, failures = failures + ?, "
+            "timeouts = timeouts + ?, exits = exits + ? WHERE session_id = ?",
             [(*v, s) for s, v in per_session.items()],
         )
         new_failed: dict[str, int] = defaultdict(int)
@@ -245,6 +287,21 @@ class Applier:
             "UPDATE main.sess SET failed_turns = failed_turns + ? WHERE session_id = ?",
             [(v, s) for s, v in new_failed.items() if v],
         )
+        tool_days: dict[tuple, list[int]] = defaultdict(lambda: [0] * 5)
+        model_days: dict[tuple, list[int]] = defaultdict(lambda: [0] * 4)
+        for (sid, tool), v in use.items():
+            day = self._day(known, sid)
+            if day is not None:
+                t = tool_days[(day[0], tool)]
+                t[1:] = [a + b for a, b in zip(t[1:], v, strict=True)]
+        for sid, v in per_session.items():
+            day = self._day(known, sid)
+            if day is not None:
+                m = model_days[day]
+                m[1] += new_failed.get(sid, 0)
+                m[2] += v[0]
+                m[3] += v[1]
+        self.daily(tool_days, model_days)
         self.conn.executemany(
             "UPDATE main.changes SET failed = ? WHERE session_id = ? AND call_id = ?", landed
         )
@@ -284,6 +341,24 @@ class Applier:
             gone += r[2]
         for key, v in months.items():
             self._months({key: v}, -counts[key] if not keep_session else 0)
+        self.conn.execute(
+            "INSERT INTO main.tool_day SELECT s.day, t.tool, -SUM(t.calls), -SUM(t.results), "
+            "-SUM(t.failures), -SUM(t.timeouts), -SUM(t.exits) FROM main.sess s JOIN main.tool_use t "
+            f"ON t.session_id = s.session_id WHERE s.session_id IN ({picked}) AND s.day IS NOT NULL "
+            "GROUP BY 1, 2 ON CONFLICT DO UPDATE SET calls = calls + excluded.calls, results = "
+            "results + excluded.results, failures = failures + excluded.failures, timeouts = "
+            "timeouts + excluded.timeouts, exits = exits + excluded.exits"
+        )
+        self.conn.execute(
+            f"INSERT INTO main.model_day SELECT day, COALESCE(model, '{NO_MODEL}'), -SUM(turns), "
+            "-SUM(failed_turns), -SUM(results), -SUM(failures) FROM main.sess "
+            f"WHERE session_id IN ({picked}) AND day IS NOT NULL GROUP BY 1, 2 "
+            "ON CONFLICT DO UPDATE SET turns = turns + excluded.turns, failed_turns = "
+            "failed_turns + excluded.failed_turns, results = results + excluded.results, "
+            "failures = failures + excluded.failures"
+        )
+        self.conn.execute("DELETE FROM main.tool_day WHERE calls = 0 AND results = 0")
+        self.conn.execute("DELETE FROM main.model_day WHERE turns = 0 AND results = 0")
         for table in ("tool_use", "failed_turns", "pending", "runs", "loops", "changes"):
             self.conn.execute(f"DELETE FROM main.{table} WHERE session_id IN ({picked})")
         if keep_session:
@@ -297,6 +372,8 @@ class Applier:
                         "calls",
                         "results",
                         "failures",
+                        "timeouts",
+                        "exits",
                         "turns",
                         "failed_turns",
                     )
@@ -311,8 +388,6 @@ class Applier:
     def add_sessions(self, rows: list[dict[str, Any]]) -> int:
         """Sessions into ``sess`` (those there already left alone), counted in bytes_month.
         Returns how many were new."""
-        from webui.db.digest.tables import month_of
-
         new = []
         for part in chunks([r["id"] for r in rows]):
             have = {
@@ -325,8 +400,8 @@ class Applier:
             wanted = set(part)
             new += [r for r in rows if r["id"] in wanted and r["id"] not in have]
         self.conn.executemany(
-            "INSERT OR IGNORE INTO main.sess (session_id, started_at, source, model, month, "
-            "workspace, cwd) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO main.sess (session_id, started_at, source, model, month, day, "
+            "workspace, cwd) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     r["id"],
@@ -334,6 +409,7 @@ class Applier:
                     r["source"],
                     r["model"],
                     month_of(r["started_at"]),
+                    day_of(r["started_at"]),
                     r["workspace"],
                     r["cwd"],
                 )  # fmt: skip

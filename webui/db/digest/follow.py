@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from webui import keep, threads
+from webui import threads
 from webui.db import fts_record
 from webui.db.digest.applying import Applier
 from webui.db.digest.objects import Objects
@@ -44,7 +44,6 @@ from webui.db.digest.tables import (
     Coverage,
     chunks,
     has_meta,
-    month_of,
 )
 from webui.db.errors import LogbookDBError, QueryTimeout
 from webui.db.reader import Reader
@@ -53,8 +52,8 @@ from webui.hermes.file_changes import FILE_TOOLS
 from webui.hermes.tool_results import generation
 
 log = logging.getLogger(__name__)
-TABLES = ("sess", "bytes_month", "tool_use", "failed_turns", "pending", "runs", "loops",
-          "changes", "meta")  # fmt: skip
+TABLES = ("sess", "bytes_month", "tool_use", "tool_day", "model_day", "failed_turns", "pending",
+          "runs", "loops", "changes", "meta")  # fmt: skip
 
 
 class Digest:
@@ -74,8 +73,6 @@ class Digest:
         self.thread: threading.Thread | None = None
         self.objects = Objects(reader)
         self.objects.connect = self.connect
-        # Pages' answers, kept under the digest's mark (webui.db.digest.kept): 64 at most.
-        self.answers = keep.Shelf(64)
         self.refreshed_at: float | None = None  # when the digest last caught up with the file
 
     # -- the digest's file -------------------------------------------------------------------
@@ -332,8 +329,9 @@ class Digest:
         return out
 
     def _note_sessions(self, conn: sqlite3.Connection, applier: Applier, rows: list[dict]) -> None:
-        """Sessions that got messages: new ones in; a changed model, folder, source or start
-        taken (a source or start changed moves their bytes to the right month)."""
+        """Sessions that got messages: new ones in; one whose source, start or model changed
+        is counted again (its figures move to another month, day or model); a changed folder
+        is taken as it is."""
         if not rows:
             return
         applier.add_sessions(rows)
@@ -342,33 +340,25 @@ class Digest:
             kept.update(
                 (k[0], k[1:])
                 for k in conn.execute(
-                    "SELECT session_id, source, month, model, workspace, cwd, started_at FROM "
+                    "SELECT session_id, source, started_at, model, workspace, cwd FROM "
                     f"main.sess WHERE session_id IN ({','.join('?' * len(part))})",
                     part,
                 )
             )
         for r in rows:
             old = kept.get(r["id"])
-            now = (
-                r["source"],
-                month_of(r["started_at"]),
-                r["model"],
-                r["workspace"],
-                r["cwd"],
-                r["started_at"],
-            )
+            now = (r["source"], r["started_at"], r["model"], r["workspace"], r["cwd"])
             if old is None or tuple(old) == now:
                 continue
-            if (old[0], old[1]) != now[:2]:
+            if tuple(old[:3]) != now[:3]:
                 n = applier.drop([r["id"]], keep_session=False)
                 self._set(conn, counted=int(self.meta(conn)["counted"]) - n)
                 applier.add_sessions([r])
                 self._recount(conn, applier, r["id"], int(self.meta(conn)["max_id"]))
             else:
                 conn.execute(
-                    "UPDATE main.sess SET model = ?, workspace = ?, cwd = ?, started_at = ? "
-                    "WHERE session_id = ?",
-                    (r["model"], r["workspace"], r["cwd"], r["started_at"], r["id"]),
+                    "UPDATE main.sess SET workspace = ?, cwd = ? WHERE session_id = ?",
+                    (r["workspace"], r["cwd"], r["id"]),
                 )
 
     # -- messages -----------------------------------------------------------------------------

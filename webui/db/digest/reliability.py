@@ -12,10 +12,12 @@ state.db (cost: what the provider billed, else the estimate).
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from typing import Any
 
 from webui.db import sql as sqlh
+from webui.db.digest.tables import DAY_S, NO_MODEL
 from webui.db.reader import Reader
 from webui.db.schema import Schema
 from webui.hermes import tool_runs
@@ -33,31 +35,77 @@ def _rate(failures: int, results: int) -> float | None:
     return round(failures / results, 6) if results else None
 
 
-def tools(conn: sqlite3.Connection, where: str, params: list[Any]) -> list[dict[str, Any]]:
-    """Per tool: calls, results, failures (timeouts, non-zero exits), rate; most failures first."""
-    rows = _rows(
-        conn,
-        "SELECT t.tool AS tool, SUM(t.calls) AS calls, SUM(t.results) AS results, "
-        "SUM(t.failures) AS failures, SUM(t.timeouts) AS timeouts, SUM(t.exits) AS exits "
-        "FROM main.sess s CROSS JOIN main.tool_use t ON t.session_id = s.session_id "
-        f"WHERE {where} GROUP BY 1",
-        params,
+def _days(span: tuple[float | None, float | None]) -> tuple[str, list[Any], list[Any]]:
+    """For a period [start, end): the condition on the daily sums (the days strictly inside
+    it) and its first and last day, whose sessions are read one by one with the exact time
+    test (sessions with no day always are) — the stats rollup's way (rollup_panels)."""
+    start, end = span
+    first = None if start is None else math.floor(start / DAY_S)
+    last = None if end is None else math.floor(end / DAY_S)
+    clauses, params = ["1"], []
+    if first is not None:
+        clauses.append("day > ?")
+        params.append(first)
+    if last is not None:
+        clauses.append("day < ?")
+        params.append(last)
+    return " AND ".join(clauses), params, [first, last]
+
+
+TOOL_SUMS = ("calls", "results", "failures", "timeouts", "exits")
+
+
+def tools(
+    conn: sqlite3.Connection,
+    where: str,
+    params: list[Any],
+    span: tuple[float | None, float | None] | None = None,
+) -> list[dict[str, Any]]:
+    """Per tool: calls, results, failures (timeouts, non-zero exits), rate; most failures
+    first. ``span`` (start, end), when the period is the only filter: whole days from the
+    daily sums."""
+    sums = ", ".join(f"SUM(t.{k}) AS {k}" for k in TOOL_SUMS)
+    per_session = (
+        f"SELECT t.tool AS tool, {sums} FROM main.sess s CROSS JOIN main.tool_use t "
+        "ON t.session_id = s.session_id WHERE {extra}({where}) GROUP BY 1"
     )
+    if span is None:
+        rows = _rows(conn, per_session.format(extra="", where=where), params)
+    else:
+        inside, inside_params, edges = _days(span)
+        acc: dict[str, dict[str, Any]] = {}
+        for r in (
+            *_rows(conn, per_session.format(extra=EDGE, where=where), [*edges, *params]),
+            *_rows(
+                conn,
+                f"SELECT tool, {', '.join(f'SUM({k}) AS {k}' for k in TOOL_SUMS)} "
+                f"FROM main.tool_day WHERE {inside} GROUP BY 1",
+                inside_params,
+            ),  # fmt: skip
+        ):
+            a = acc.setdefault(r["tool"], {"tool": r["tool"], **dict.fromkeys(TOOL_SUMS, 0)})
+            for k in TOOL_SUMS:
+                a[k] += r[k] or 0
+        rows = [r for r in acc.values() if r["calls"] or r["results"]]
     for r in rows:
         r["rate"] = _rate(r["failures"], r["results"])
     return sorted(rows, key=lambda r: (-r["failures"], -r["results"], r["tool"]))
 
 
+# The period's first and last day (and sessions with no day), read session by session.
+EDGE = "(s.day IS NULL OR s.day IN (?, ?)) AND "
+
+
 def series(
     conn: sqlite3.Connection, where: str, params: list[Any], bucket: str
 ) -> list[dict[str, Any]]:
-    """Results and failures per period bucket (``bucket``: an SQL expression over
-    ``s.started_at``) and tool."""
+    """Results and failures (timeouts, non-zero exits) per period bucket (``bucket``: an SQL
+    expression over ``s.started_at``, the reader's days), from the sessions' own sums."""
     return _rows(
         conn,
-        f"SELECT {bucket} AS bucket, t.tool AS tool, SUM(t.results) AS results, "
-        "SUM(t.failures) AS failures FROM main.sess s CROSS JOIN main.tool_use t "
-        f"ON t.session_id = s.session_id WHERE {where} GROUP BY 1, 2 ORDER BY 1",
+        f"SELECT {bucket} AS bucket, SUM(s.results) AS results, SUM(s.failures) AS failures, "
+        "SUM(s.timeouts) AS timeouts, SUM(s.exits) AS exits FROM main.sess s "
+        f"WHERE {where} AND s.results > 0 GROUP BY 1 ORDER BY 1",
         params,
     )
 
@@ -98,17 +146,41 @@ def loops(
     }
 
 
-def models(conn: sqlite3.Connection, where: str, params: list[Any]) -> list[dict[str, Any]]:
+MODEL_SUMS = ("turns", "failed_turns", "results", "failures")
+
+
+def models(
+    conn: sqlite3.Connection,
+    where: str,
+    params: list[Any],
+    span: tuple[float | None, float | None] | None = None,
+) -> list[dict[str, Any]]:
     """Per model: its turns that called tools, how many ended in a tool failure (a call of the
-    turn failed), and the rate."""
-    rows = _rows(
-        conn,
-        "SELECT COALESCE(s.model, '(none)') AS model, SUM(s.turns) AS turns, "
-        "SUM(s.failed_turns) AS failed_turns, SUM(s.results) AS results, "
-        "SUM(s.failures) AS failures FROM main.sess s "
-        f"WHERE {where} GROUP BY 1 HAVING SUM(s.turns) > 0",
-        params,
+    turn failed), and the rate. ``span`` as for :func:`tools`."""
+    sums = ", ".join(f"SUM(s.{k}) AS {k}" for k in MODEL_SUMS)
+    per_session = (
+        f"SELECT COALESCE(s.model, '{NO_MODEL}') AS model, {sums} FROM main.sess s "
+        "WHERE {extra}({where}) GROUP BY 1"
     )
+    if span is None:
+        rows = _rows(conn, per_session.format(extra="", where=where), params)
+    else:
+        inside, inside_params, edges = _days(span)
+        acc: dict[str, dict[str, Any]] = {}
+        for r in (
+            *_rows(conn, per_session.format(extra=EDGE, where=where), [*edges, *params]),
+            *_rows(
+                conn,
+                f"SELECT model, {', '.join(f'SUM({k}) AS {k}' for k in MODEL_SUMS)} "
+                f"FROM main.model_day WHERE {inside} GROUP BY 1",
+                inside_params,
+            ),  # fmt: skip
+        ):
+            a = acc.setdefault(r["model"], {"model": r["model"], **dict.fromkeys(MODEL_SUMS, 0)})
+            for k in MODEL_SUMS:
+                a[k] += r[k] or 0
+        rows = list(acc.values())
+    rows = [r for r in rows if r["turns"]]
     for r in rows:
         r["rate"] = _rate(r["failed_turns"], r["turns"])
     return sorted(rows, key=lambda r: (-(r["rate"] or 0), -r["turns"], r["model"]))

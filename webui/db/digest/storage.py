@@ -93,13 +93,14 @@ def _groups(objects: list[dict]) -> list[dict]:
 
 
 def totals(conn: sqlite3.Connection) -> dict[str, int]:
+    """Every session's sizes added up (from the sums by source and month: a few hundred rows,
+    however many sessions)."""
     row = conn.execute(
-        f"SELECT COUNT(*), {', '.join(f'TOTAL({k})' for k in (*SIZES, 'all_b'))} FROM main.sess"
+        f"SELECT TOTAL(sessions), {', '.join(f'TOTAL({k})' for k in SIZES)} FROM main.bytes_month"
     ).fetchone()
-    return {
-        "sessions": row[0],
-        **{k: int(v) for k, v in zip((*SIZES, "all_b"), row[1:], strict=True)},
-    }
+    out = {"sessions": int(row[0]), **{k: int(v) for k, v in zip(SIZES, row[1:], strict=True)}}
+    out["all_b"] = sum(out[k] for k in KINDS)
+    return out
 
 
 class Shares:

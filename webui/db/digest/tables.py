@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-VERSION = "1"
+VERSION = "2"  # 2: daily sums of tool use and turns, timeouts and exits per session
 # A batch of new message ids is sized so that its reads take about this long (a read
 # transaction that long at most: Hermes's checkpoints wait for no reader longer).
 READ_TARGET_S = 0.25
@@ -31,12 +31,14 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 -- the stored text), its tool calls and their outcomes. month: 'YYYY-MM' (UTC) of its start.
 CREATE TABLE IF NOT EXISTS sess (
     session_id TEXT PRIMARY KEY, started_at REAL, source TEXT, model TEXT, month TEXT,
-    workspace TEXT, cwd TEXT,
+    day INTEGER, workspace TEXT, cwd TEXT,
     n INTEGER DEFAULT 0, text_b INTEGER DEFAULT 0, call_b INTEGER DEFAULT 0,
     tool_b INTEGER DEFAULT 0, reasoning_b INTEGER DEFAULT 0, other_b INTEGER DEFAULT 0,
     fts_b INTEGER DEFAULT 0, all_b INTEGER DEFAULT 0,
     calls INTEGER DEFAULT 0, results INTEGER DEFAULT 0, failures INTEGER DEFAULT 0,
+    timeouts INTEGER DEFAULT 0, exits INTEGER DEFAULT 0,
     turns INTEGER DEFAULT 0, failed_turns INTEGER DEFAULT 0);
+CREATE INDEX IF NOT EXISTS sess_day ON sess(day);
 CREATE INDEX IF NOT EXISTS sess_all_b ON sess(all_b);
 CREATE INDEX IF NOT EXISTS sess_started ON sess(started_at);
 -- The same sizes added up by (source, month): the storage page's breakdowns.
@@ -51,6 +53,15 @@ CREATE TABLE IF NOT EXISTS tool_use (
     session_id TEXT, tool TEXT, calls INTEGER DEFAULT 0, results INTEGER DEFAULT 0,
     failures INTEGER DEFAULT 0, timeouts INTEGER DEFAULT 0, exits INTEGER DEFAULT 0,
     PRIMARY KEY (session_id, tool)) WITHOUT ROWID;
+-- The same per day the sessions started (UTC, days since 1970): a period's figures add up
+-- whole days here and read only its first and last day session by session (as the stats
+-- rollup does).
+CREATE TABLE IF NOT EXISTS tool_day (day INTEGER, tool TEXT, calls INTEGER DEFAULT 0,
+    results INTEGER DEFAULT 0, failures INTEGER DEFAULT 0, timeouts INTEGER DEFAULT 0,
+    exits INTEGER DEFAULT 0, PRIMARY KEY (day, tool)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS model_day (day INTEGER, model TEXT, turns INTEGER DEFAULT 0,
+    failed_turns INTEGER DEFAULT 0, results INTEGER DEFAULT 0, failures INTEGER DEFAULT 0,
+    PRIMARY KEY (day, model)) WITHOUT ROWID;
 -- Assistant messages (turns) at least one of whose calls failed.
 CREATE TABLE IF NOT EXISTS failed_turns (session_id TEXT, message_id INTEGER,
     PRIMARY KEY (session_id, message_id)) WITHOUT ROWID;
@@ -133,6 +144,22 @@ def pick(conn: sqlite3.Connection, ids: Iterable[str]) -> None:
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS pick (session_id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM temp.pick")
     conn.executemany("INSERT OR IGNORE INTO temp.pick VALUES (?)", ((i,) for i in ids))
+
+
+DAY_S = 86400
+
+
+def day_of(started_at) -> int | None:
+    """The UTC day a session started (days since 1970); None when it is no time."""
+    if not isinstance(started_at, (int, float)) or isinstance(started_at, bool):
+        return None
+    try:
+        return int(started_at // DAY_S)
+    except (OverflowError, ValueError):
+        return None
+
+
+NO_MODEL = "(none)"
 
 
 def month_of(started_at) -> str | None:

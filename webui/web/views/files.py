@@ -173,7 +173,7 @@ def workspaces(q: fq.ChangeQuery) -> list[dict[str, Any]]:
         try:
             digests.current(book)
             key = ("workspaces", repr(q))
-            rows = dg.kept(book.digest, key, lambda conn: fq.workspaces(conn, q))
+            rows = digests.kept(book, key, lambda conn: fq.workspaces(conn, q))
         except LogbookDBError:
             continue
         for r in rows:

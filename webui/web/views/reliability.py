@@ -12,15 +12,12 @@ from flask import current_app, url_for
 
 from webui import keep
 from webui.db import Logbook, LogbookDBError, get_logbook, tz
-from webui.db import digest as dg
 from webui.db.digest import reliability as rel
 from webui.db.stats import BUCKET_SQL, StatsQuery, bucket_for
 from webui.present import charts
 from webui.present.filters import num
 from webui.web import digests
 from webui.web.stores import readable, request_stores
-
-STACKS = 5
 
 
 def _percent(v: float) -> str:
@@ -36,18 +33,20 @@ def section(q: StatsQuery, book: Logbook | None = None) -> dict[str, Any]:
     unit = bucket_for((q.end or q.now) - first)
     local = tz.local_seconds("s.started_at", tz.zone(q.tz), first, q.end or q.now)
     bucket = BUCKET_SQL[unit].format(t=local)
+    # Filtered by the period alone: whole days come from the digest's daily sums.
+    span = None if q.sources or q.models or q.archived != "include" else (q.start, q.end)
     # The period moves with the clock: a kept answer is good for the minute.
     key = ("reliability", repr(replace(q, now=0.0)), int(q.now // 60))
 
     def compute(conn) -> dict[str, Any]:
         return {
-            "tools": rel.tools(conn, rwhere, rparams),
+            "tools": rel.tools(conn, rwhere, rparams, span),
             "series": rel.series(conn, rwhere, rparams, bucket),
             "loops": rel.loops(conn, rwhere, rparams),
-            "models": rel.models(conn, rwhere, rparams),
+            "models": rel.models(conn, rwhere, rparams, span),
         }
 
-    out = dict(dg.kept(lb.digest, key, compute))
+    out = dict(digests.kept(lb, key, compute))
     where, params = lb.stats.where(q)
     rule = keep.Rule(lag_s=current_app.config["LOGBOOK_STATS_REUSE_S"])
     out["unattended"] = lb.sessions.kept(
@@ -93,25 +92,25 @@ def store_rows(q: StatsQuery) -> list[dict[str, Any]]:
 
 def build_charts(r: dict[str, Any]) -> dict[str, charts.Chart]:
     series = [x for x in r["series"] if x["bucket"] is not None]
-    buckets = sorted({x["bucket"] for x in series})
-    failures: dict[str, int] = {}
-    for x in series:
-        failures[x["tool"]] = failures.get(x["tool"], 0) + (x["failures"] or 0)
-    top = [t for t, n in sorted(failures.items(), key=lambda kv: -kv[1]) if n][:STACKS]
-    rest = [t for t in failures if t not in top]
-    cell = {(x["bucket"], x["tool"]): x for x in series}
+    buckets = [x["bucket"] for x in series]
+    cell = {x["bucket"]: x for x in series}
 
-    def total(b: str, tools: list[str], field: str) -> int:
-        return sum((cell.get((b, t)) or {}).get(field) or 0 for t in tools)
+    def kind(b: str, k: str) -> float:
+        x = cell[b]
+        if k == "timeouts":
+            return x["timeouts"] or 0
+        if k == "non-zero exits":
+            return x["exits"] or 0
+        return (x["failures"] or 0) - (x["timeouts"] or 0) - (x["exits"] or 0)
 
-    every = list(failures)
     unit = r["bucket"]
+    with_results = [t for t in r["tools"] if t["results"]][:15]
     return {
         "failures": charts.stacked_columns(
-            f"Failed tool calls per {unit}, by tool",
+            f"Failed tool calls per {unit}, by kind",
             buckets,
-            top + (["other"] if rest and any(failures[t] for t in rest) else []),
-            lambda b, s: total(b, rest if s == "other" else [s], "failures"),
+            ["errors", "non-zero exits", "timeouts"],
+            kind,
             num,
             "failures",
             unit,
@@ -120,21 +119,17 @@ def build_charts(r: dict[str, Any]) -> dict[str, charts.Chart]:
             f"Failure rate per {unit} (failed results / results)",
             buckets,
             ["rate"],
-            lambda b, _s: 100 * total(b, every, "failures") / (total(b, every, "results") or 1),
+            lambda b, _s: 100 * (cell[b]["failures"] or 0) / (cell[b]["results"] or 1),
             _percent,
             "failed",
             unit,
         ),
         "by_tool": charts.horizontal_bars(
             "Failure rate by tool",
-            [t["tool"] for t in r["tools"] if t["results"]][:15],
-            [100 * (t["rate"] or 0) for t in r["tools"] if t["results"]][:15],
+            [t["tool"] for t in with_results],
+            [100 * (t["rate"] or 0) for t in with_results],
             _percent,
-            texts=[
-                f"{100 * (t['rate'] or 0):.1f}% of {num(t['results'])}"
-                for t in r["tools"]
-                if t["results"]
-            ][:15],
+            texts=[f"{100 * (t['rate'] or 0):.1f}% of {num(t['results'])}" for t in with_results],
         ),
     }
 
