@@ -433,11 +433,16 @@ HANDLED = {"cd", "pushd", "popd", "tee", "sed", "gsed", "mv", "cp", "rm", "git",
 _Reader._gsed = _Reader._sed  # type: ignore[attr-defined]
 
 
+# A command without any of these cannot write a file by a recognised form: not parsed at all
+# (most commands agents run: ls, cat, grep, pytest, git status …).
+MAY_WRITE = re.compile(r">|\b(?:g?sed|tee|mv|cp|rm|curl|wget|git)\b")
+
+
 def shell_edits(command: str | None, cwd: str | None = None) -> list[ShellEdit]:
     """The files ``command`` writes or changes, in order, resolved against ``cwd`` (the
     terminal's ``workdir``, else the session's folder; None when not known: relative paths
     then stay relative)."""
-    if not isinstance(command, str) or not command.strip():
+    if not isinstance(command, str) or not MAY_WRITE.search(command):
         return []
     reader = _Reader(cwd)
     reader.run(command)

@@ -3,16 +3,16 @@
 * A **retry loop** is three or more calls of the same tool in a row within a session (its
   calls in the order Hermes wrote them: by message, then by place in the message's
   ``tool_calls``), each with the same or near-same arguments as the call before it. Arguments
-  are compared by their **signature**: the JSON object with its keys sorted and no spaces (as
-  Hermes's own guardrail canonicalises them), or the raw text when it is not JSON, cut to
-  SIGNATURE_CHARS characters. Two signatures are **near-same** when they are equal, or, for
-  two JSON objects with the same keys, when exactly one value differs and the two values are
-  both numbers or two texts that are *alike*; for arguments that are not JSON objects (or were
-  cut), when the whole texts are alike. Two texts are alike when their words (runs of letters,
-  digits and ``_``, lower-cased, every run of digits read as ``0``) agree on at least NEAR_SAME of the
-  words either has (Jaccard index over the sets). So a retry that changed a timeout, an offset
-  or a number in a command counts; the same content written to another path, a different
-  command or another search query does not.
+  are compared by their first SIGNATURE_CHARS characters (their **signature**). Two signatures
+  are **near-same** when they are equal; when both are JSON objects, when they hold the same
+  keys and values (in any order: the same call, as Hermes's own guardrail sees it), or the same
+  keys with exactly one value differing where the two values are both numbers or two texts
+  that are *alike*; otherwise (text that is not a JSON object, or was cut) when the whole texts
+  are alike. Two texts are alike when their words (runs of letters, digits and ``_``,
+  lower-cased, every run of digits read as ``0``) agree on at least NEAR_SAME of the words
+  either has (Jaccard index over the sets). So a retry that changed a timeout, an offset or a
+  number in a command counts; the same content written to another path, a different command
+  or another search query does not.
 * **Unattended** work is what no person started: sessions from ``cron`` and from webhooks
   (``webhook``, ``msgraph_webhook``, any source naming a webhook).
 * A **cron job** is named by its sessions: Hermes 0.19–0.22 give a cron run the id
@@ -34,26 +34,14 @@ _DIGIT = re.compile(r"\d+")
 
 
 def signature(args_text: str | None) -> str:
-    """The arguments compared between calls: canonical JSON when they are JSON."""
-    if args_text is None:
-        return ""
-    text = str(args_text)
-    try:
-        value = json.loads(text)
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    except (ValueError, RecursionError):
-        text = " ".join(text.split())
-    return text[:SIGNATURE_CHARS]
+    """The arguments compared between calls: their first SIGNATURE_CHARS characters."""
+    return "" if args_text is None else str(args_text)[:SIGNATURE_CHARS]
 
 
 def signature_of(head: str | None, length: int | None) -> str:
-    """The signature of arguments read as their first SIGNATURE_CHARS characters and their
-    whole length: arguments longer than that are compared by that much of their text."""
-    if head is None:
-        return ""
-    if (length or 0) <= SIGNATURE_CHARS:
-        return signature(head)
-    return " ".join(str(head).split())[:SIGNATURE_CHARS]
+    """The signature of arguments read as their first SIGNATURE_CHARS characters (``length``:
+    their whole length, kept for the callers that know it)."""
+    return signature(head)
 
 
 def words(sig: str) -> frozenset[str]:

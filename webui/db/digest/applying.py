@@ -262,7 +262,8 @@ class Applier:
             p[3] += outcome.kind == "exit"
             if call is not None:
                 done.append((sid, r["call_id"]))
-                landed.append((int(outcome.failed), sid, r["call_id"]))
+                if call[1] in fc.FILE_TOOLS:  # the files it changed carry its outcome
+                    landed.append((int(outcome.failed), sid, r["call_id"]))
                 if outcome.failed:
                     failed_turns.append((sid, call[0]))
         self.conn.executemany(
@@ -278,11 +279,10 @@ class Applier:
             [(*v, s) for s, v in per_session.items()],
         )
         new_failed: dict[str, int] = defaultdict(int)
-        for sid, mid in failed_turns:
-            cur = self.conn.execute(
-                "INSERT OR IGNORE INTO main.failed_turns VALUES (?, ?)", (sid, mid)
-            )
-            new_failed[sid] += cur.rowcount
+        fresh = set(failed_turns) - self._failed_already(failed_turns)
+        self.conn.executemany("INSERT INTO main.failed_turns VALUES (?, ?)", sorted(fresh))
+        for sid, _mid in fresh:
+            new_failed[sid] += 1
         self.conn.executemany(
             "UPDATE main.sess SET failed_turns = failed_turns + ? WHERE session_id = ?",
             [(v, s) for s, v in new_failed.items() if v],
@@ -306,6 +306,23 @@ class Applier:
             "UPDATE main.changes SET failed = ? WHERE session_id = ? AND call_id = ?", landed
         )
         self.conn.executemany("DELETE FROM main.pending WHERE session_id = ? AND call_id = ?", done)
+
+    def _failed_already(self, turns: list[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Of these (session, turn) pairs, those already counted as failed turns."""
+        by_session: dict[str, set[int]] = defaultdict(set)
+        for sid, mid in turns:
+            by_session[sid].add(mid)
+        out: set[tuple[str, int]] = set()
+        for sid, mids in by_session.items():
+            for part in chunks(sorted(mids)):
+                out |= set(
+                    self.conn.execute(
+                        "SELECT session_id, message_id FROM main.failed_turns WHERE session_id = ? "
+                        f"AND message_id IN ({','.join('?' * len(part))})",
+                        [sid, *part],
+                    ).fetchall()
+                )
+        return out
 
     def _pending(self, keys: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[int, str]]:
         out: dict[tuple[str, str], tuple[int, str]] = {}

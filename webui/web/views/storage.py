@@ -29,7 +29,8 @@ def report(book: Logbook, top: int = TOP) -> dict[str, Any]:
     catalogue, pages = d.objects.catalogue(), d.objects.pages()
     key = ("storage", top, tuple(pages.values()))
     out = dict(digests.kept(book, key, lambda conn: st.report(conn, catalogue, pages, top)))
-    out["coverage"] = cov.as_json()
+    # the longest single read the digest has made of state.db (a read transaction)
+    out["coverage"] = {**cov.as_json(), "longest_read_ms": round(d.longest_read_s * 1000, 1)}
     out["dbstat"] = d.objects.has_dbstat()
     out["measuring"] = d.warming
     out["digest_as_of"] = d.refreshed_at
