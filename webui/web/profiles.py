@@ -17,6 +17,7 @@ MERGED_ENDPOINTS = {
     "search.search",
     "stats.stats",
     "storage.storage",
+    "files.files",
     "static",
     "ui.set_theme",
     "ui.changes",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, abort, g, jsonify, url_for
+from flask import Blueprint, Response, abort, current_app, g, jsonify, url_for
 from htmx_flask import request
 
 from webui.db import BadRequest, Logbook, LogbookDBError, get_logbook, live_logbook
@@ -17,6 +17,7 @@ from webui.db.stores import LIVE
 from webui.hermes import file_changes as fc
 from webui.hermes.shell_edits import FORMS
 from webui.web import digests
+from webui.web.profiles import merged_logbooks
 from webui.web.stores import readable, request_stores, store_set
 from webui.web.views import refuse_unknown, render_page, wants_json
 
@@ -25,8 +26,14 @@ MAX_DIFF_CHARS = 4_000_000  # each side of a difference, at most
 HUGE = 2**62
 
 
+PROFILE = "profile "  # how a profile's live store is named on a page of every profile
+
+
 def _books() -> list[tuple[str, Logbook]]:
-    """The stores this page spans, live first (a pinned store alone)."""
+    """The stores this page spans, live first (a pinned store alone); with ``profile=all``
+    every profile's live database ("profile NAME")."""
+    if g.get("all_profiles"):
+        return [(PROFILE + name, book) for name, book in merged_logbooks(current_app)]
     if g.get("store_pin"):
         return [(g.get("store_pin"), get_logbook())]
     return [(s.name, s.logbook) for s in readable(request_stores(live_logbook()))]
@@ -86,9 +93,12 @@ def _cursor(raw: str | None) -> tuple[float, int, int] | None:
 
 
 def link(row: dict[str, Any]) -> str:
-    """The change's message in its conversation."""
-    store = row.get("store")
-    extra = {"store": store} if store and store != LIVE else {}
+    """The change's message in its conversation (in its store, or its profile)."""
+    store = row.get("store") or LIVE
+    if store.startswith(PROFILE):
+        extra = {"profile": store[len(PROFILE) :]}
+    else:
+        extra = {"store": store} if store != LIVE else {}
     return url_for(
         "sessions.view_session",
         session_id=row["session_id"],
@@ -102,7 +112,14 @@ def _decorate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         r["action_words"] = fc.ACTIONS.get(r["action"], r["action"])
         r["message_url"] = link(r)
-        r["ref"] = f"{r['id']}@{r['store']}" if r.get("store") not in (None, LIVE) else str(r["id"])
+        store = r.get("store") or LIVE
+        if store.startswith(PROFILE):  # its links open in its own profile
+            r["profile"] = store[len(PROFILE) :]
+        r["ref"] = (
+            f"{r['id']}@{store}"
+            if store != LIVE and not store.startswith(PROFILE)
+            else str(r["id"])
+        )
     return rows
 
 
@@ -142,7 +159,8 @@ def page(q: fq.ChangeQuery, before: tuple[float, int, int] | None):
         if len(rows) == q.limit or (horizon is not None and _order(r) > horizon):
             break
         last = r
-        if r["rank"] and _held_earlier(books[: r["rank"]], r):
+        # (profiles are separate histories: nothing of one is a copy of another's)
+        if r["rank"] and not g.get("all_profiles") and _held_earlier(books[: r["rank"]], r):
             continue
         rows.append(r)
     more = last is not None and (last is not fetched[-1] or truncated)
