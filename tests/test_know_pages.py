@@ -113,7 +113,9 @@ def test_paths_relative_to_their_workspace_and_filters(tools):
 def test_a_paths_history_across_sessions_and_its_versions(tools):
     db, _app, c = tools
     path = f"{REPO}/src/config.py"
-    hist = c.get(f"/files/history?format=json&path={path}").get_json()["changes"]
+    hist = c.get(f"/files/history?format=json&path={path}").get_json()["changes"][
+        ::-1
+    ]  # oldest first
     assert [(r["session_id"], r["via"]) for r in hist] == [
         ("tools_atlas_1", "write_file"), ("tools_atlas_1", "patch"), ("tools_atlas_1", "sed -i"),
         ("tools_atlas_2", "write_file"),
@@ -146,11 +148,32 @@ def test_a_paths_history_across_sessions_and_its_versions(tools):
     patch = next(r for r in hist if r["via"] == "patch")
     body = c.get(f"/files/change/{patch['ref']}?format=json").get_json()["change"]
     assert body["content"] is None and "+TIMEOUT = 30.0" in body["patch"]
-    moved = c.get(f"/files/history?format=json&path={REPO}/docs/notes.txt").get_json()["changes"]
+    moved = c.get(f"/files/history?format=json&path={REPO}/docs/notes.txt").get_json()["changes"][
+        ::-1
+    ]
     assert [(r["path"], r["action"], r["other"]) for r in moved] == [
         (f"{REPO}/docs/notes.txt", "move_in", f"{REPO}/notes.txt"),
         ("/tmp/notes.bak", "copy_in", f"{REPO}/docs/notes.txt"),
     ]
+
+
+def test_a_history_pages_newest_first(tools, monkeypatch):
+    _db, _app, c = tools
+    from webui.web.views import files as files_view
+
+    monkeypatch.setattr(files_view, "HISTORY_PAGE", 2)
+    path = f"{REPO}/src/config.py"
+    seen, url = [], f"/files/history?format=json&path={path}"
+    while url:
+        body = c.get(url).get_json()
+        assert len(body["changes"]) <= 2
+        seen += body["changes"]
+        url = body["next"]
+    assert len(seen) == 4 and [r["timestamp"] for r in seen] == sorted(
+        (r["timestamp"] for r in seen), reverse=True
+    )
+    html = c.get(f"/files/history?path={path}").get_data(as_text=True)
+    assert "Older changes" in html
 
 
 def test_a_conversations_files_panel(tools):

@@ -15,7 +15,6 @@ from webui.db.reader import Reader
 from webui.hermes import file_changes as fc
 
 PAGE = 50
-HISTORY_MAX = 500
 COLUMNS = ("id", "session_id", "message_id", "call_index", "change_index", "call_id", "tool",
            "action", "via", "path", "workspace", "rel", "timestamp", "full", "size", "other",
            "failed")  # fmt: skip
@@ -26,7 +25,7 @@ NO_WORKSPACE = "(none)"  # workspace= for the changes of sessions with no folder
 class ChangeQuery:
     workspace: str | None = None  # exact; NO_WORKSPACE: sessions without a folder
     session: str | None = None
-    path: str | None = None  # exact path (a history)
+    path: str | None = None  # a path's history: its changes and the copies made of it
     q: str | None = None  # part of the path
     via: str | None = None
     since: float | None = None
@@ -46,8 +45,10 @@ class ChangeQuery:
             clauses.append("c.session_id = ?")
             params.append(self.session)
         if self.path:
-            clauses.append("c.path = ?")
-            params.append(self.path)
+            # the path's own changes, and the copies made of it elsewhere (each side of the
+            # OR has its index)
+            clauses.append("(c.path = ? OR (c.other = ? AND c.action = 'copy_in'))")
+            params += [self.path, self.path]
         if self.q:
             clauses.append("instr(lower(c.path), lower(?)) > 0")
             params.append(self.q)
@@ -116,17 +117,6 @@ def workspaces(conn: sqlite3.Connection, q: ChangeQuery) -> list[dict[str, Any]]
         "COUNT(DISTINCT c.session_id) AS sessions, MAX(c.timestamp) AS last FROM main.changes c "
         f"WHERE {where} GROUP BY 1 ORDER BY last DESC",
         params,
-    )
-
-
-def history(conn: sqlite3.Connection, path: str) -> list[dict[str, Any]]:
-    """A path's changes across every session, oldest first: those naming it (a move names
-    both ends, each in its own row) and the copies made of it elsewhere."""
-    return _rows(
-        conn,
-        f"{_select(has_title(conn))} WHERE c.path = ? OR (c.other = ? AND c.action = 'copy_in') "
-        "ORDER BY c.timestamp, c.id LIMIT ?",
-        [path, path, HISTORY_MAX],
     )
 
 

@@ -186,20 +186,30 @@ def models(
     return sorted(rows, key=lambda r: (-(r["rate"] or 0), -r["turns"], r["model"]))
 
 
-def unattended(reader: Reader, schema: Schema, where: str, params: list[Any]) -> dict[str, Any]:
+def unattended(
+    reader: Reader,
+    schema: Schema,
+    where: str,
+    params: list[Any],
+    by_source: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Cost and tokens of unattended work (cron, webhooks) against interactive work, and per
-    cron job (its sessions' id names the job; its newest title, the job's name)."""
+    cron job (its sessions' id names the job; its newest title, the job's name).
+    ``by_source``: the statistics' own figures per source for the same filters, when the page
+    has them already (the same sums; one scan of the sessions fewer)."""
     cost = sqlh.cost(schema)
     tokens = sqlh.tokens(schema)
-    by_source = reader.rows(
-        f"SELECT source, COUNT(*) AS sessions, {sqlh.total(tokens)} AS tokens, "
-        f"{sqlh.total(cost, integer=False)} AS cost_usd, {sqlh.price_counts(schema)} "
-        f"FROM sessions WHERE {where} GROUP BY 1",
-        params,
-    )
+    if by_source is None:
+        by_source = reader.rows(
+            f"SELECT source AS key, COUNT(*) AS sessions, {sqlh.total(tokens)} AS tokens, "
+            f"{sqlh.total(cost, integer=False)} AS cost_usd, {sqlh.price_counts(schema)} "
+            f"FROM sessions WHERE {where} GROUP BY 1",
+            params,
+        )
     kinds: dict[str, dict[str, Any]] = {}
     for r in by_source:
-        kind = "unattended" if tool_runs.unattended(r["source"]) else "interactive"
+        source = None if r["key"] == "(none)" else r["key"]
+        kind = "unattended" if tool_runs.unattended(source) else "interactive"
         k = kinds.setdefault(
             kind,
             {
@@ -212,35 +222,40 @@ def unattended(reader: Reader, schema: Schema, where: str, params: list[Any]) ->
                 "unpriced_sessions": 0,
             },  # fmt: skip
         )
-        for f in ("sessions", "tokens", "cost_usd", "included_sessions", "unpriced_sessions"):
-            k[f] += r[f] or 0
-        k["sources"].append(r["source"])
-    title = sqlh.col(schema, "title")
+        row_tokens = r.get("tokens")
+        if row_tokens is None:  # the statistics' rows: tokens by kind
+            row_tokens = sum(r.get(c) or 0 for c in sqlh.TOKEN_COLUMNS)
+        k["tokens"] += row_tokens
+        for f in ("sessions", "cost_usd", "included_sessions", "unpriced_sessions"):
+            k[f] += r.get(f) or 0
+        k["sources"].append(r["key"])
     job = (
         "CASE WHEN id GLOB 'cron_?*_[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]_"
         "[0-9][0-9][0-9][0-9][0-9][0-9]' THEN substr(id, 6, length(id) - 21) END"
     )
-    # Each job's name is its newest titled session's title (Hermes titles a run when it ends).
-    named = (
-        "(SELECT c2.title FROM c c2 WHERE c2.job IS c.job AND c2.title IS NOT NULL "
-        "ORDER BY c2.started_at DESC LIMIT 1)"
-        if title != "NULL"
-        else "NULL"
-    )
-    included, unknown = "price = 'included'", "price = 'unknown'"
     jobs = reader.rows(
-        f"WITH c AS (SELECT {job} AS job, started_at, {title} AS title, {tokens} AS tokens, "
-        f"{cost} AS cost, {sqlh.price_kind(schema)} AS price FROM sessions "
-        f"WHERE source = 'cron' AND {where}) "
-        f"SELECT job, COUNT(*) AS sessions, {sqlh.total('tokens')} AS tokens, "
-        f"{sqlh.total('cost', integer=False)} AS cost_usd, "
-        f"{sqlh.total(included)} AS included_sessions, "
-        f"{sqlh.total(unknown)} AS unpriced_sessions, "
-        f"MAX(started_at) AS last_run, {named} AS title FROM c GROUP BY job "
-        "ORDER BY cost_usd DESC, sessions DESC",
+        f"SELECT {job} AS job, COUNT(*) AS sessions, {sqlh.total(tokens)} AS tokens, "
+        f"{sqlh.total(cost, integer=False)} AS cost_usd, {sqlh.price_counts(schema)}, "
+        f"MAX(started_at) AS last_run FROM sessions WHERE source = 'cron' AND {where} "
+        "GROUP BY 1 ORDER BY cost_usd DESC, sessions DESC",
         params,
     )
+    # Each job's name: its newest titled session's title (Hermes titles a run as it ends);
+    # SQLite takes a bare column from the row holding the MAX.
+    titles = (
+        {
+            r["job"]: r["title"]
+            for r in reader.rows(
+                f"SELECT {job} AS job, title, MAX(started_at) AS at FROM sessions "
+                f"WHERE source = 'cron' AND title IS NOT NULL AND {where} GROUP BY 1",
+                params,
+            )
+        }
+        if schema.has("sessions", "title")
+        else {}
+    )
     for j in jobs:
+        j["title"] = titles.get(j["job"])
         j["name"] = (
             tool_runs.cron_job_name(j["title"], j["job"]) if j["job"] else "(other cron sessions)"
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from webui.db.digest.tables import SIZES, chunks
+from webui.db.digest.tables import SIZES
 
 KINDS = ("text_b", "call_b", "tool_b", "reasoning_b", "other_b")
 KIND_WORDS = {
@@ -203,15 +203,14 @@ def estimate(conn: sqlite3.Connection, catalogue: list[dict], pages: dict, ids: 
     share of the file."""
     t = totals(conn)
     shares = Shares(_objects(conn, catalogue, pages, t), t)
-    g = dict.fromkeys(("sessions", *SIZES, "all_b"), 0)
-    for part in chunks(sorted(set(ids))):
-        row = conn.execute(
-            f"SELECT COUNT(*), {', '.join(f'TOTAL({k})' for k in (*SIZES, 'all_b'))} FROM main.sess "
-            f"WHERE session_id IN ({','.join('?' * len(part))})",
-            part,
-        ).fetchone()
-        for k, v in zip(("sessions", *SIZES, "all_b"), row, strict=True):
-            g[k] += int(v)
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS chosen (session_id TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM temp.chosen")
+    conn.executemany("INSERT OR IGNORE INTO temp.chosen VALUES (?)", ((i,) for i in ids))
+    row = conn.execute(
+        f"SELECT COUNT(*), {', '.join(f'TOTAL(s.{k})' for k in (*SIZES, 'all_b'))} FROM temp.chosen c "
+        "JOIN main.sess s ON s.session_id = c.session_id"
+    ).fetchone()
+    g = {k: int(v) for k, v in zip(("sessions", *SIZES, "all_b"), row, strict=True)}
     g["share"] = shares.of(g)
     g["asked"] = len(set(ids))
     return g

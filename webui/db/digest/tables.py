@@ -88,6 +88,7 @@ CREATE INDEX IF NOT EXISTS changes_path ON changes(path, timestamp);
 CREATE INDEX IF NOT EXISTS changes_time ON changes(timestamp, id);
 CREATE INDEX IF NOT EXISTS changes_workspace ON changes(workspace, timestamp, id);
 CREATE INDEX IF NOT EXISTS changes_session ON changes(session_id, message_id);
+CREATE INDEX IF NOT EXISTS changes_other ON changes(other, timestamp) WHERE other IS NOT NULL;
 -- The file's bytes by table and index: dbstat's measure, or an estimate that says so.
 CREATE TABLE IF NOT EXISTS objects (name TEXT PRIMARY KEY, type TEXT, tbl_name TEXT,
     pages INTEGER, bytes INTEGER, payload INTEGER, unused INTEGER, method TEXT,

@@ -248,37 +248,32 @@ def files():
     )
 
 
+HISTORY_PAGE = 100
+
+
 @bp.get("/files/history")
 def history():
-    refuse_unknown({"path", "store"})
+    """A path's history across sessions and stores, newest first, a page at a time."""
+    refuse_unknown({"path", "store", "before"})
     path = request.args.get("path") or ""
     if not path:
         raise BadRequest("Which file? Give its path (path=…), as the Files page links it.")
-    rows = []
-    for rank, (name, book) in enumerate(_books()):
-        try:
-            digests.current(book)
-            with dg.reading(book.digest) as conn:
-                for r in fq.history(conn, path):
-                    r["store"], r["rank"] = name, rank
-                    rows.append(r)
-        except LogbookDBError:
-            continue
-    rows.sort(key=lambda r: (r["timestamp"] or 0, r["rank"], r["id"]))
-    seen: set[tuple] = set()
-    kept = []
-    for r in rows:  # a change two stores hold, once (from the first)
-        key = (r["session_id"], r["message_id"], r["call_index"], r["change_index"])
-        if key not in seen:
-            seen.add(key)
-            kept.append(r)
-    rows = _decorate(kept)
-    if not rows:
+    q = fq.ChangeQuery(path=path, limit=HISTORY_PAGE)
+    rows, cursor, _coverage = page(q, _cursor(request.args.get("before")))
+    if not rows and not request.args.get("before"):
         abort(404, description="No tool call in the history wrote or changed this path.")
     if wants_json():
-        return jsonify({"path": path, "changes": rows})
+        nxt = url_for("files.history", path=path, before=cursor, format="json") if cursor else None
+        return jsonify({"path": path, "changes": rows, "next": nxt})
     full = [r for r in rows if r["full"] and r["path"] == path and not r["failed"]]
-    return render_page("file_history.html", {}, path=path, rows=rows, full=full)
+    return render_page(
+        "file_history.html",
+        {},
+        path=path,
+        rows=rows,
+        full=full,
+        next_url=url_for("files.history", path=path, before=cursor) if cursor else None,
+    )
 
 
 def _change(ref: str) -> tuple[dict[str, Any], fc.FileChange | None]:

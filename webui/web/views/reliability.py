@@ -24,8 +24,11 @@ def _percent(v: float) -> str:
     return f"{v:.1f}%"
 
 
-def section(q: StatsQuery, book: Logbook | None = None) -> dict[str, Any]:
-    """The section for ``q`` on one store's book (the request's by default)."""
+def section(
+    q: StatsQuery, book: Logbook | None = None, by_source: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The section for ``q`` on one store's book (the request's by default); ``by_source``:
+    the statistics report's figures per source, when the page has them."""
     lb = book or get_logbook()
     cov = digests.current(lb)
     rwhere, rparams = lb.stats.rollup_where(q)
@@ -48,13 +51,16 @@ def section(q: StatsQuery, book: Logbook | None = None) -> dict[str, Any]:
 
     out = dict(digests.kept(lb, key, compute))
     where, params = lb.stats.where(q)
-    rule = keep.Rule(lag_s=current_app.config["LOGBOOK_STATS_REUSE_S"])
-    out["unattended"] = lb.sessions.kept(
-        f"reliability-unattended:{key!r}",
-        lb.reader.data_version(),
-        lambda: rel.unattended(lb.reader, lb.schema, where, params),
-        rule,
-    )
+    if by_source is not None:
+        out["unattended"] = rel.unattended(lb.reader, lb.schema, where, params, by_source)
+    else:
+        rule = keep.Rule(lag_s=current_app.config["LOGBOOK_STATS_REUSE_S"])
+        out["unattended"] = lb.sessions.kept(
+            f"reliability-unattended:{key!r}",
+            lb.reader.data_version(),
+            lambda: rel.unattended(lb.reader, lb.schema, where, params),
+            rule,
+        )
     tools = out["tools"]
     totals = {
         k: sum(t[k] for t in tools) for k in ("calls", "results", "failures", "timeouts", "exits")

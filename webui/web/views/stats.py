@@ -455,7 +455,8 @@ def stats():
     menu = None if wants_json() else threads.Beside(lb.sessions.models)
     report = build_report(q)
     stores = store_rows(q)
-    reliable = reliability.section(q)  # the Reliability section (webui.web.views.reliability)
+    # the Reliability section (webui.web.views.reliability), with the report's sums per source
+    reliable = reliability.section(q, by_source=report["by_source"])
     if menu is None:
         extra = {"stores": stores} if stores else {}
         return jsonify({**report, **extra, "reliability": reliable})
