@@ -148,16 +148,16 @@ def pick(conn: sqlite3.Connection, ids: Iterable[str]) -> None:
 
 
 DAY_S = 86400
+LATEST = 253402300799.0  # the last second a calendar shows (9999-12-31)
 
 
 def day_of(started_at) -> int | None:
     """The UTC day a session started (days since 1970); None when it is no time."""
     if not isinstance(started_at, (int, float)) or isinstance(started_at, bool):
         return None
-    try:
-        return int(started_at // DAY_S)
-    except (OverflowError, ValueError):
+    if not -LATEST <= started_at <= LATEST:  # no calendar day (and no 64-bit integer)
         return None
+    return int(started_at // DAY_S)
 
 
 NO_MODEL = "(none)"
