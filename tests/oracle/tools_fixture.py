@@ -50,7 +50,9 @@ def call_id() -> str:
     return f"call_{_n[0]:05d}"
 
 
-def session(sid, source="cli", model="anthropic/claude-sonnet-4.6", cwd=None, repo=None, branch=None):
+def session(
+    sid, source="cli", model="anthropic/claude-sonnet-4.6", cwd=None, repo=None, branch=None
+):
     db.create_session(sid, source, model=model)
     if cwd:
         db.update_session_cwd(sid, cwd, git_branch=branch, git_repo_root=repo)
@@ -69,21 +71,33 @@ def tools(sid, *calls, text="Working on it."):
         cid = call_id()
         ids.append(cid)
         entries.append(
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            {
+                "id": cid,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
         )
     db.append_message(sid, "assistant", text, tool_calls=entries, timestamp=tick())
-    for cid, (name, _args, result) in zip(ids, calls):
+    for cid, (name, _args, result) in zip(ids, calls, strict=True):
         if result is not None:
             db.append_message(
-                sid, "tool", result if isinstance(result, str) else json.dumps(result),
-                tool_name=name, tool_call_id=cid, timestamp=tick(),
+                sid,
+                "tool",
+                result if isinstance(result, str) else json.dumps(result),
+                tool_name=name,
+                tool_call_id=cid,
+                timestamp=tick(),
             )
 
 
 def cost(sid, tokens=(4000, 900), usd=0.05, status="estimated", calls=3):
     db.update_token_counts(
-        sid, input_tokens=tokens[0], output_tokens=tokens[1], estimated_cost_usd=usd,
-        cost_status=status, api_call_count=calls,
+        sid,
+        input_tokens=tokens[0],
+        output_tokens=tokens[1],
+        estimated_cost_usd=usd,
+        cost_status=status,
+        api_call_count=calls,
     )
 
 
@@ -98,32 +112,52 @@ s1 = session("tools_atlas_1", cwd=f"{REPO}/src", repo=REPO, branch="main")
 say(s1, "user", "Add a config loader to atlas and tidy the scripts")
 tools(
     s1,
-    ("write_file", {"path": f"{REPO}/src/config.py", "content": "TIMEOUT = 1.0\nRETRIES = 3\n"},
-     {"bytes_written": 26, "path": f"{REPO}/src/config.py"}),
+    (
+        "write_file",
+        {"path": f"{REPO}/src/config.py", "content": "TIMEOUT = 1.0\nRETRIES = 3\n"},
+        {"bytes_written": 26, "path": f"{REPO}/src/config.py"},
+    ),
     ("read_file", {"path": "config.py"}, {"content": "     1|TIMEOUT = 1.0", "total_lines": 2}),
 )
 tools(
     s1,
-    ("patch", {"mode": "replace", "path": "config.py", "old_string": "TIMEOUT = 1.0",
-               "new_string": "TIMEOUT = 30.0"},
-     {"success": True, "diff": "--- a/config.py\n+++ b/config.py\n-TIMEOUT = 1.0\n+TIMEOUT = 30.0\n"}),
+    (
+        "patch",
+        {
+            "mode": "replace",
+            "path": "config.py",
+            "old_string": "TIMEOUT = 1.0",
+            "new_string": "TIMEOUT = 30.0",
+        },
+        {
+            "success": True,
+            "diff": "--- a/config.py\n+++ b/config.py\n-TIMEOUT = 1.0\n+TIMEOUT = 30.0\n",
+        },
+    ),
 )
 tools(
     s1,
-    ("patch", {"mode": "patch", "patch": (
-        "*** Begin Patch\n"
-        f"*** Update File: {REPO}/README.md\n"
-        "@@ Usage @@\n"
-        " ## Usage\n"
-        "-run atlas\n"
-        "+run atlas --config src/config.py\n"
-        f"*** Add File: {REPO}/docs/config.md\n"
-        "+# Configuration\n"
-        "+TIMEOUT and RETRIES live in src/config.py.\n"
-        f"*** Delete File: {REPO}/docs/old.md\n"
-        f"*** Move File: {REPO}/scripts/run.sh -> {REPO}/bin/run.sh\n"
-        "*** End Patch\n")},
-     {"success": True, "diff": "(4 files)"}),
+    (
+        "patch",
+        {
+            "mode": "patch",
+            "patch": (
+                "*** Begin Patch\n"
+                f"*** Update File: {REPO}/README.md\n"
+                "@@ Usage @@\n"
+                " ## Usage\n"
+                "-run atlas\n"
+                "+run atlas --config src/config.py\n"
+                f"*** Add File: {REPO}/docs/config.md\n"
+                "+# Configuration\n"
+                "+TIMEOUT and RETRIES live in src/config.py.\n"
+                f"*** Delete File: {REPO}/docs/old.md\n"
+                f"*** Move File: {REPO}/scripts/run.sh -> {REPO}/bin/run.sh\n"
+                "*** End Patch\n"
+            ),
+        },
+        {"success": True, "diff": "(4 files)"},
+    ),
 )
 tools(
     s1,
@@ -133,24 +167,43 @@ tools(
 tools(
     s1,
     ("terminal", {"command": "sed -i 's/RETRIES = 3/RETRIES = 5/' config.py"}, ok()),
-    ("terminal", {"command": "echo 'atlas 1.2' | tee VERSION | tee -a CHANGES.md"}, ok("atlas 1.2")),
+    (
+        "terminal",
+        {"command": "echo 'atlas 1.2' | tee VERSION | tee -a CHANGES.md"},
+        ok("atlas 1.2"),
+    ),
 )
 tools(
     s1,
-    ("terminal", {"command": "cd .. && mv notes.txt docs/notes.txt && cp docs/notes.txt /tmp/notes.bak"}, ok()),
+    (
+        "terminal",
+        {"command": "cd .. && mv notes.txt docs/notes.txt && cp docs/notes.txt /tmp/notes.bak"},
+        ok(),
+    ),
     ("terminal", {"command": "rm -f build/atlas.tar && git mv setup.cfg setup.ini"}, ok()),
 )
 tools(
     s1,
     ("terminal", {"command": "bash -c \"cd tests && printf 'x\\n' > fixture.txt\""}, ok()),
-    ("terminal", {"command": "curl -sSL https://example.com/schema.json -o schema.json",
-                  "workdir": f"{REPO}/data"}, ok()),
+    (
+        "terminal",
+        {
+            "command": "curl -sSL https://example.com/schema.json -o schema.json",
+            "workdir": f"{REPO}/data",
+        },
+        ok(),
+    ),
 )
 # Not files: a variable, a glob, a here-document's text, a read.
 tools(
     s1,
-    ("terminal", {"command": "echo $HOME > \"$OUT\"; rm -f *.pyc; cat <<EOF\nrm -rf /\nEOF\ngrep -c x config.py"},
-     ok("3")),
+    (
+        "terminal",
+        {
+            "command": "echo $HOME > \"$OUT\"; rm -f *.pyc; cat <<EOF\nrm -rf /\nEOF\ngrep -c x config.py"
+        },
+        ok("3"),
+    ),
 )
 say(s1, "assistant", "Done: the config loader is in place.")
 db.set_session_title(s1, "Atlas config loader")
@@ -162,46 +215,95 @@ tick(DAY)
 s2 = session("tools_atlas_2", cwd=REPO, repo=REPO, branch="main", model="openai/gpt-5")
 say(s2, "user", "Run the tests and fix what fails")
 for _ in range(4):  # a retry loop: the same failing command four times
-    tools(s2, ("terminal", {"command": "pytest -q tests/test_config.py", "timeout": 120},
-               ok("1 failed, 12 passed", 1)))
-tools(s2, ("terminal", {"command": "pytest -q --slow", "timeout": 60},
-           {"output": "", "exit_code": 124, "error": "Command timed out after 60 seconds"}))
+    tools(
+        s2,
+        (
+            "terminal",
+            {"command": "pytest -q tests/test_config.py", "timeout": 120},
+            ok("1 failed, 12 passed", 1),
+        ),
+    )
+tools(
+    s2,
+    (
+        "terminal",
+        {"command": "pytest -q --slow", "timeout": 60},
+        {"output": "", "exit_code": 124, "error": "Command timed out after 60 seconds"},
+    ),
+)
 for offset in (1, 200, 400):  # near-same: only the offset changes
-    tools(s2, ("read_file", {"path": "tests/test_config.py", "offset": offset, "limit": 200},
-               {"content": "...", "total_lines": 600}))
+    tools(
+        s2,
+        (
+            "read_file",
+            {"path": "tests/test_config.py", "offset": offset, "limit": 200},
+            {"content": "...", "total_lines": 600},
+        ),
+    )
 for cmd in ("git status --short", "git diff --stat", "ls -la"):  # three different commands
     tools(s2, ("terminal", {"command": cmd}, ok("M src/config.py")))
 tools(
     s2,
-    ("write_file", {"path": "/etc/atlas.conf", "content": "x"},
-     {"error": "Permission denied: /etc/atlas.conf"}),
-    ("patch", {"mode": "replace", "path": "src/missing.py", "old_string": "a", "new_string": "b"},
-     {"success": False, "error": "Could not find a match for old_string"}),
+    (
+        "write_file",
+        {"path": "/etc/atlas.conf", "content": "x"},
+        {"error": "Permission denied: /etc/atlas.conf"},
+    ),
+    (
+        "patch",
+        {"mode": "replace", "path": "src/missing.py", "old_string": "a", "new_string": "b"},
+        {"success": False, "error": "Could not find a match for old_string"},
+    ),
 )
 tools(
     s2,
     ("web_search", {"query": "pytest flaky config"}, "Error: search backend unavailable"),
-    ("memory", {"action": "add", "content": "atlas uses pytest"},
-     {"success": False, "error": "Memory would exceed the limit"}),
+    (
+        "memory",
+        {"action": "add", "content": "atlas uses pytest"},
+        {"success": False, "error": "Memory would exceed the limit"},
+    ),
 )
 tools(
     s2,
-    ("read_file", {"path": "tests/test_config.py"},
-     {"error": "Already read this file in this turn.", "guardrail_refusal": True}),
-    ("terminal", {"command": "rm -rf /var/lib/atlas"},
-     {"output": "", "exit_code": -1, "error": "BLOCKED: denied by the user",
-      "status": "blocked", "user_summary": "You denied this command"}),
+    (
+        "read_file",
+        {"path": "tests/test_config.py"},
+        {"error": "Already read this file in this turn.", "guardrail_refusal": True},
+    ),
+    (
+        "terminal",
+        {"command": "rm -rf /var/lib/atlas"},
+        {
+            "output": "",
+            "exit_code": -1,
+            "error": "BLOCKED: denied by the user",
+            "status": "blocked",
+            "user_summary": "You denied this command",
+        },
+    ),
 )
 # The whole file written again in another session: a second version to compare.
 tools(
     s2,
-    ("write_file", {"path": f"{REPO}/src/config.py",
-                    "content": "TIMEOUT = 30.0\nRETRIES = 5\nBACKOFF = 2.0\n"},
-     {"bytes_written": 42, "path": f"{REPO}/src/config.py"}),
+    (
+        "write_file",
+        {
+            "path": f"{REPO}/src/config.py",
+            "content": "TIMEOUT = 30.0\nRETRIES = 5\nBACKOFF = 2.0\n",
+        },
+        {"bytes_written": 42, "path": f"{REPO}/src/config.py"},
+    ),
 )
 tools(s2, ("terminal", {"command": "echo never answered > pending.txt"}, None))  # no result
-db.append_message(s2, "tool", json.dumps(ok("orphan")), tool_name="terminal",
-                  tool_call_id="call_nowhere", timestamp=tick())  # a result without its call
+db.append_message(
+    s2,
+    "tool",
+    json.dumps(ok("orphan")),
+    tool_name="terminal",
+    tool_call_id="call_nowhere",
+    timestamp=tick(),
+)  # a result without its call
 say(s2, "assistant", "Two tests still fail on CI only.")
 db.set_session_title(s2, "Atlas test fixes")
 cost(s2, (88_000, 9_500), 1.12, calls=9)
@@ -227,7 +329,10 @@ cost(s4, (1_500, 200), 0.0, status="included")
 db.end_session(s4, "idle_timeout")
 
 # -- Unattended: two cron jobs, three runs each, and a webhook --------------------------------------
-for job, name, usd in (("a1b2c3d4e5f6", "Nightly backup check", 0.03), ("0f9e8d7c6b5a", "Weekly metrics report", 0.11)):
+for job, name, usd in (
+    ("a1b2c3d4e5f6", "Nightly backup check", 0.03),
+    ("0f9e8d7c6b5a", "Weekly metrics report", 0.11),
+):
     for run in range(3):
         tick(DAY)
         stamp = time.strftime("%Y%m%d_%H%M%S", time.gmtime(_clock[0]))
@@ -243,7 +348,9 @@ for job, name, usd in (("a1b2c3d4e5f6", "Nightly backup check", 0.03), ("0f9e8d7
 tick(DAY)
 wh = session("tools_webhook", source="webhook", model="openai/gpt-5-mini")
 say(wh, "user", "[webhook] GitHub push to atlas")
-tools(wh, ("terminal", {"command": "git pull --ff-only", "workdir": REPO}, ok("Already up to date.")))
+tools(
+    wh, ("terminal", {"command": "git pull --ff-only", "workdir": REPO}, ok("Already up to date."))
+)
 cost(wh, (1_200, 150), 0.004)
 db.end_session(wh, "webhook_done")
 
