@@ -398,6 +398,26 @@ def test_failures_over_time(built):
     assert sum(x["failures"] for x in rel["series"]) == rel["totals"]["failures"]
 
 
+def test_one_tools_failures_over_time(built):
+    """?tool=terminal: the series counts that tool's results only (the rows of results_of
+    whose tool is terminal, by the bucket of their session's start)."""
+    db, app, _d = built
+    gen = generation(schema_version(db))
+    rel = (
+        app.test_client()
+        .get("/stats?format=json&period=all&tz=UTC&tool=terminal")
+        .get_json()["reliability"]
+    )
+    bucket = dict(sql(db, f"SELECT id, {BUCKETS[rel['bucket']]} FROM sessions"))
+    truth: dict = defaultdict(lambda: [0, 0])
+    for sid, _mid, _cid, tool, content in results_of(db):
+        if tool == "terminal":
+            truth[bucket[sid]][0] += 1
+            truth[bucket[sid]][1] += is_failure(tool, content, gen)
+    assert rel["tool"] == "terminal"
+    assert {x["bucket"]: [x["results"], x["failures"]] for x in rel["series"]} == dict(truth)
+
+
 # -- unattended work -----------------------------------------------------------------------------
 
 

@@ -97,16 +97,30 @@ EDGE = "(s.day IS NULL OR s.day IN (?, ?)) AND "
 
 
 def series(
-    conn: sqlite3.Connection, where: str, params: list[Any], bucket: str
+    conn: sqlite3.Connection,
+    where: str,
+    params: list[Any],
+    bucket: str,
+    tool: str | None = None,
 ) -> list[dict[str, Any]]:
     """Results and failures (timeouts, non-zero exits) per period bucket (``bucket``: an SQL
-    expression over ``s.started_at``, the reader's days), from the sessions' own sums."""
+    expression over ``s.started_at``, the reader's days), from the sessions' own sums; of one
+    ``tool`` from its rows per session."""
+    if tool is None:
+        return _rows(
+            conn,
+            f"SELECT {bucket} AS bucket, SUM(s.results) AS results, SUM(s.failures) AS failures, "
+            "SUM(s.timeouts) AS timeouts, SUM(s.exits) AS exits FROM main.sess s "
+            f"WHERE {where} AND s.results > 0 GROUP BY 1 ORDER BY 1",
+            params,
+        )
     return _rows(
         conn,
-        f"SELECT {bucket} AS bucket, SUM(s.results) AS results, SUM(s.failures) AS failures, "
-        "SUM(s.timeouts) AS timeouts, SUM(s.exits) AS exits FROM main.sess s "
-        f"WHERE {where} AND s.results > 0 GROUP BY 1 ORDER BY 1",
-        params,
+        f"SELECT {bucket} AS bucket, SUM(t.results) AS results, SUM(t.failures) AS failures, "
+        "SUM(t.timeouts) AS timeouts, SUM(t.exits) AS exits FROM main.sess s CROSS JOIN "
+        "main.tool_use t ON t.session_id = s.session_id AND t.tool = ? "
+        f"WHERE {where} AND t.results > 0 GROUP BY 1 ORDER BY 1",
+        [tool, *params],
     )
 
 

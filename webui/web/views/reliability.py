@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from flask import current_app, url_for
+from flask import current_app, request, url_for
 
 from webui import keep
 from webui.db import Logbook, LogbookDBError, get_logbook, tz
@@ -38,13 +38,15 @@ def section(
     bucket = BUCKET_SQL[unit].format(t=local)
     # Filtered by the period alone: whole days come from the digest's daily sums.
     span = None if q.sources or q.models or q.archived != "include" else (q.start, q.end)
+    # ?tool=NAME: the series is that tool's alone
+    tool = ((request.args.get("tool") or "").strip() or None) if book is None else None
     # The period moves with the clock: a kept answer is good for the minute.
-    key = ("reliability", repr(replace(q, now=0.0)), int(q.now // 60))
+    key = ("reliability", repr(replace(q, now=0.0)), tool, int(q.now // 60))
 
     def compute(conn) -> dict[str, Any]:
         return {
             "tools": rel.tools(conn, rwhere, rparams, span),
-            "series": rel.series(conn, rwhere, rparams, bucket),
+            "series": rel.series(conn, rwhere, rparams, bucket, tool),
             "loops": rel.loops(conn, rwhere, rparams),
             "models": rel.models(conn, rwhere, rparams, span),
         }
@@ -68,6 +70,14 @@ def section(
     totals["rate"] = round(totals["failures"] / totals["results"], 6) if totals["results"] else None
     out["totals"] = totals
     out["bucket"] = unit
+    out["tool"] = tool
+    if book is None:  # the page's own links: one tool's failures over time, or every tool's
+        kept_args = {k: v for k, v in request.args.lists() if k not in ("tool", "format")}
+        out["every_tool_url"] = url_for("stats.stats", **kept_args, _anchor="reliability")
+        out["tool_urls"] = {
+            t["tool"]: url_for("stats.stats", **kept_args, tool=t["tool"], _anchor="reliability")
+            for t in tools
+        }
     out["coverage"] = cov.as_json()
     out["rule"] = lb.digest.generation
     return out
@@ -113,7 +123,7 @@ def build_charts(r: dict[str, Any]) -> dict[str, charts.Chart]:
     with_results = [t for t in r["tools"] if t["results"]][:15]
     return {
         "failures": charts.stacked_columns(
-            f"Failed tool calls per {unit}, by kind",
+            f"Failed {r['tool'] or 'tool'} calls per {unit}, by kind",
             buckets,
             ["errors", "non-zero exits", "timeouts"],
             kind,
