@@ -11,7 +11,7 @@ VERSION = "2"  # 2: daily sums of tool use and turns, timeouts and exits per ses
 # A batch of new message ids is sized so that its reads take about this long (a read
 # transaction that long at most: Hermes's checkpoints wait for no reader longer).
 READ_TARGET_S = 0.25
-FIRST_BATCH = 5_000
+FIRST_BATCH = 2_000  # the first read, before its speed is known (a cold cache)
 MIN_BATCH, MAX_BATCH = 50, 50_000
 # The full arguments of file-tool calls are fetched in chunks of at most this many characters,
 # and a call's arguments longer than ARGS_MAX are read for their path only (memory bound).

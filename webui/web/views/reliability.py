@@ -43,8 +43,11 @@ def section(
     # The period moves with the clock: a kept answer is good for the minute.
     key = ("reliability", repr(replace(q, now=0.0)), tool, int(q.now // 60))
 
+    seen = cov.as_json()  # how far the digest had read for these figures
+
     def compute(conn) -> dict[str, Any]:
         return {
+            "coverage": seen,
             "tools": rel.tools(conn, rwhere, rparams, span),
             "series": rel.series(conn, rwhere, rparams, bucket, tool),
             "loops": rel.loops(conn, rwhere, rparams),
@@ -78,7 +81,6 @@ def section(
             t["tool"]: url_for("stats.stats", **kept_args, tool=t["tool"], _anchor="reliability")
             for t in tools
         }
-    out["coverage"] = cov.as_json()
     out["rule"] = lb.digest.generation
     return out
 

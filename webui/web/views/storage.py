@@ -28,9 +28,14 @@ def report(book: Logbook, top: int = TOP) -> dict[str, Any]:
     d = book.digest
     catalogue, pages = d.objects.catalogue(), d.objects.pages()
     key = ("storage", top, tuple(pages.values()))
-    out = dict(digests.kept(book, key, lambda conn: st.report(conn, catalogue, pages, top)))
-    # the longest single read the digest has made of state.db (a read transaction)
-    out["coverage"] = {**cov.as_json(), "longest_read_ms": round(d.longest_read_s * 1000, 1)}
+    # how far the digest had read when these figures were worked out (a kept answer may be a
+    # few seconds older than the digest), and its longest single read of state.db
+    seen = {**cov.as_json(), "longest_read_ms": round(d.longest_read_s * 1000, 1)}
+    out = dict(
+        digests.kept(
+            book, key, lambda conn: {**st.report(conn, catalogue, pages, top), "coverage": seen}
+        )
+    )
     out["dbstat"] = d.objects.has_dbstat()
     out["measuring"] = d.warming
     out["digest_as_of"] = d.refreshed_at
