@@ -156,8 +156,11 @@ def start_rollup_warmer(app: Flask, logbook: Logbook) -> threading.Thread:
                 logbook.search.sources.build()
             except Exception:  # noqa: BLE001 - a filtered search starts another build
                 app.logger.exception("the search's map of sources could not be built")
-            logbook.digest.ensure_warming(app)  # storage, files, reliability (one thread)
+            # storage, files, reliability: after the statistics, not beside them
+            logbook.digest.held = False
+            logbook.digest.ensure_warming(app)
 
+    logbook.digest.held = True  # pages do not start the digest's pass before this one's turn
     thread = threading.Thread(target=work, daemon=True, name="rollup-warmer")
     thread.start()
     return thread

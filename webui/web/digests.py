@@ -71,8 +71,15 @@ def kept(book: Logbook, key: Any, compute: Callable[[sqlite3.Connection], T]) ->
     return book.sessions.kept(f"digest:{key!r}", mark, run, rule)
 
 
+OBJECTS_CHECK_S = 60.0  # how often a page asks whether the tables are due to be measured
+
+
 def _objects_due(book: Logbook) -> bool:
     d = book.digest
+    now = time.monotonic()
+    if now - getattr(d, "objects_checked", -OBJECTS_CHECK_S) < OBJECTS_CHECK_S:
+        return False
+    d.objects_checked = now
     conn = d.connect()
     try:
         return bool(d.objects.due(conn))

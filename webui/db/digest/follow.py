@@ -74,24 +74,26 @@ class Digest:
         self.objects = Objects(reader)
         self.objects.connect = self.connect
         self.refreshed_at: float | None = None  # when the digest last caught up with the file
+        # Set while the start-up warmer reads the statistics first: the pass waits its turn.
+        self.held = False
 
     # -- the digest's file -------------------------------------------------------------------
 
     def connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=5, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a crash costs a re-read
         version = (
             conn.execute("SELECT value FROM main.meta WHERE key = 'version'").fetchone()
             if has_meta(conn)
             else None
         )
-        if version is not None and version[0] != VERSION:
+        if version is None or version[0] != VERSION:
+            conn.execute("PRAGMA journal_mode = WAL")  # kept by the file: readers beside the pass
             for (name,) in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
             ).fetchall():
                 conn.execute(f"DROP TABLE IF EXISTS main.{name}")
-        conn.executescript(SCHEMA)
+            conn.executescript(SCHEMA)
         conn.execute(
             "ATTACH DATABASE ? AS st", (readonly_uri(self.r.opened.path, self.r.opened.immutable),)
         )
@@ -176,7 +178,7 @@ class Digest:
     def ensure_warming(self, app) -> None:
         """Start the background pass if it is not complete and no thread runs it (pages of
         other profiles and stores start theirs on first use)."""
-        if not app.config.get("LOGBOOK_ROLLUP_WARM") or app.testing:
+        if not app.config.get("LOGBOOK_ROLLUP_WARM") or app.testing or self.held:
             return
         if self.thread is not None and self.thread.is_alive():
             return

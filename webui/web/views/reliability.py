@@ -5,6 +5,7 @@ figures from the digest (webui.db.digest.reliability), kept while it stands stil
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -47,6 +48,7 @@ def section(
 
     def compute(conn) -> dict[str, Any]:
         return {
+            "as_of": time.time(),  # when worked out: names the section's rendering
             "coverage": seen,
             "tools": rel.tools(conn, rwhere, rparams, span),
             "series": rel.series(conn, rwhere, rparams, bucket, tool),
@@ -56,16 +58,20 @@ def section(
 
     out = dict(digests.kept(lb, key, compute))
     where, params = lb.stats.where(q)
-    if by_source is not None:
-        out["unattended"] = rel.unattended(lb.reader, lb.schema, where, params, by_source)
-    else:
-        rule = keep.Rule(lag_s=current_app.config["LOGBOOK_STATS_REUSE_S"])
-        out["unattended"] = lb.sessions.kept(
-            f"reliability-unattended:{key!r}",
-            lb.reader.data_version(),
-            lambda: rel.unattended(lb.reader, lb.schema, where, params),
-            rule,
-        )
+    # Session figures: kept as the statistics are (under the file's data_version, reused for
+    # LOGBOOK_STATS_REUSE_S beside a writing gateway, then served stale while worked out anew).
+    reuse_s = current_app.config["LOGBOOK_STATS_REUSE_S"]
+    rule = keep.Rule(
+        lag_s=reuse_s,
+        stale_s=current_app.config["LOGBOOK_STATS_STALE_S"] if reuse_s > 0 else 0.0,
+        stale_if_moved=True,
+    )
+    out["unattended"] = lb.sessions.kept(
+        f"reliability-unattended:{key!r}",
+        lb.reader.data_version(),
+        lambda: rel.unattended(lb.reader, lb.schema, where, params, by_source),
+        rule,
+    )
     tools = out["tools"]
     totals = {
         k: sum(t[k] for t in tools) for k in ("calls", "results", "failures", "timeouts", "exits")
@@ -74,15 +80,18 @@ def section(
     out["totals"] = totals
     out["bucket"] = unit
     out["tool"] = tool
-    if book is None:  # the page's own links: one tool's failures over time, or every tool's
-        kept_args = {k: v for k, v in request.args.lists() if k not in ("tool", "format")}
-        out["every_tool_url"] = url_for("stats.stats", **kept_args, _anchor="reliability")
-        out["tool_urls"] = {
-            t["tool"]: url_for("stats.stats", **kept_args, tool=t["tool"], _anchor="reliability")
-            for t in tools
-        }
+    if book is None:  # the page's link back to every tool's failures over time
+        out["every_tool_url"] = tool_url(None)
     out["rule"] = lb.digest.generation
     return out
+
+
+def tool_url(tool: str | None) -> str:
+    """This page with one tool's failures over time (None: every tool's)."""
+    kept_args = {k: v for k, v in request.args.lists() if k not in ("tool", "format")}
+    if tool is not None:
+        kept_args["tool"] = [tool]
+    return url_for("stats.stats", **kept_args, _anchor="reliability")
 
 
 def store_rows(q: StatsQuery) -> list[dict[str, Any]]:
@@ -106,6 +115,24 @@ def store_rows(q: StatsQuery) -> list[dict[str, Any]]:
         except LogbookDBError as exc:
             rows.append({"store": s.name, "error": exc.message})
     return rows
+
+
+class Charts:
+    """build_charts(r), drawn on first use: a section kept rendered never needs them."""
+
+    def __init__(self, r: dict[str, Any]):
+        self._r = r
+        self._charts: dict[str, charts.Chart] | None = None
+
+    def __getattr__(self, key: str) -> charts.Chart:
+        if key.startswith("_"):
+            raise AttributeError(key)
+        if self._charts is None:
+            self._charts = build_charts(self._r)
+        try:
+            return self._charts[key]
+        except KeyError:
+            raise AttributeError(key) from None
 
 
 def build_charts(r: dict[str, Any]) -> dict[str, charts.Chart]:

@@ -502,9 +502,14 @@ def stats():
         token_labels=TOKEN_LABELS,
         stores=stores,
         reliability=reliable,
-        reliability_charts=reliability.build_charts(reliable),
+        # the section kept rendered while its answer is shared (present/fragments.py)
+        reliability_key=fragments.digest(
+            "reliability", reliable.get("as_of"), reliable["unattended"], request.full_path
+        ),
+        reliability_charts=reliability.Charts(reliable),
         reliability_stores=reliability.store_rows(q),
         loop_url=reliability.loop_url,
+        tool_url=reliability.tool_url,
         json_url=url_for("stats.stats", **args, format="json"),
     )
     response = current_app.make_response((response, status))
