@@ -52,6 +52,8 @@ from webui.hermes.file_changes import FILE_TOOLS
 from webui.hermes.tool_results import generation
 
 log = logging.getLogger(__name__)
+# Background passes run one at a time (the live file's, then other profiles' and stores').
+ONE_PASS = threading.Lock()
 TABLES = ("sess", "bytes_month", "tool_use", "tool_day", "model_day", "failed_turns", "pending",
           "runs", "loops", "changes", "meta")  # fmt: skip
 
@@ -184,7 +186,7 @@ class Digest:
             return
 
         def work() -> None:
-            with app.app_context():
+            with app.app_context(), ONE_PASS:  # one store's pass at a time: the cores are few
                 try:
                     self.warm()
                 except Exception:  # noqa: BLE001 - pages refresh it themselves anyway
