@@ -12,7 +12,7 @@ VERSION = "2"  # 2: daily sums of tool use and turns, timeouts and exits per ses
 # transaction that long at most: Hermes's checkpoints wait for no reader longer).
 READ_TARGET_S = 0.25
 FIRST_BATCH = 2_000  # the first read, before its speed is known (a cold cache)
-MIN_BATCH, MAX_BATCH = 50, 50_000
+MIN_BATCH, MAX_BATCH = 50, 20_000  # at most ~50 MB of argument heads in memory
 # The full arguments of file-tool calls are fetched in chunks of at most this many characters,
 # and a call's arguments longer than ARGS_MAX are read for their path only (memory bound).
 ARGS_CHUNK = 8_000_000
