@@ -83,11 +83,28 @@ def has_title(conn: sqlite3.Connection) -> bool:
 
 
 def changes(conn: sqlite3.Connection, q: ChangeQuery) -> list[dict[str, Any]]:
-    """A page of changes, newest first (one row more than ``q.limit`` says there is more)."""
+    """A page of changes, newest first (one row more than ``q.limit`` says there is more).
+    A path's history is read as its two halves, each through its own index in time order
+    (its changes, the copies made of it), and merged: an OR of the two would gather every
+    change of a busy path before the first page."""
+    if q.path:
+        halves = []
+        for half in ("c.path = ?", "c.other = ? AND c.action = 'copy_in'"):
+            sub = ChangeQuery(**{**q.__dict__, "path": None})
+            where, params = sub.where()
+            halves += _page(conn, f"{half} AND {where}", [q.path, *params], q)
+        halves.sort(key=lambda r: (r["timestamp"] or 0, r["id"]), reverse=True)
+        return halves[: q.limit + 1]
     where, params = q.where()
+    return _page(conn, where, params, q)
+
+
+def _page(
+    conn: sqlite3.Connection, where: str, params: list[Any], q: ChangeQuery
+) -> list[dict[str, Any]]:
     if q.before is not None:
         where += " AND (c.timestamp < ? OR (c.timestamp = ? AND c.id < ?))"
-        params += [q.before[0], q.before[0], q.before[1]]
+        params = [*params, q.before[0], q.before[0], q.before[1]]
     return _rows(
         conn,
         f"{_select(has_title(conn))} WHERE {where} ORDER BY c.timestamp DESC, c.id DESC LIMIT ?",
