@@ -105,6 +105,9 @@ PER_SESSION = [
     "/sessions/{sid}?render=1",
     "/coldstore?session={sid}",
     "/archive?session={sid}",
+    "/sessions/{sid}/files",
+    "/sessions/{sid}/files?format=json",
+    "/files?session={sid}&format=json",
 ]
 WHOLE = [
     "/sessions",
@@ -146,6 +149,11 @@ WHOLE = [
     "/export?q=hostile",
     "/chats/telegram",
     "/t/hostile",
+    "/storage",
+    "/storage?format=json",
+    "/files",
+    "/files?format=json",
+    "/files?workspace=(none)",
 ]
 
 

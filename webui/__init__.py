@@ -180,11 +180,13 @@ def create_app(
     from webui.web.views import actions as actions_views
     from webui.web.views import coldstore as coldstore_views
     from webui.web.views import export as export_views
+    from webui.web.views import files as files_views
     from webui.web.views import lineage as lineage_views
     from webui.web.views import origins as origins_views
     from webui.web.views import search as search_views
     from webui.web.views import sessions as sessions_views
     from webui.web.views import stats as stats_views
+    from webui.web.views import storage as storage_views
     from webui.web.views import stores as stores_views
     from webui.web.views import ui as ui_views
 
@@ -207,4 +209,6 @@ def create_app(
     app.register_blueprint(export_views.bp)
     app.register_blueprint(ui_views.bp)
     app.register_blueprint(origins_views.bp)
+    app.register_blueprint(files_views.bp)
+    app.register_blueprint(storage_views.bp)
     return app

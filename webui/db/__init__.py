@@ -10,6 +10,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, current_app, g
 
@@ -80,6 +81,8 @@ class Logbook:
     actions: Actions
     origins: OriginStore
     maintenance: Maintenance
+    # What every message holds (bytes, tool calls, files changed): webui.db.digest.
+    digest: Any = None
 
     @property
     def schema(self) -> Schema:
@@ -157,7 +160,11 @@ def start_rollup_warmer(app: Flask, logbook: Logbook) -> threading.Thread:
                 logbook.search.sources.build()
             except Exception:  # noqa: BLE001 - a filtered search starts another build
                 app.logger.exception("the search's map of sources could not be built")
+            # storage, files, reliability: after the statistics, not beside them
+            logbook.digest.held = False
+            logbook.digest.ensure_warming(app)
 
+    logbook.digest.held = True  # pages do not start the digest's pass before this one's turn
     thread = threading.Thread(target=work, daemon=True, name="rollup-warmer")
     thread.start()
     return thread
@@ -202,6 +209,15 @@ def build_logbook(
         OriginStore(reader),
         Maintenance(reader),
     )
+    from webui.db.digest import Digest, digest_path
+
+    logbook.digest = Digest(
+        reader,
+        digest_path(Path(app.instance_path), opened),
+        read_limit_s=app.config.get("LOGBOOK_ROLLUP_READ_LIMIT")
+        or app.config["LOGBOOK_QUERY_TIME_LIMIT"],
+    )
+    logbook.digest.objects.read_limit_s = app.config.get("LOGBOOK_STORAGE_READ_LIMIT") or 20.0
     return logbook
 
 

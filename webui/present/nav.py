@@ -37,6 +37,8 @@ PLACES: tuple[Place, ...] = (
     Place("Search", "search.search"),
     Place("Stats", "stats.stats"),
     Place("Origins", "origins.chats", "chats, workspaces and people", current=("origins.",)),
+    Place("Files", "files.files", "files agents wrote or changed", current=("files.",)),
+    Place("Storage", "storage.storage", "where the database's bytes go"),
     Place("Export", "export.form"),
     Place(
         "Where it is kept",

@@ -16,6 +16,8 @@ MERGED_ENDPOINTS = {
     "sessions.list_sessions",
     "search.search",
     "stats.stats",
+    "storage.storage",
+    "files.files",
     "static",
     "ui.set_theme",
     "ui.changes",

@@ -39,6 +39,7 @@ from webui.web.selection_args import selection as _selection
 from webui.web.selection_args import spared_json as _spared_json
 from webui.web.stores import find_session
 from webui.web.views import render_page, wants_json
+from webui.web.views.storage import freed
 
 bp = Blueprint("actions", __name__)
 
@@ -293,10 +294,12 @@ def prune_form():
     sel = _selection(request.args, "prune")
     if wants_json():
         preview = lb.actions.prune_preview(sel)
+        ids = lb.actions.prune_ids(sel)
         return jsonify(
             {
                 "count": preview["count"],
-                "sessions": lb.actions.prune_ids(sel),
+                "sessions": ids,
+                "freed": freed(lb, ids),
                 "totals": preview["totals"],
                 "tokens": preview["tokens"],
                 "cost": preview["cost"],
@@ -323,6 +326,7 @@ def prune_form():
         confirm_above=PRUNE_CONFIRM_ABOVE,
         has_archived=lb.schema.has("sessions", "archived"),
         spares_pins=lb.actions.rules.selection_spares_pins and lb.schema.has("sessions", "pinned"),
+        freed=freed(lb, lb.actions.prune_ids(sel)) if preview and preview.get("count") else None,
     )
 
 

@@ -19,6 +19,7 @@ from webui.web.access import change_required
 from webui.web.stores import archive_dirs, store_set
 from webui.web.views import render_page, wants_json
 from webui.web.views.actions import _browser_form, _chosen, _selection
+from webui.web.views.storage import freed
 
 bp = Blueprint("coldstore", __name__)
 
@@ -89,6 +90,8 @@ def form():
     target = source.path if source else _target()
     include = _include_resumable(request.args)
     stays = cold.staying(live, groups, include) if groups and not source else []
+    # What the move would free in the live file (an estimate from the digest).
+    freed_estimate = None if source else freed(live, [m for g in groups for m in g])
     if wants_json():
         return jsonify(
             {
@@ -104,6 +107,7 @@ def form():
                 "include_resumable": include,
                 "stays": stays,
                 "conversations_to_move": len(groups) - len(stays),
+                "freed": freed_estimate,
             }
         )
     for r in (preview or {}).get("sessions", []):
@@ -129,6 +133,7 @@ def form():
         sources=book.sessions.all_sources(),
         size=live.size_bytes(),
         maintenance=live.maintenance.state(),
+        freed=freed_estimate,
     )
 
 

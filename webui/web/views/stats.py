@@ -29,7 +29,7 @@ from webui.present.filters import axis_money, compact, group_cost, money, num
 from webui.present.headline import headline, leaders
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import request_stores
-from webui.web.views import render_page, wants_json
+from webui.web.views import reliability, render_page, wants_json
 from webui.web.views.stats_stores import whole_report
 
 bp = Blueprint("stats", __name__)
@@ -444,8 +444,11 @@ def stats():
     # lapsed, or after one of Logbook's own changes): beside the report, not after it.
     menu = None if wants_json() else threads.Beside(lb.sessions.models)
     report, stores = whole_history(q, build_report(q))
+    # the Reliability section (webui.web.views.reliability), with the report's sums per source
+    reliable = reliability.section(q, by_source=report["by_source"])
     if menu is None:
-        return jsonify({**report, "stores": stores} if stores else report)
+        extra = {"stores": stores} if stores else {}
+        return jsonify({**report, **extra, "reliability": reliable})
     args = {
         k: request.args.getlist(k)
         for k in request.args
@@ -490,6 +493,15 @@ def stats():
         models=models,
         token_labels=TOKEN_LABELS,
         stores=stores,
+        reliability=reliable,
+        # the section kept rendered while its answer is shared (present/fragments.py)
+        reliability_key=fragments.digest(
+            "reliability", reliable.get("as_of"), reliable["unattended"], request.full_path
+        ),
+        reliability_charts=reliability.Charts(reliable),
+        reliability_stores=reliability.store_rows(q),
+        loop_url=reliability.loop_url,
+        tool_url=reliability.tool_url,
         json_url=url_for("stats.stats", **args, format="json"),
     )
     response = current_app.make_response((response, status))

@@ -1,0 +1,175 @@
+"""The digest's own file (in the instance folder, beside the stats rollup): its tables, its
+version, the sizes of its reads, and the small helpers every part of it uses."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+VERSION = "2"  # 2: daily sums of tool use and turns, timeouts and exits per session
+# A batch of new message ids is sized so that its reads take about this long (a read
+# transaction that long at most: Hermes's checkpoints wait for no reader longer).
+READ_TARGET_S = 0.25
+FIRST_BATCH = 2_000  # the first read, before its speed is known (a cold cache)
+MIN_BATCH, MAX_BATCH = 50, 20_000  # at most ~50 MB of argument heads in memory
+# The full arguments of file-tool calls are fetched in chunks of at most this many characters,
+# and a call's arguments longer than ARGS_MAX are read for their path only (memory bound).
+ARGS_CHUNK = 8_000_000
+ARGS_MAX = 4_000_000
+SESSIONS_PER_READ = 20_000
+SESSIONS_PER_AUDIT_STEP = 2_000
+REWRITE_CHECK_MAX = 1_000
+IN_CHUNK = 500
+
+# Per-session figures summed into bytes_month by the session's source and month.
+SIZES = ("n", "text_b", "call_b", "tool_b", "reasoning_b", "other_b", "fts_b")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+-- Every session of state.db with what its messages hold: bytes by kind (lengths in bytes of
+-- the stored text), its tool calls and their outcomes. month: 'YYYY-MM' (UTC) of its start.
+CREATE TABLE IF NOT EXISTS sess (
+    session_id TEXT PRIMARY KEY, started_at REAL, source TEXT, model TEXT, month TEXT,
+    day INTEGER, workspace TEXT, cwd TEXT,
+    n INTEGER DEFAULT 0, text_b INTEGER DEFAULT 0, call_b INTEGER DEFAULT 0,
+    tool_b INTEGER DEFAULT 0, reasoning_b INTEGER DEFAULT 0, other_b INTEGER DEFAULT 0,
+    fts_b INTEGER DEFAULT 0, all_b INTEGER DEFAULT 0,
+    calls INTEGER DEFAULT 0, results INTEGER DEFAULT 0, failures INTEGER DEFAULT 0,
+    timeouts INTEGER DEFAULT 0, exits INTEGER DEFAULT 0,
+    turns INTEGER DEFAULT 0, failed_turns INTEGER DEFAULT 0);
+CREATE INDEX IF NOT EXISTS sess_day ON sess(day);
+CREATE INDEX IF NOT EXISTS sess_all_b ON sess(all_b);
+CREATE INDEX IF NOT EXISTS sess_started ON sess(started_at);
+-- The same sizes added up by (source, month): the storage page's breakdowns.
+CREATE TABLE IF NOT EXISTS bytes_month (
+    source TEXT, month TEXT, sessions INTEGER DEFAULT 0,
+    n INTEGER DEFAULT 0, text_b INTEGER DEFAULT 0, call_b INTEGER DEFAULT 0,
+    tool_b INTEGER DEFAULT 0, reasoning_b INTEGER DEFAULT 0, other_b INTEGER DEFAULT 0,
+    fts_b INTEGER DEFAULT 0, PRIMARY KEY (source, month)) WITHOUT ROWID;
+-- Per session and tool: calls (entries in assistants' tool_calls), results (tool rows) and
+-- the results Hermes's rule counts as failures, of which timeouts and non-zero exits.
+CREATE TABLE IF NOT EXISTS tool_use (
+    session_id TEXT, tool TEXT, calls INTEGER DEFAULT 0, results INTEGER DEFAULT 0,
+    failures INTEGER DEFAULT 0, timeouts INTEGER DEFAULT 0, exits INTEGER DEFAULT 0,
+    PRIMARY KEY (session_id, tool)) WITHOUT ROWID;
+-- The same per day the sessions started (UTC, days since 1970): a period's figures add up
+-- whole days here and read only its first and last day session by session (as the stats
+-- rollup does).
+CREATE TABLE IF NOT EXISTS tool_day (day INTEGER, tool TEXT, calls INTEGER DEFAULT 0,
+    results INTEGER DEFAULT 0, failures INTEGER DEFAULT 0, timeouts INTEGER DEFAULT 0,
+    exits INTEGER DEFAULT 0, PRIMARY KEY (day, tool)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS model_day (day INTEGER, model TEXT, turns INTEGER DEFAULT 0,
+    failed_turns INTEGER DEFAULT 0, results INTEGER DEFAULT 0, failures INTEGER DEFAULT 0,
+    PRIMARY KEY (day, model)) WITHOUT ROWID;
+-- Assistant messages (turns) at least one of whose calls failed.
+CREATE TABLE IF NOT EXISTS failed_turns (session_id TEXT, message_id INTEGER,
+    PRIMARY KEY (session_id, message_id)) WITHOUT ROWID;
+-- Calls whose result has not been read yet (its tool, its turn).
+CREATE TABLE IF NOT EXISTS pending (session_id TEXT, call_id TEXT, message_id INTEGER,
+    tool TEXT, PRIMARY KEY (session_id, call_id)) WITHOUT ROWID;
+-- Each session's last run of calls of one tool with near-same arguments.
+CREATE TABLE IF NOT EXISTS runs (session_id TEXT PRIMARY KEY, tool TEXT, sig TEXT,
+    length INTEGER, first_message INTEGER, last_message INTEGER, loop_id INTEGER);
+CREATE TABLE IF NOT EXISTS loops (id INTEGER PRIMARY KEY, session_id TEXT, tool TEXT,
+    first_message INTEGER, last_message INTEGER, calls INTEGER, failures INTEGER DEFAULT 0,
+    sample TEXT);
+CREATE INDEX IF NOT EXISTS loops_session ON loops(session_id);
+-- Every file a tool call wrote or changed (webui.hermes.file_changes): where in the database
+-- the call is (message, place in its tool_calls, place among the call's changes), the path as
+-- resolved, its workspace and its path there. failed: the call's result says it did not land
+-- (NULL: no result read).
+CREATE TABLE IF NOT EXISTS changes (
+    id INTEGER PRIMARY KEY, session_id TEXT, message_id INTEGER, call_index INTEGER,
+    change_index INTEGER, call_id TEXT, tool TEXT, action TEXT, via TEXT, path TEXT,
+    workspace TEXT, rel TEXT, timestamp REAL, full INTEGER, size INTEGER, other TEXT,
+    failed INTEGER);
+CREATE INDEX IF NOT EXISTS changes_path ON changes(path, timestamp);
+CREATE INDEX IF NOT EXISTS changes_time ON changes(timestamp, id);
+CREATE INDEX IF NOT EXISTS changes_workspace ON changes(workspace, timestamp, id);
+CREATE INDEX IF NOT EXISTS changes_session ON changes(session_id, message_id);
+CREATE INDEX IF NOT EXISTS changes_other ON changes(other, timestamp) WHERE other IS NOT NULL;
+-- The file's bytes by table and index: dbstat's measure, or an estimate that says so.
+CREATE TABLE IF NOT EXISTS objects (name TEXT PRIMARY KEY, type TEXT, tbl_name TEXT,
+    pages INTEGER, bytes INTEGER, payload INTEGER, unused INTEGER, method TEXT,
+    measured_at REAL, seconds REAL);
+"""
+PER_SESSION = ("tool_use", "failed_turns", "pending", "runs", "loops", "changes")
+
+
+@dataclass
+class Coverage:
+    seen_max_id: int
+    db_max_id: int
+    messages: int
+    auditing: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.seen_max_id >= self.db_max_id and not self.auditing
+
+    @property
+    def share(self) -> float:
+        """How much of the messages (by id) has been read, 0..1."""
+        if self.db_max_id <= 0:
+            return 1.0
+        return min(1.0, self.seen_max_id / self.db_max_id)
+
+    def as_json(self) -> dict:
+        return {
+            "complete": self.complete,
+            "messages_seen_up_to_id": self.seen_max_id,
+            "newest_message_id": self.db_max_id,
+            "messages_read": self.messages,
+            "auditing": self.auditing,
+        }
+
+
+def has_meta(conn: sqlite3.Connection) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        is not None
+    )
+
+
+def chunks(ids: Sequence, size: int = IN_CHUNK) -> Iterator[list]:
+    ids = list(ids)
+    for i in range(0, len(ids), size):
+        yield ids[i : i + size]
+
+
+def pick(conn: sqlite3.Connection, ids: Iterable[str]) -> None:
+    """temp.pick: the sessions the next statements work on."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS pick (session_id TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM temp.pick")
+    conn.executemany("INSERT OR IGNORE INTO temp.pick VALUES (?)", ((i,) for i in ids))
+
+
+DAY_S = 86400
+LATEST = 253402300799.0  # the last second a calendar shows (9999-12-31)
+
+
+def day_of(started_at) -> int | None:
+    """The UTC day a session started (days since 1970); None when it is no time."""
+    if not isinstance(started_at, (int, float)) or isinstance(started_at, bool):
+        return None
+    if not -LATEST <= started_at <= LATEST:  # no calendar day (and no 64-bit integer)
+        return None
+    return int(started_at // DAY_S)
+
+
+NO_MODEL = "(none)"
+
+
+def month_of(started_at) -> str | None:
+    """'YYYY-MM' (UTC) of a session's start; None when it is no time."""
+    import datetime as dt
+
+    if not isinstance(started_at, (int, float)) or isinstance(started_at, bool):
+        return None
+    try:
+        return dt.datetime.fromtimestamp(started_at, dt.UTC).strftime("%Y-%m")
+    except (OverflowError, OSError, ValueError):
+        return None
