@@ -79,6 +79,84 @@ class SubstringRoute:
         total = offset + len(rows) + (1 if has_more else 0)
         return SearchResult(rows, total, has_more, False, has_more, [])
 
+    def _group_clauses(self, groups: list[list[tuple[str, bool]]]) -> tuple[str, list[Any]]:
+        """Hermes 0.20+'s boolean query over the stored rows: a hit satisfies one group, whose
+        terms are each in its content, tool name or tool calls (or, excluded, in none)."""
+        columns = [
+            f"COALESCE(m.{c}, '')"
+            for c in ("content", "tool_name", "tool_calls")
+            if self.schema.has("messages", c)
+        ]
+        if not columns or not groups:
+            return "0", []
+        params: list[Any] = []
+        ored = []
+        for group in groups:
+            anded = []
+            for term, excluded in group:
+                pattern = f"%{like_escape(term)}%"
+                test = "(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")"
+                anded.append(f"NOT {test}" if excluded else test)
+                params += [pattern] * len(columns)
+            ored.append("(" + " AND ".join(anded) + ")")
+        return "(" + " OR ".join(ored) + ")", params
+
+    def like_groups(
+        self,
+        groups: list[list[tuple[str, bool]]],
+        f: SearchFilters,
+        page: int,
+        sort: str | None = None,
+    ) -> SearchResult:
+        """The stored-rows route (Hermes 0.22's tool searches, a file whose index Hermes marked
+        stale): newest first (oldest with ``sort="oldest"``) by time, then id."""
+        where, params = self._filters(f)
+        test, test_params = self._group_clauses(groups)
+        way = "ASC" if sort == "oldest" else "DESC"
+        offset = (page - 1) * PAGE_SIZE
+        ids = [
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT m.id AS id FROM messages m JOIN sessions s ON s.id = m.session_id "
+                f"WHERE {test}{where} ORDER BY m.timestamp {way}, m.id {way} LIMIT ? OFFSET ?",
+                [*test_params, *params, PAGE_SIZE + 1, offset],
+            )
+        ]
+        return self._substring_page(ids, offset, [t for g in groups for t, x in g if not x])
+
+    def unindexed_hits(
+        self, terms: list[str], f: SearchFilters, span: tuple[int, int], skip: int, take: int
+    ) -> tuple[int, list[int]]:
+        """While Hermes's FTS rebuild is pending: (how many, the ids from ``skip``, at most
+        ``take``) of the messages in ``span`` = (indexed up to, high water], which the index
+        does not hold yet, holding every term, newest first by time (Hermes's top-up)."""
+        where, params = self._filters(f)
+        like_sql, like_params = self._like_clauses(terms, any_term=False)
+        base = (
+            "FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id > ? AND m.id <= ? "
+            f"AND {like_sql}{where}"
+        )
+        args = [*span, *like_params, *params]
+        n = self.r.scalar(f"SELECT COUNT(*) FROM (SELECT 1 {base} LIMIT {MAX_RESULTS})", args)
+        ids = [
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT m.id AS id {base} ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?",
+                [*args, take, skip],
+            )
+        ]
+        return n, ids
+
+    def _substring_page(self, ids: list[int], offset: int, terms: list[str]) -> SearchResult:
+        has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
+        ids = ids[:PAGE_SIZE]
+        rows = self._hydrate(ids, around=terms[0] if terms else None)
+        for row in rows:
+            row["snippet"] = None
+            row["match_terms"] = terms
+        total = offset + len(rows) + (1 if has_more else 0)
+        return SearchResult(rows, total, has_more, False, has_more, [])
+
     def _recent_floor(self) -> int | None:
         top = self.r.scalar("SELECT MAX(id) FROM messages") or 0
         floor = (top - RECENT_WINDOW) // RECENT_STEP * RECENT_STEP

@@ -47,17 +47,47 @@ def _page() -> int:
         raise BadRequest("page must be a number.") from None
 
 
-def search_facts(book) -> dict:
-    return {
+def search_facts(book, index: bool = True) -> dict:
+    """The database's indexes and its Hermes's search rules (and, for Hermes 0.20+, what
+    Hermes's markers say of its indexes: a point read of state_meta)."""
+    facts = {
         "has_fts": book.schema.has_fts,
         "has_trigram": book.schema.has_trigram,
         "dialect": book.rules.search,
+        "rules": book.rules,
     }
+    if index and book.rules.search == "v26":
+        facts["index"] = book.search.index_state()
+    return facts
 
 
-def _plan(book, query: str):
+SORTS = ("newest", "oldest")
+
+
+def _sort() -> str | None:
+    """``sort=newest|oldest`` (Hermes 0.20+ offers them; relevance without)."""
+    value = request.args.get("sort") or None
+    if value in (None, "rank", "relevance"):
+        return None
+    if value not in SORTS:
+        raise BadRequest("sort must be relevance, newest or oldest.")
+    return value
+
+
+def _plan(book, query: str, f: SearchFilters | None = None, sort: str | None = None):
     """The plan for this database: its indexes, and the search rules of its Hermes."""
-    return plan(query, **search_facts(book))
+    found = plan(
+        query,
+        **search_facts(book),
+        roles=f.roles if f else (),
+        sources=f.sources if f else (),
+        sort=sort,
+    )
+    if sort and not book.rules.search_sorts:
+        found.notices.append(
+            f"{book.rules.hermes} ranks its hits by relevance only, so they are ranked here too."
+        )
+    return found
 
 
 def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "profile"):
@@ -71,7 +101,7 @@ def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "p
     folded = 0
     for i, (name, book) in enumerate(books):
         try:
-            p = _plan(book, query)
+            p = _plan(book, query, f, _sort())
             if i and label == "store":
                 # An archive's or replica's hits: kept while its file stands still.
                 res, searched = kept_answer(
@@ -138,7 +168,8 @@ def search():
     # Only searches whose plan may read the whole index take one of the few search slots;
     # the others run like any page (the server's dispatcher classes them the same way).
     stores = _store_books(lb) if not f.session else None
-    p = None if g.get("all_profiles") or stores else _plan(lb, query)
+    sort = _sort()
+    p = None if g.get("all_profiles") or stores else _plan(lb, query, f, sort)
     heavy = is_heavy(request.path, request.query_string.decode("latin-1"), search_facts(lb))
     # A substring search's first page often lies among the newest messages: answered from
     # them without a slot when they prove it (webui.db.search.run_recent).
