@@ -495,7 +495,11 @@ def run_recent(
     if plan.route != "like" or page != 1 or len(plan.terms) > RECENT_TERMS:
         return None
     result = store.like_recent(
-        plan.terms, f, any_term=plan.like_any, include_inactive=plan.like_inactive
+        plan.terms,
+        f,
+        any_term=plan.like_any,
+        include_inactive=plan.like_inactive,
+        ties="ASC" if plan.dialect == "v26" else "DESC",
     )
     if result is None:
         return None

@@ -43,7 +43,9 @@ def _attempt(store, p: Plan, f: SearchFilters, page: int) -> tuple[SearchResult,
     if p.route == "like":
         if p.sanitize_note:
             said.append(p.sanitize_note)
-        result = store.like(p.terms, f, page, any_term=p.like_any, include_inactive=False)
+        result = store.like(
+            p.terms, f, page, any_term=p.like_any, include_inactive=False, ties="ASC"
+        )
         if p.like_any and page == 1:
             store.learn_recent_bound()
         return result, p.searched, said, False

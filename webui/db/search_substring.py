@@ -49,7 +49,11 @@ class SubstringRoute:
         any_term: bool = False,
         include_inactive: bool = False,
         id_floor: int | None = None,
+        ties: str = "DESC",
     ) -> SearchResult:
+        """A page of the messages holding ALL ``terms`` (or ANY: newest first by time, then
+        id in ``ties`` order: Hermes 0.20+ scans in id order and sorts by time alone, so its
+        equal times come oldest id first)."""
         if not terms:
             return SearchResult([], 0, False, False, False, [])
         where, params = self._filters(f, include_inactive=include_inactive)
@@ -61,7 +65,7 @@ class SubstringRoute:
         offset = (page - 1) * PAGE_SIZE
         # Newest first. By id, the scan walks the table backwards and stops after one page;
         # Hermes 0.19 orders by timestamp (clocks can jump back), which needs the whole scan.
-        order = "m.timestamp DESC, m.id DESC" if any_term else "m.id DESC"
+        order = f"m.timestamp DESC, m.id {ties}" if any_term else "m.id DESC"
         ids = [
             r["id"]
             for r in self.r.rows(
@@ -141,7 +145,7 @@ class SubstringRoute:
         ids = [
             r["id"]
             for r in self.r.rows(
-                f"SELECT m.id AS id {base} ORDER BY m.timestamp DESC, m.id DESC LIMIT ? OFFSET ?",
+                f"SELECT m.id AS id {base} ORDER BY m.timestamp DESC, m.id LIMIT ? OFFSET ?",
                 [*args, take, skip],
             )
         ]
@@ -174,7 +178,13 @@ class SubstringRoute:
             self._older_newest.put(floor, newest)
 
     def like_recent(
-        self, terms: list[str], f: SearchFilters, *, any_term: bool, include_inactive: bool
+        self,
+        terms: list[str],
+        f: SearchFilters,
+        *,
+        any_term: bool,
+        include_inactive: bool,
+        ties: str = "DESC",
     ) -> SearchResult | None:
         """The first page of a substring search from the newest messages alone, or None when
         they cannot prove it is the whole answer's first page (then search everything)."""
@@ -185,13 +195,24 @@ class SubstringRoute:
         if any_term and not isinstance(bound, (int, float)):
             return None  # not learnt yet, or text timestamps: SQLite orders text above numbers
         result = self.like(
-            terms, f, 1, any_term=any_term, include_inactive=include_inactive, id_floor=floor
+            terms,
+            f,
+            1,
+            any_term=any_term,
+            include_inactive=include_inactive,
+            id_floor=floor,
+            ties=ties,
         )
         if not result.has_more:
             return None  # fewer than a page up there: the rest may be anywhere below
         if any_term:
             last = result.rows[-1].get("timestamp") if result.rows else None
             # Timestamp order: every older message must sort after the page's last hit.
-            if not isinstance(last, (int, float)) or bound > last:
+            # (With oldest-id-first ties an older message at the very same time sorts before.)
+            if (
+                not isinstance(last, (int, float))
+                or bound > last
+                or (ties == "ASC" and bound == last)
+            ):
                 return None
         return result
