@@ -331,3 +331,20 @@ def test_heavy_searches_are_classed_by_the_files_rules():
     assert work_class("/search", "q=" + "项目", cjk) == "heavy"  # read from its documents
     p = plan("nginx", has_fts=True, has_trigram=True, dialect="v26", rules=rules_for(31))
     assert not is_costly(p)
+
+
+def test_the_search_form_offers_the_orders_hermes_offers(clients, tmp_path):
+    page = clients("hermes-v26-fresh.db").get("/search?q=nginx&sort=oldest").get_data(as_text=True)
+    assert 'name="sort"' in page and '<option value="oldest" selected>' in page
+    db = copy_fixture("hermes-v22-marks.db", tmp_path)
+    page = (
+        make_app(db, tmp_path / "inst").test_client().get("/search?q=nginx").get_data(as_text=True)
+    )
+    assert 'name="sort"' not in page
+
+
+def test_snippets_come_from_the_best_column_on_the_v23_layout(clients):
+    """The v23 index keeps content, tool name and tool calls apart: a hit in a tool call is
+    marked there, as Hermes's snippet(…, -1, …) marks it (column 0 alone showed no match)."""
+    hits = _search(clients("hermes-v31-fresh.db"), "kubectl")["results"]
+    assert hits and all(">>>kubectl<<<" in h["snippet"] for h in hits)

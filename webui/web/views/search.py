@@ -247,6 +247,9 @@ def search():
         session=session,
         chat=chat,
         roles=ROLES,
+        # Hermes 0.20+ offers newest / oldest first besides relevance
+        sorts=SORTS if lb.rules.search_sorts else (),
+        sort=sort,
         sources=lb.sessions.all_sources(),
         terms=p.terms,
         next_url=url_for("search.search", **args, page=page + 1) if result.has_more else None,
