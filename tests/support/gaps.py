@@ -231,11 +231,4 @@ if not os.environ.get("LOGBOOK_IGNORE_GAPS"):
             "hermes-v31-fresh.db": "issue 44: 41 of 44 sessions (41 with a prompt in Hermes) show another or no system prompt",
             "hermes-v31-migrated.db": "issue 44: 197 of 234 sessions (197 with a prompt in Hermes) show another or no system prompt",
         },
-        "usage": {
-            "hermes-v26-fresh.db": "issue 44: (sessions, input, output) by model, (Logbook, Hermes): {'claude-sonnet-4.6': ((25, 55800, 13020), (25, 67800, 13920)), 'gemini-2.5-flash': ((0, 15300, 712), (1, 15300, 712)), 'gpt-4o-mini': ((4, 6700, 680), (5, 6700, 680)), 'gpt-5': ((10, 3",
-            "hermes-v26-migrated.db": "issue 44: (sessions, input, output) by model, (Logbook, Hermes): {'claude-sonnet-4': ((19, 21600, 5400), (18, 21600, 5400)), 'claude-sonnet-4.6': ((73, 1163963, 75817), (70, 1175963, 76717)), 'gemini-2.5-flash': ((0, 15300, 712), (1, 15300, 712)), 'g",
-            "hermes-v31-cjk.db": "issue 44: (sessions, input, output) by model, (Logbook, Hermes): {'claude-sonnet-4.6': ((25, 55800, 13020), (25, 67800, 13920)), 'gemini-2.5-flash': ((0, 15300, 712), (1, 15300, 712)), 'gpt-4o-mini': ((4, 6700, 680), (5, 6700, 680)), 'gpt-5': ((10, 3",
-            "hermes-v31-fresh.db": "issue 44: (sessions, input, output) by model, (Logbook, Hermes): {'claude-sonnet-4.6': ((25, 55800, 13020), (25, 67800, 13920)), 'gemini-2.5-flash': ((0, 15300, 712), (1, 15300, 712)), 'gpt-4o-mini': ((4, 6700, 680), (5, 6700, 680)), 'gpt-5': ((10, 3",
-            "hermes-v31-migrated.db": "issue 44: (sessions, input, output) by model, (Logbook, Hermes): {'claude-sonnet-4': ((19, 21600, 5400), (18, 21600, 5400)), 'claude-sonnet-4.6': ((73, 1163963, 75817), (70, 1175963, 76717)), 'gemini-2.5-flash': ((0, 15300, 712), (1, 15300, 712)), 'g",
-        },
     })

@@ -13,7 +13,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from webui import keep, threads
-from webui.db import BadRequest, LogbookDBError, get_logbook, live_logbook, tz
+from webui.db import BadRequest, LogbookDBError, get_logbook, live_logbook, stats_models, tz
 from webui.db.rollup import Coverage
 from webui.db.sessions import parse_day
 from webui.db.stats import (
@@ -203,8 +203,15 @@ def _build_report(q: StatsQuery) -> dict[str, Any]:
         **report["overview"],
         "messages_by_source": report.pop("messages_by_source"),
     }
-    report["by_model"] = merge_aux_into_by_model(report["by_model"], aux_by_model)
-    report["aux_usage"] = aux_usage
+    if st.models_by_usage():
+        # Hermes 0.20+: every model a session used, from its usage rows (and its residual)
+        report["by_model"] = stats_models.by_model(st, q, report["by_model"], aux_by_model)
+        report["aux_usage"] = stats_models.usage_by_task(report["by_model"], aux_by_model)
+    else:
+        report["by_model"] = merge_aux_into_by_model(report["by_model"], aux_by_model)
+        report["aux_usage"] = aux_usage
+    # `hermes sessions stats`, beside Logbook's own counts of the whole database
+    report["overview"]["hermes_stats"] = st.hermes_stats(report["overview"]["messages"])
     report["series"] = side["series"]
     report["coverage"] = {
         "complete": coverage.complete,
@@ -266,6 +273,8 @@ def _session_panels(st: StatsStore, q: StatsQuery, first: float) -> dict[str, An
             "cost_by": q.cost_by,
             "time_zone": q.tz,
             "archived": q.archived,
+            # by_model counts every model a session used (Hermes 0.20+'s insights)
+            "models_by_usage": st.models_by_usage(),
         },
         "overview": {
             "size_bytes": lb.size_bytes(),
