@@ -91,3 +91,17 @@ def test_a_cjk_index_marked_stale_searches_as_hermes(tmp_path):
     marks the index stale; from then on it takes trigram and substrings."""
     hermes = _hermes("hermes-v31-cjk.db", tmp_path, cjk=False)
     _compare(hermes, tmp_path, [[q, {}] for q in WORDS])
+
+
+def test_the_generators_schema_31_file_searches_as_hermes(tmp_path):
+    """The benchmark's schema-31 file (webui.demo, schema=31) is a file 0.22 reads as its own:
+    the same hits for the same searches."""
+    from webui.demo import generate
+
+    home = tmp_path / "hermes"
+    home.mkdir()
+    generate(home / "state.db", sessions=300, seed=7, schema=31)
+    gen = GENERATIONS["0.22"]
+    hermes = Hermes(ensure_venv(gen), home, gen)
+    queries = ["deploy*", "docker compose", "kubernetes", "the", "数据库", "東京", "nginx OR redis"]
+    _compare(hermes, tmp_path, [[q, {}] for q in queries] + [[q, k] for q, k in SORTED])
