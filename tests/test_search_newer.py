@@ -348,3 +348,24 @@ def test_snippets_come_from_the_best_column_on_the_v23_layout(clients):
     marked there, as Hermes's snippet(…, -1, …) marks it (column 0 alone showed no match)."""
     hits = _search(clients("hermes-v31-fresh.db"), "kubectl")["results"]
     assert hits and all(">>>kubectl<<<" in h["snippet"] for h in hits)
+
+
+def test_hidden_rows_are_not_counted_either(tmp_path):
+    """An unfiltered search is counted on the index alone, less the rows it must not show:
+    0.22's hidden rows are among those (a hidden row written by the gateway is found by
+    Hermes's index, never by its search)."""
+    db = copy_fixture("hermes-v31-fresh.db", tmp_path)
+    conn = sqlite3.connect(db)
+    for kind, word in (("hidden", "zebrafishhidden"), (None, "zebrafishshown")):
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp, display_kind) "
+            "VALUES ('g_hidden_rows', 'user', ?, 1795000000, ?)",
+            (f"a note about {word}", kind),
+        )
+    conn.commit()
+    conn.close()
+    client = make_app(db, tmp_path / "inst").test_client()
+    hidden = _search(client, "zebrafishhidden")
+    assert hidden["results"] == [] and hidden["total"] == 0
+    shown = _search(client, "zebrafishshown")
+    assert len(shown["results"]) == 1 and shown["total"] == 1

@@ -76,6 +76,8 @@ class SearchStore(Scoping, SubstringRoute, HitReading, CjkRoute):
         # with growing ids and never re-dated, so a value stays an upper bound (deleting
         # rows can only lower the truth): kept for the process, whatever changes.
         self._older_newest = keep.Shelf(64)
+        # (newest id read, ids of display_kind='hidden' rows up to it): Hermes 0.22's hidden rows
+        self._display_hidden: tuple[int, frozenset[int]] = (0, frozenset())
 
     # -- filters -------------------------------------------------------------------------
 
@@ -131,9 +133,25 @@ class SearchStore(Scoping, SubstringRoute, HitReading, CjkRoute):
         )
         if not self._skips_hidden_rows():
             return rewound
-        # No index holds display_kind: one pass over the table (shared, in the background).
-        hidden = self.r.rows("SELECT id FROM messages WHERE display_kind = 'hidden'")
-        return rewound | frozenset(r["id"] for r in hidden)
+        return rewound | self._display_hidden_ids()
+
+    def _display_hidden_ids(self) -> frozenset[int]:
+        """Ids of the rows Hermes 0.22 never finds (``display_kind = 'hidden'``). No index
+        holds display_kind, so the table is read once, then only the rows written since (a
+        row's display kind is set when it is written); a file whose newest id went down (a
+        file replaced) is read afresh."""
+        upto, known = self._display_hidden
+        top = self.r.scalar("SELECT MAX(id) FROM messages") or 0
+        if top < upto:
+            upto, known = 0, frozenset()
+        if top > upto:
+            found = self.r.column(
+                "SELECT id FROM messages WHERE id > ? AND id <= ? AND display_kind = 'hidden'",
+                [upto, top],
+            )
+            known = known | frozenset(found)
+            self._display_hidden = (top, known)
+        return known
 
     def _filters(
         self, f: SearchFilters, *, include_inactive: bool = False
