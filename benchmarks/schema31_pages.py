@@ -159,6 +159,33 @@ def alternating(clients: dict, urls: list[tuple[str, str]], n: int) -> dict:
     return out
 
 
+COMPUTED = [
+    ("stats: period=30 (computed)", "/stats?period=30&format=json"),
+    ("stats: period=365 (computed)", "/stats?period=365&format=json"),
+    ("stats: period=all (computed)", "/stats?period=all&format=json"),
+]
+
+
+def computed(apps: dict, n: int) -> dict:
+    """Stats asked right after a write (nothing shared: every figure read afresh), alternating."""
+    from webui.db import get_logbook
+
+    labels = list(apps)
+    out: dict = {label: {} for label in labels}
+    for name, url in COMPUTED:
+        times: dict = {label: [] for label in labels}
+        for i in range(n):
+            for label in labels if i % 2 == 0 else labels[::-1]:
+                with apps[label].app_context():
+                    get_logbook().sessions.invalidate()  # as after a write
+                times[label].append(_get(apps[label].test_client(), url))
+        for label in labels:
+            out[label][name] = _quantiles(times[label])
+        print(f"  {name}: " + ", ".join(f"{k} {v[name][0]:.1f}" for k, v in out.items()),
+              file=sys.stderr, flush=True)  # fmt: skip
+    return out
+
+
 def cold(dbs: dict, rounds: int = 3) -> dict:
     """First requests on a new app with an empty instance folder: the list, then the stats
     of 30 days, 365 days and all time (the rollup still building)."""
@@ -212,9 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     print("cold…", file=sys.stderr, flush=True)
     cold_times = cold(dbs)
     print("warm…", file=sys.stderr, flush=True)
-    clients = {label: _warm_app(db).test_client() for label, db in dbs.items()}
+    apps = {label: _warm_app(db) for label, db in dbs.items()}
+    clients = {label: app.test_client() for label, app in apps.items()}
     urls = pages(d, deep_list(clients["v22"]))
     warm = alternating(clients, urls, args.n)
+    for label, figures in computed(apps, args.n).items():
+        warm[label].update(figures)
     print("export…", file=sys.stderr, flush=True)
     exp = export(clients)
     load_after = os.getloadavg()

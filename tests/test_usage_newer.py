@@ -90,3 +90,30 @@ def test_logbooks_own_count_is_labelled_beside_hermess(tmp_path):
     assert "<code>hermes sessions stats</code>: 41 sessions · 141 messages" in page
     assert "Logbook counts 44 sessions: the 3 archived ones too" in page
     assert "hermes insights" in page  # the by-model table says whose rule it follows
+
+
+@pytest.mark.parametrize("fixture", NEW)
+@pytest.mark.parametrize("days", ["30", "36500"])
+def test_a_periods_usage_by_model_is_what_insights_gives(fixture, days, tmp_path):
+    """InsightsEngine.generate(days) at the recorded clock: a short period (its sessions read
+    one by one) and a long one (every usage row less those of the sessions outside it)."""
+    from webui.db import get_logbook, stats_models
+    from webui.db.stats import StatsQuery
+
+    t = truth(fixture)
+    app = make_app(copy_fixture(fixture, tmp_path), tmp_path / "inst")
+    with app.app_context():
+        st = get_logbook().stats
+        q = StatsQuery(since=t["now"] - int(days) * 86400, now=t["now"])
+        rows, _ = stats_models.model_usage(st, q)
+    ours: dict = {}
+    for r in rows:  # by short name, as Hermes keys them (several providers' names may meet)
+        if r["sessions"]:
+            short = (r["model"] or "unknown").split("/")[-1]
+            s, i, o = ours.get(short, (0, 0, 0))
+            ours[short] = (s + r["sessions"], i + r["input_tokens"], o + r["output_tokens"])
+    theirs = {
+        m["model"]: (m["sessions"], m["input_tokens"], m["output_tokens"])
+        for m in t["insights"][days]["models"]
+    }
+    assert ours == theirs

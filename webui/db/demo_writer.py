@@ -111,6 +111,8 @@ def write_database(
         done = _write_all(conn, batches, total, progress, uids=schema >= 31)
         if origins is not None:
             write_origins(conn, origins(_session_outline(conn)))
+        if schema >= 22:
+            write_usage_rows(conn)
         if schema >= 31:
             write_as_022(conn)
         conn.execute("PRAGMA journal_mode=WAL")
@@ -254,11 +256,27 @@ _USAGE_COLUMNS = (
 )
 
 
+def write_usage_rows(conn: sqlite3.Connection) -> None:
+    """The token accounting per model Hermes 0.19+ keeps in ``session_model_usage``: one row
+    per session that made API calls, task '' (the session's own calls), its totals."""
+    conn.execute("BEGIN")
+    conn.execute(
+        f"INSERT INTO session_model_usage ({_USAGE_COLUMNS}) SELECT id, model, "
+        "COALESCE(billing_provider, ''), COALESCE(billing_base_url, ''), "
+        "COALESCE(billing_mode, ''), '', api_call_count, COALESCE(input_tokens, 0), "
+        "COALESCE(output_tokens, 0), COALESCE(cache_read_tokens, 0), "
+        "COALESCE(cache_write_tokens, 0), COALESCE(reasoning_tokens, 0), "
+        "COALESCE(estimated_cost_usd, 0), COALESCE(actual_cost_usd, 0), cost_status, "
+        "cost_source, started_at, COALESCE(ended_at, started_at) FROM sessions "
+        "WHERE model IS NOT NULL AND COALESCE(api_call_count, 0) > 0"
+    )
+    conn.execute("COMMIT")
+
+
 def write_as_022(conn: sqlite3.Connection) -> None:
     """What Hermes 0.22.2 keeps differently from the same history: each session's system
     prompt once in ``system_prompts`` under its sha256 (``sessions.system_prompt_hash``; the old
-    column left NULL), and its token accounting per model in ``session_model_usage`` (one row
-    per session that made API calls, task '': the session's own calls)."""
+    column left NULL)."""
     conn.execute("BEGIN")
     prompts = [r[0] for r in conn.execute(
         "SELECT DISTINCT system_prompt FROM sessions WHERE system_prompt IS NOT NULL"
@@ -273,14 +291,4 @@ def write_as_022(conn: sqlite3.Connection) -> None:
             "WHERE system_prompt = ?",
             (digest, prompt),
         )
-    conn.execute(
-        f"INSERT INTO session_model_usage ({_USAGE_COLUMNS}) SELECT id, model, "
-        "COALESCE(billing_provider, ''), COALESCE(billing_base_url, ''), "
-        "COALESCE(billing_mode, ''), '', api_call_count, COALESCE(input_tokens, 0), "
-        "COALESCE(output_tokens, 0), COALESCE(cache_read_tokens, 0), "
-        "COALESCE(cache_write_tokens, 0), COALESCE(reasoning_tokens, 0), "
-        "COALESCE(estimated_cost_usd, 0), COALESCE(actual_cost_usd, 0), cost_status, "
-        "cost_source, started_at, COALESCE(ended_at, started_at) FROM sessions "
-        "WHERE model IS NOT NULL AND COALESCE(api_call_count, 0) > 0"
-    )
     conn.execute("COMMIT")

@@ -348,15 +348,15 @@ class StatsStore:
         hidden one included), every stored message (rewound and compacted ones too) — given
         here, counted elsewhere — and the five sources it names, where not zero."""
         live = "COALESCE(archived, 0) = 0" if self.schema.has("sessions", "archived") else "1"
+        # one pass: the sessions not archived, by source
         counts = {
             r["source"]: r["n"]
             for r in self.r.rows(
-                f"SELECT source, COUNT(*) AS n FROM sessions WHERE {live} AND source IN "
-                "('cli', 'telegram', 'discord', 'whatsapp', 'slack') GROUP BY source"
+                f"SELECT source, COUNT(*) AS n FROM sessions WHERE {live} GROUP BY source"
             )
         }
         return {
-            "sessions": self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {live}"),
+            "sessions": sum(counts.values()),
             "messages": messages,
             "per_source": {
                 k: counts[k]

@@ -72,7 +72,7 @@ def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now
     came from (``webui.demo.origins``: chats across resets, people, workspaces); 31 the same
     data in Hermes 0.22.2's fresh schema (external-content FTS over views, content-addressed
     system prompts, a minted ``message_uid`` per row); both with a usage row per session
-    (``session_model_usage``, as Hermes's token accounting writes one).
+    that made API calls (``session_model_usage``, as Hermes's token accounting writes one).
     """
     t0 = time.perf_counter()
     path = os.fspath(path)

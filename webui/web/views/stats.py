@@ -205,7 +205,7 @@ def _build_report(q: StatsQuery) -> dict[str, Any]:
     }
     if st.models_by_usage():
         # Hermes 0.20+: every model a session used, from its usage rows (and its residual)
-        report["by_model"] = stats_models.by_model(st, q, report["by_model"], aux_by_model)
+        report["by_model"] = stats_models.by_model(side["models"], report["by_model"], aux_by_model)
         report["aux_usage"] = stats_models.usage_by_task(report["by_model"], aux_by_model)
     else:
         report["by_model"] = merge_aux_into_by_model(report["by_model"], aux_by_model)
@@ -226,8 +226,15 @@ def _build_report(q: StatsQuery) -> dict[str, Any]:
 def _side_panels(q: StatsQuery, first: float) -> dict[str, Any]:
     """The per-task usage (Hermes's usage rows) and the series."""
     st = get_logbook().stats
+    if st.models_by_usage():
+        # Hermes 0.20+: usage by model and by task from its per-model rows (stats_models)
+        models, per_task = stats_models.model_usage(st, q)
+        aux = (per_task, [])
+    else:
+        models, aux = None, st.aux(q)
     return {
-        "aux": st.aux(q),
+        "models": models,
+        "aux": aux,
         "series": st.series(q, bucket_for((q.end or q.now) - first), q.cost_by, first=first),
     }
 
