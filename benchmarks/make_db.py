@@ -9,6 +9,7 @@ databases (1.4 GB for 977k messages); the generator's default (1.0) would give ~
 
     .venv/bin/python benchmarks/make_db.py                 # ~2 minutes on 2 cores
     .venv/bin/python benchmarks/make_db.py --out /tmp/x.db --sessions 2000   # a small one
+    .venv/bin/python benchmarks/make_db.py --out /tmp/b/v31.db --schema 31   # Hermes 0.22.2's
 """
 
 from __future__ import annotations
@@ -45,7 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--text-scale", type=float, default=TEXT_SCALE)
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument(
-        "--schema", type=int, default=11, choices=(11, 22), help="Hermes's schema to write"
+        "--schema",
+        type=int,
+        default=11,
+        choices=(11, 22, 31),
+        help="11 (the reference documents), 22 (Hermes 0.19.0) or 31 (Hermes 0.22.2's fresh "
+        "layout: external-content FTS over views); 22 and 31 also write where each "
+        "conversation came from, the same in both",
     )
     ap.add_argument(
         "--now",

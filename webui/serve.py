@@ -243,11 +243,12 @@ def search_facts(app) -> dict | None:
     book = app.extensions.get("logbook")
     if book is None:
         return None
-    return {
-        "has_fts": book.schema.has_fts,
-        "has_trigram": book.schema.has_trigram,
-        "dialect": book.rules.search,
-    }
+    from webui.web.views.search import search_facts as facts
+
+    try:
+        return facts(book)
+    except Exception:  # noqa: BLE001 - the markers unreadable now: classed without them
+        return facts(book, index=False)
 
 
 def make_server(app, host: str, port: int, threads: int = 8, **overrides):

@@ -41,7 +41,8 @@ def work_class(path: str, query: str, facts: dict | None = None) -> str:
         # Answered 400 at once, but on the heavy workers: a client looping on a refused bomb
         # (64 prefixes OR-ed: 160 refusals a second) must not take the pages' turns.
         return "heavy"
-    return "heavy" if is_costly(plan(q, **facts), scoped=bool(args.get("session"))) else "cheap"
+    planned = plan(q, **facts, roles=args.get("role", ()), sources=args.get("source", ()))
+    return "heavy" if is_costly(planned, scoped=bool(args.get("session"))) else "cheap"
 
 
 def is_heavy(path: str, query: str, facts: dict | None = None) -> bool:

@@ -289,7 +289,35 @@ def op_append(db, req):
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "session": None}
 
 
+# -- search in the states Hermes's markers describe (issue 44: search on 0.20/0.22 files) -----
+
+
+def op_search_state(db, req):
+    """Put the file in a state with Hermes's own code, then ask each search (``searches``: a
+    list of [query, search_messages keyword arguments]) and give the hit ids. ``state``:
+    "fts_stale" (the detach Hermes does on a damaged index: ``_enter_fts_fail_open``),
+    "rebuild" (optimize-storage's first step on a legacy file, ``_demote_legacy_fts_to_trash``,
+    then ``steps`` backfill chunks of ``chunk`` rows: a rebuild under way), or none (a plain
+    open: on the CJK file without the tokenizer that alone marks the CJK index stale)."""
+    import sqlite3
+
+    state = req.get("state")
+    if state == "fts_stale":
+        damaged = sqlite3.DatabaseError('fts5: corrupt structure record for table "messages_fts"')
+        assert db._enter_fts_fail_open(damaged)
+    elif state == "rebuild":
+        db._demote_legacy_fts_to_trash()
+        db._FTS_REBUILD_CHUNK_ROWS = req["chunk"]
+        for _ in range(req["steps"]):
+            db.fts_rebuild_step()
+    return [
+        [h["id"] for h in db.search_messages(q, limit=100_000, **kwargs)]
+        for q, kwargs in req["searches"]
+    ]
+
+
 OPS = {
+    "search_state": op_search_state,
     "batch": op_batch,
     "append": op_append,
     "verify_export": op_verify_export,

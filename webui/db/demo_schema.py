@@ -116,17 +116,21 @@ END""",
 
 
 def create_schema(conn: sqlite3.Connection, version: int = SCHEMA_VERSION) -> None:
-    """Create the exact Hermes schema ``version`` (11, or 22: Hermes 0.19.0's) on ``conn`` and
-    switch it to WAL.
+    """Create the exact Hermes schema ``version`` (11, 22: Hermes 0.19.0's, or 31: Hermes
+    0.22.2's fresh layout) on ``conn`` and switch it to WAL.
 
     Writes the single ``schema_version`` row if the table is empty.  ``state_meta`` is
     created empty (Hermes' CLI adds ``ghost_session_prune_v1`` later; :func:`generate` does too).
     """
-    from webui.db import demo_schema22
+    from webui.db import demo_schema22, demo_schema31
 
-    statements = {SCHEMA_VERSION: _SCHEMA_STATEMENTS, 22: demo_schema22.STATEMENTS}.get(version)
+    statements = {
+        SCHEMA_VERSION: _SCHEMA_STATEMENTS,
+        22: demo_schema22.STATEMENTS,
+        31: demo_schema31.STATEMENTS,
+    }.get(version)
     if statements is None:
-        raise ValueError(f"the demo writes schema 11 or 22, not {version}")
+        raise ValueError(f"the demo writes schema 11, 22 or 31, not {version}")
     if conn.in_transaction:
         conn.commit()
     conn.execute("PRAGMA journal_mode=WAL")

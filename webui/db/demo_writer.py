@@ -3,6 +3,7 @@ built beside the target under a temporary name and linked into place only when c
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -35,6 +36,20 @@ _INSERT_MESSAGES_JSON = (
     + " FROM json_each(?)"
 )
 _COMMIT_EVERY = 50_000
+# Schema 31 (Hermes 0.22.2) mints a uid per message (``message_uid``): bound here, derived
+# from the row's place, so the same arguments still give the same file.
+_MESSAGE_COLS_31 = (*_MESSAGE_COLS, "message_uid")
+_INSERT_MESSAGE_31 = (
+    f"INSERT INTO messages ({', '.join(_MESSAGE_COLS_31)}) "
+    f"VALUES ({','.join('?' * len(_MESSAGE_COLS_31))})"
+)
+_INSERT_MESSAGES_JSON_31 = (
+    "INSERT INTO messages ("
+    + ", ".join(_MESSAGE_COLS_31)
+    + ") SELECT "
+    + ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(_MESSAGE_COLS_31)))
+    + " FROM json_each(?)"
+)
 
 
 def _remove_quietly(p: str) -> None:
@@ -45,18 +60,26 @@ def _remove_quietly(p: str) -> None:
             pass
 
 
-def _insert_messages(conn: sqlite3.Connection, rows: list) -> None:
+def _insert_messages(conn: sqlite3.Connection, rows: list, uid_from: int | None = None) -> None:
+    """Insert a batch; with ``uid_from`` (schema 31) each row gets its ``message_uid``."""
+    one, many = _INSERT_MESSAGE, _INSERT_MESSAGES_JSON
+    if uid_from is not None:
+        one, many = _INSERT_MESSAGE_31, _INSERT_MESSAGES_JSON_31
+        rows = [[*row, _uid(uid_from + n)] for n, row in enumerate(rows)]
     start = 0
     for i, row in enumerate(rows):
         if row[2] is not None and "\x00" in row[2]:
             if i > start:
-                conn.execute(
-                    _INSERT_MESSAGES_JSON, (json.dumps(rows[start:i], ensure_ascii=False),)
-                )
-            conn.execute(_INSERT_MESSAGE, row)
+                conn.execute(many, (json.dumps(rows[start:i], ensure_ascii=False),))
+            conn.execute(one, row)
             start = i + 1
     if start < len(rows):
-        conn.execute(_INSERT_MESSAGES_JSON, (json.dumps(rows[start:], ensure_ascii=False),))
+        conn.execute(many, (json.dumps(rows[start:], ensure_ascii=False),))
+
+
+def _uid(n: int) -> str:
+    """A message uid in Hermes's form (32 lower-case hex digits), the n-th of the file."""
+    return hashlib.blake2b(n.to_bytes(8, "big"), digest_size=16).hexdigest()
 
 
 def write_database(
@@ -85,9 +108,13 @@ def write_database(
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute("PRAGMA cache_size=-262144")
         conn.execute("PRAGMA temp_store=MEMORY")
-        done = _write_all(conn, batches, total, progress)
+        done = _write_all(conn, batches, total, progress, uids=schema >= 31)
         if origins is not None:
             write_origins(conn, origins(_session_outline(conn)))
+        if schema >= 22:
+            write_usage_rows(conn)
+        if schema >= 31:
+            write_as_022(conn)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
@@ -117,6 +144,7 @@ def _write_all(
     batches: Iterable[tuple[list, list]],
     total: int,
     progress: Callable[[int, int], None] | None,
+    uids: bool = False,
 ) -> int:
     """Insert everything.  Text is generated in a producer thread while SQLite (which releases the
     GIL while it works, mostly on the two FTS indexes) inserts the previous batch."""
@@ -156,7 +184,7 @@ def _write_all(
             if sess:
                 conn.executemany(_INSERT_SESSION, sess)
             if msgs:
-                _insert_messages(conn, msgs)
+                _insert_messages(conn, msgs, done if uids else None)
                 done += len(msgs)
                 since_commit += len(msgs)
             if since_commit >= _COMMIT_EVERY:
@@ -215,5 +243,52 @@ def write_origins(conn: sqlite3.Connection, plan: list[dict]) -> None:
         conn.execute(
             f"UPDATE sessions SET {', '.join(f'{f} = ?' for f in fields)} WHERE id = ?",
             [*(row[f] for f in fields), row["id"]],
+        )
+    conn.execute("COMMIT")
+
+
+# -- schema 31 (Hermes 0.22.2) -----------------------------------------------------------------
+
+_USAGE_COLUMNS = (
+    "session_id, model, billing_provider, billing_base_url, billing_mode, task, api_call_count, "
+    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, "
+    "estimated_cost_usd, actual_cost_usd, cost_status, cost_source, first_seen, last_seen"
+)
+
+
+def write_usage_rows(conn: sqlite3.Connection) -> None:
+    """The token accounting per model Hermes 0.19+ keeps in ``session_model_usage``: one row
+    per session that made API calls, task '' (the session's own calls), its totals."""
+    conn.execute("BEGIN")
+    conn.execute(
+        f"INSERT INTO session_model_usage ({_USAGE_COLUMNS}) SELECT id, model, "
+        "COALESCE(billing_provider, ''), COALESCE(billing_base_url, ''), "
+        "COALESCE(billing_mode, ''), '', api_call_count, COALESCE(input_tokens, 0), "
+        "COALESCE(output_tokens, 0), COALESCE(cache_read_tokens, 0), "
+        "COALESCE(cache_write_tokens, 0), COALESCE(reasoning_tokens, 0), "
+        "COALESCE(estimated_cost_usd, 0), COALESCE(actual_cost_usd, 0), cost_status, "
+        "cost_source, started_at, COALESCE(ended_at, started_at) FROM sessions "
+        "WHERE model IS NOT NULL AND COALESCE(api_call_count, 0) > 0"
+    )
+    conn.execute("COMMIT")
+
+
+def write_as_022(conn: sqlite3.Connection) -> None:
+    """What Hermes 0.22.2 keeps differently from the same history: each session's system
+    prompt once in ``system_prompts`` under its sha256 (``sessions.system_prompt_hash``; the old
+    column left NULL)."""
+    conn.execute("BEGIN")
+    prompts = [r[0] for r in conn.execute(
+        "SELECT DISTINCT system_prompt FROM sessions WHERE system_prompt IS NOT NULL"
+    )]  # fmt: skip
+    for prompt in prompts:
+        digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+        conn.execute(
+            "INSERT OR IGNORE INTO system_prompts (hash, prompt) VALUES (?, ?)", (digest, prompt)
+        )
+        conn.execute(
+            "UPDATE sessions SET system_prompt_hash = ?, system_prompt = NULL "
+            "WHERE system_prompt = ?",
+            (digest, prompt),
         )
     conn.execute("COMMIT")

@@ -25,6 +25,7 @@ from webui import keep
 from webui.db.errors import BadRequest, LogbookDBError
 from webui.db.reader import Reader
 from webui.db.search_across import Across
+from webui.db.search_cjk import CjkRoute
 from webui.db.search_limits import (  # noqa: F401 - named from here by the pages
     HIDDEN,
     HIDDEN_MAX,
@@ -52,10 +53,14 @@ from webui.db.search_scope import Scoping
 from webui.db.search_substring import SubstringRoute
 from webui.db.sessions import date_range
 from webui.db.source_map import SourceMap
+from webui.hermes.rules import rules_for
 from webui.hermes.search import Plan, explain_fts_problem
 
+# Hermes 0.22 leaves these rows out of every search (webui.hermes.rules).
+HIDDEN_ROW_TEST = "COALESCE(m.display_kind, '') <> 'hidden'"
 
-class SearchStore(Scoping, SubstringRoute, HitReading, Across):
+
+class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
     def __init__(
         self,
         reader: Reader,
@@ -64,6 +69,8 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across):
     ):
         self.r = reader
         self.schema = reader.schema
+        # Whose search rules apply (webui.hermes.rules): they follow the file's schema.
+        self.rules = rules_for(self.schema.version)
         # Each message's source, for searches filtered by source (_by_source).
         self.sources = sources
         # SessionStore.shared: one computation for a crowd, refreshed behind the requests.
@@ -72,18 +79,26 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across):
         # with growing ids and never re-dated, so a value stays an upper bound (deleting
         # rows can only lower the truth): kept for the process, whatever changes.
         self._older_newest = keep.Shelf(64)
+        # (newest id read, ids of display_kind='hidden' rows up to it): Hermes 0.22's hidden rows
+        self._display_hidden: tuple[int, frozenset[int]] = (0, frozenset())
 
     # -- filters -------------------------------------------------------------------------
 
     def _active_clause(self) -> str:
         """Messages undone by /rewind are not part of the conversation any more; Hermes 0.19
-        keeps compacted ones searchable (active = 1 OR compacted = 1)."""
-        if not self.schema.has("messages", "active"):
-            return ""
-        keep = "COALESCE(m.active, 1) != 0"
-        if self.schema.has("messages", "compacted"):
-            keep = f"({keep} OR m.compacted = 1)"
+        keeps compacted ones searchable (active = 1 OR compacted = 1). Hermes 0.22 never finds
+        a row the person never saw (``display_kind = 'hidden'``)."""
+        keep = ""
+        if self.schema.has("messages", "active"):
+            keep = "COALESCE(m.active, 1) != 0"
+            if self.schema.has("messages", "compacted"):
+                keep = f"({keep} OR m.compacted = 1)"
+        if self._skips_hidden_rows():
+            keep = f"{keep + ' AND ' if keep else ''}{HIDDEN_ROW_TEST}"
         return keep
+
+    def _skips_hidden_rows(self) -> bool:
+        return self.rules.search_skips_hidden_rows and self.schema.has("messages", "display_kind")
 
     def _hidden_ids(self) -> frozenset[int]:
         """Ids of the messages the active clause leaves out (rewound, not compacted): few, so
@@ -108,13 +123,38 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across):
         compacted = (
             "COALESCE(compacted, 0) = 1" if self.schema.has("messages", "compacted") else "0"
         )
-        return frozenset(
-            r["id"]
-            for r in self.r.rows(
-                f"SELECT id, {compacted} AS kept FROM messages{indexed} WHERE active = 0"
+        rewound = (
+            frozenset(
+                r["id"]
+                for r in self.r.rows(
+                    f"SELECT id, {compacted} AS kept FROM messages{indexed} WHERE active = 0"
+                )
+                if not r["kept"]
             )
-            if not r["kept"]
+            if self.schema.has("messages", "active")
+            else frozenset()
         )
+        if not self._skips_hidden_rows():
+            return rewound
+        return rewound | self._display_hidden_ids()
+
+    def _display_hidden_ids(self) -> frozenset[int]:
+        """Ids of the rows Hermes 0.22 never finds (``display_kind = 'hidden'``). No index
+        holds display_kind, so the table is read once, then only the rows written since (a
+        row's display kind is set when it is written); a file whose newest id went down (a
+        file replaced) is read afresh."""
+        upto, known = self._display_hidden
+        top = self.r.scalar("SELECT MAX(id) FROM messages") or 0
+        if top < upto:
+            upto, known = 0, frozenset()
+        if top > upto:
+            found = self.r.column(
+                "SELECT id FROM messages WHERE id > ? AND id <= ? AND display_kind = 'hidden'",
+                [upto, top],
+            )
+            known = known | frozenset(found)
+            self._display_hidden = (top, known)
+        return known
 
     def _filters(
         self, f: SearchFilters, *, include_inactive: bool = False
@@ -317,7 +357,10 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across):
         f: SearchFilters,
         page: int,
         literal_terms: list[str] | None = None,
+        sort: str | None = None,
     ) -> SearchResult:
+        """A page of the expression's hits: ranked by bm25 (rank, then id), or with ``sort``
+        ("newest" / "oldest", Hermes 0.20+) by time, then rank."""
         user_where, params = self._filters(f, include_inactive=True)
         if literal_terms:
             # The literal fallback: every word as typed must be in the message (an FTS5
@@ -354,7 +397,7 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across):
             self.prefix_words(table, expression) if not literal_terms and bounds is None else None
         )
         one_pass = None
-        if not literal_terms:
+        if not literal_terms and not sort:
             if bounds is not None:
                 one_pass = self._in_scope(
                     table, expression, bounds, f, row_where, row_params, offset
@@ -369,11 +412,17 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across):
             )
             ids = (
                 self._ranked_on_index(table, expression, where, params, offset, n, bool(user_where))
-                if n <= RANK_CAP and table not in where
+                if n <= RANK_CAP and table not in where and not sort
                 else None
             )
         ranked = n <= RANK_CAP
-        order = f"{table}.rank, m.id" if ranked else f"{table}.rowid DESC"
+        if sort:
+            way = "ASC" if sort == "oldest" else "DESC"
+            # Past RANK_CAP, by id (the order messages were written in) rather than sorting
+            # every match by its time.
+            order = f"m.timestamp {way}, {table}.rank, m.id" if ranked else f"{table}.rowid {way}"
+        else:
+            order = f"{table}.rank, m.id" if ranked else f"{table}.rowid DESC"
         if ids is None:
             ids = [
                 r["id"]
@@ -388,21 +437,31 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across):
         rows = self._hydrate(ids)
         for row in rows:
             row["snippet"] = snippets.get(row["message_id"], "")
-        notices = (
-            []
-            if ranked
-            else [
+        if ranked:
+            notices = []
+        elif sort:
+            notices = [
+                f"More than {RANK_CAP:,} messages match, so they are listed in the order they "
+                f"were written ({sort} first) rather than sorted by their times."
+            ]
+        else:
+            notices = [
                 f"More than {RANK_CAP:,} messages match, so they are shown newest first instead of "
                 "ranked by relevance. Add words or filters to rank them."
             ]
+        return SearchResult(
+            rows, min(n, RANK_CAP), n > RANK_CAP, ranked and not sort, has_more, notices
         )
-        return SearchResult(rows, min(n, RANK_CAP), n > RANK_CAP, ranked, has_more, notices)
 
 
 def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[SearchResult, str]:
     """Answer a plan; returns the result and what was really searched."""
     if page < 1 or (page - 1) * PAGE_SIZE >= MAX_RESULTS:
         raise BadRequest(f"page must be between 1 and {MAX_RESULTS // PAGE_SIZE}.")
+    if plan.dialect == "v26":  # Hermes 0.20 / 0.22
+        from webui.db.search_newer import run_newer
+
+        return run_newer(store, plan, f, page)
     notices = list(plan.notices)
     searched = plan.searched
     if plan.route == "none":
@@ -482,7 +541,11 @@ def run_recent(
     if plan.route != "like" or page != 1 or len(plan.terms) > RECENT_TERMS:
         return None
     result = store.like_recent(
-        plan.terms, f, any_term=plan.like_any, include_inactive=plan.like_inactive
+        plan.terms,
+        f,
+        any_term=plan.like_any,
+        include_inactive=plan.like_inactive,
+        ties="ASC" if plan.dialect == "v26" else "DESC",
     )
     if result is None:
         return None

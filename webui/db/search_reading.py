@@ -42,10 +42,14 @@ class HitReading:
         docs = self.r.rows(
             f"SELECT rowid AS id, * FROM {table} WHERE rowid IN ({sql.in_list(len(ids))})", ids
         )
+        # One column (Hermes 0.19's inline index: content, tool name and calls in one): its
+        # snippet. Several (the v23 layout of 0.20+: content, tool_name, tool_calls): the
+        # best column's, as Hermes's snippet(…, -1, …) gives it.
+        column = -1 if docs and len(docs[0]) > 2 else 0
         if declaration is not None:
             try:
                 return mirror_snippets(
-                    declaration, docs, expression, (MARK_START, MARK_END), SNIPPET_TOKENS
+                    declaration, docs, expression, (MARK_START, MARK_END), SNIPPET_TOKENS, column
                 )
             except sqlite3.Error:
                 left = request_deadline.remaining()
@@ -68,7 +72,7 @@ class HitReading:
         # Only the page's own light rows: a range scan would make snippets of every match in
         # the range, large rows not on the page included.
         rows = self.r.rows(
-            f"SELECT rowid AS id, snippet({table}, 0, ?, ?, '...', {SNIPPET_TOKENS}) "
+            f"SELECT rowid AS id, snippet({table}, {column}, ?, ?, '...', {SNIPPET_TOKENS}) "
             f"AS snippet FROM {table} WHERE {table} MATCH ? AND "
             f"rowid IN ({sql.in_list(len(light))})",
             [MARK_START, MARK_END, expression, *light],

@@ -49,7 +49,11 @@ class SubstringRoute:
         any_term: bool = False,
         include_inactive: bool = False,
         id_floor: int | None = None,
+        ties: str = "DESC",
     ) -> SearchResult:
+        """A page of the messages holding ALL ``terms`` (or ANY: newest first by time, then
+        id in ``ties`` order: Hermes 0.20+ scans in id order and sorts by time alone, so its
+        equal times come oldest id first)."""
         if not terms:
             return SearchResult([], 0, False, False, False, [])
         where, params = self._filters(f, include_inactive=include_inactive)
@@ -61,7 +65,7 @@ class SubstringRoute:
         offset = (page - 1) * PAGE_SIZE
         # Newest first. By id, the scan walks the table backwards and stops after one page;
         # Hermes 0.19 orders by timestamp (clocks can jump back), which needs the whole scan.
-        order = "m.timestamp DESC, m.id DESC" if any_term else "m.id DESC"
+        order = f"m.timestamp DESC, m.id {ties}" if any_term else "m.id DESC"
         ids = [
             r["id"]
             for r in self.r.rows(
@@ -74,6 +78,84 @@ class SubstringRoute:
         rows = self._hydrate(ids, around=terms[0] if terms else None)
         for row in rows:
             # No snippet() on this route: presentation cuts one around the terms.
+            row["snippet"] = None
+            row["match_terms"] = terms
+        total = offset + len(rows) + (1 if has_more else 0)
+        return SearchResult(rows, total, has_more, False, has_more, [])
+
+    def _group_clauses(self, groups: list[list[tuple[str, bool]]]) -> tuple[str, list[Any]]:
+        """Hermes 0.20+'s boolean query over the stored rows: a hit satisfies one group, whose
+        terms are each in its content, tool name or tool calls (or, excluded, in none)."""
+        columns = [
+            f"COALESCE(m.{c}, '')"
+            for c in ("content", "tool_name", "tool_calls")
+            if self.schema.has("messages", c)
+        ]
+        if not columns or not groups:
+            return "0", []
+        params: list[Any] = []
+        ored = []
+        for group in groups:
+            anded = []
+            for term, excluded in group:
+                pattern = f"%{like_escape(term)}%"
+                test = "(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")"
+                anded.append(f"NOT {test}" if excluded else test)
+                params += [pattern] * len(columns)
+            ored.append("(" + " AND ".join(anded) + ")")
+        return "(" + " OR ".join(ored) + ")", params
+
+    def like_groups(
+        self,
+        groups: list[list[tuple[str, bool]]],
+        f: SearchFilters,
+        page: int,
+        sort: str | None = None,
+    ) -> SearchResult:
+        """The stored-rows route (Hermes 0.22's tool searches, a file whose index Hermes marked
+        stale): newest first (oldest with ``sort="oldest"``) by time, then id."""
+        where, params = self._filters(f)
+        test, test_params = self._group_clauses(groups)
+        way = "ASC" if sort == "oldest" else "DESC"
+        offset = (page - 1) * PAGE_SIZE
+        ids = [
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT m.id AS id FROM messages m JOIN sessions s ON s.id = m.session_id "
+                f"WHERE {test}{where} ORDER BY m.timestamp {way}, m.id {way} LIMIT ? OFFSET ?",
+                [*test_params, *params, PAGE_SIZE + 1, offset],
+            )
+        ]
+        return self._substring_page(ids, offset, [t for g in groups for t, x in g if not x])
+
+    def unindexed_hits(
+        self, terms: list[str], f: SearchFilters, span: tuple[int, int], skip: int, take: int
+    ) -> tuple[int, list[int]]:
+        """While Hermes's FTS rebuild is pending: (how many, the ids from ``skip``, at most
+        ``take``) of the messages in ``span`` = (indexed up to, high water], which the index
+        does not hold yet, holding every term, newest first by time (Hermes's top-up)."""
+        where, params = self._filters(f)
+        like_sql, like_params = self._like_clauses(terms, any_term=False)
+        base = (
+            "FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id > ? AND m.id <= ? "
+            f"AND {like_sql}{where}"
+        )
+        args = [*span, *like_params, *params]
+        n = self.r.scalar(f"SELECT COUNT(*) FROM (SELECT 1 {base} LIMIT {MAX_RESULTS})", args)
+        ids = [
+            r["id"]
+            for r in self.r.rows(
+                f"SELECT m.id AS id {base} ORDER BY m.timestamp DESC, m.id LIMIT ? OFFSET ?",
+                [*args, take, skip],
+            )
+        ]
+        return n, ids
+
+    def _substring_page(self, ids: list[int], offset: int, terms: list[str]) -> SearchResult:
+        has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
+        ids = ids[:PAGE_SIZE]
+        rows = self._hydrate(ids, around=terms[0] if terms else None)
+        for row in rows:
             row["snippet"] = None
             row["match_terms"] = terms
         total = offset + len(rows) + (1 if has_more else 0)
@@ -96,7 +178,13 @@ class SubstringRoute:
             self._older_newest.put(floor, newest)
 
     def like_recent(
-        self, terms: list[str], f: SearchFilters, *, any_term: bool, include_inactive: bool
+        self,
+        terms: list[str],
+        f: SearchFilters,
+        *,
+        any_term: bool,
+        include_inactive: bool,
+        ties: str = "DESC",
     ) -> SearchResult | None:
         """The first page of a substring search from the newest messages alone, or None when
         they cannot prove it is the whole answer's first page (then search everything)."""
@@ -107,13 +195,24 @@ class SubstringRoute:
         if any_term and not isinstance(bound, (int, float)):
             return None  # not learnt yet, or text timestamps: SQLite orders text above numbers
         result = self.like(
-            terms, f, 1, any_term=any_term, include_inactive=include_inactive, id_floor=floor
+            terms,
+            f,
+            1,
+            any_term=any_term,
+            include_inactive=include_inactive,
+            id_floor=floor,
+            ties=ties,
         )
         if not result.has_more:
             return None  # fewer than a page up there: the rest may be anywhere below
         if any_term:
             last = result.rows[-1].get("timestamp") if result.rows else None
             # Timestamp order: every older message must sort after the page's last hit.
-            if not isinstance(last, (int, float)) or bound > last:
+            # (With oldest-id-first ties an older message at the very same time sorts before.)
+            if (
+                not isinstance(last, (int, float))
+                or bound > last
+                or (ties == "ASC" and bound == last)
+            ):
                 return None
         return result

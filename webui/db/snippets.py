@@ -88,7 +88,8 @@ def snippets(
     conn = _connection()
     name = _table(conn, declaration)
     columns = [k for k in docs[0] if k != "id"]
-    key = columns[column] if column < len(columns) else None
+    # The column whose size decides how a row is cut (-1, "the best column", cuts the first).
+    key = columns[column] if 0 <= column < len(columns) else (columns[0] if columns else None)
     words = source.query_words(expression)
     light, heavy = [], []
     for d in docs:

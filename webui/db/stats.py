@@ -17,6 +17,7 @@ from typing import Any
 from webui.db import fts_record, sql, tz
 from webui.db.errors import QueryTimeout
 from webui.db.reader import Reader
+from webui.hermes.rules import rules_for
 
 TOKEN_KINDS = (
     "input_tokens",
@@ -86,6 +87,8 @@ class StatsStore:
     def __init__(self, reader: Reader):
         self.r = reader
         self.schema = reader.schema
+        # Whose rules apply (webui.hermes.rules): usage by model follows the file's Hermes.
+        self.rules = rules_for(self.schema.version)
 
     def col(self, name: str) -> str:
         return name if self.schema.has("sessions", name) else "NULL"
@@ -350,6 +353,32 @@ class StatsStore:
             except QueryTimeout:
                 messages = None
         return {"sessions": self.r.scalar("SELECT COUNT(*) FROM sessions"), "messages": messages}
+
+    def models_by_usage(self) -> bool:
+        """Does usage by model come from session_model_usage (Hermes 0.20+: insights' rule)?"""
+        return self.rules.usage_by_model_rows and self.schema.has("session_model_usage")
+
+    def hermes_stats(self, messages: int | None) -> dict[str, Any]:
+        """What `hermes sessions stats` prints: the sessions not archived (every child and
+        hidden one included), every stored message (rewound and compacted ones too) — given
+        here, counted elsewhere — and the five sources it names, where not zero."""
+        live = "COALESCE(archived, 0) = 0" if self.schema.has("sessions", "archived") else "1"
+        # one pass: the sessions not archived, by source
+        counts = {
+            r["source"]: r["n"]
+            for r in self.r.rows(
+                f"SELECT source, COUNT(*) AS n FROM sessions WHERE {live} GROUP BY source"
+            )
+        }
+        return {
+            "sessions": sum(counts.values()),
+            "messages": messages,
+            "per_source": {
+                k: counts[k]
+                for k in ("cli", "telegram", "discord", "whatsapp", "slack")
+                if counts.get(k)
+            },
+        }
 
     def aux(self, q: StatsQuery) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Per-task model usage (title generation, compression, vision …) of the period's

@@ -69,7 +69,10 @@ def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now
     The number of messages, sessions, timestamps and lineages does not depend on it.
 
     ``schema`` 22 writes Hermes 0.19.0's schema and, in its columns, where each conversation
-    came from (``webui.demo.origins``: chats across resets, people, workspaces).
+    came from (``webui.demo.origins``: chats across resets, people, workspaces); 31 the same
+    data in Hermes 0.22.2's fresh schema (external-content FTS over views, content-addressed
+    system prompts, a minted ``message_uid`` per row); both with a usage row per session
+    that made API calls (``session_model_usage``, as Hermes's token accounting writes one).
     """
     t0 = time.perf_counter()
     path = os.fspath(path)
@@ -101,10 +104,10 @@ def generate(path: str | os.PathLike, *, sessions: int = 300, seed: int = 7, now
     specs, long_spec = planner.plan()
     total_msgs = sum(s.n_total for s in specs)
 
-    if schema not in (11, 22):
-        raise ValueError("schema must be 11 or 22")
+    if schema not in (11, 22, 31):
+        raise ValueError("schema must be 11, 22 or 31")
     done = write_database(path, _batches(specs), total_msgs, progress, schema=schema,
-                          origins=plan_origins if schema == 22 else None)
+                          origins=plan_origins if schema >= 22 else None)
     return GeneratedInfo(path=path, sessions=len(specs), messages=done,
                          long_session_id=long_spec.id if long_spec is not None else None,
                          seconds=round(time.perf_counter() - t0, 3))

@@ -27,8 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--now", type=float, default=None, help=f"anchor epoch seconds (default {DEFAULT_NOW:.0f})")
     ap.add_argument("--quiet", action="store_true", help="no progress output")
-    ap.add_argument("--schema", type=int, default=11, choices=(11, 22),
-                    help="11 (the reference documents) or 22 (Hermes 0.19.0, with origins)")
+    ap.add_argument("--schema", type=int, default=11, choices=(11, 22, 31),
+                    help="11 (the reference documents), 22 (Hermes 0.19.0, with origins) or 31 "
+                         "(Hermes 0.22.2's fresh layout, the same data)")
     args = ap.parse_args(argv)
 
     last = [0.0]

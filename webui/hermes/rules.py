@@ -46,7 +46,7 @@ class Rules:
     # "8", "11", "0.19", "0.20" or "0.22" (generation_of); rule fields below are what code
     # reads — test a field, never this name, outside this module.
     generation: str
-    search: str  # search dialect: "v8", "v11" or "v22" (webui.hermes.search)
+    search: str  # search dialect: "v8", "v11", "v22" or "v26" (webui.hermes.search)
     # Deleting a session also deletes its delegate subagent runs (the _delegate_from marker)
     # (Hermes 0.19).
     delete_cascades: bool = False
@@ -132,6 +132,24 @@ class Rules:
     # true, at the end.
     decodes_display_metadata: bool = False
     drops_display_index: bool = False
+    # -- search and usage (issue 44: search, usage and speed on 0.20/0.22 files) ------------
+    # Search dialect "v26" (0.20 and 0.22, webui.hermes.search_newer) reads these too.
+    # A zero-hit query of two words or more is retried with its words OR-ed (0.22).
+    search_or_relaxed: bool = False
+    # display_kind='hidden' rows (scaffolding the model read, nobody saw) are never hits (0.22).
+    search_skips_hidden_rows: bool = False
+    # role=tool is answered from the stored rows, whole tool results (0.22).
+    search_tool_role_by_like: bool = False
+    # A trailing * on a CJK query's words is dropped (0.22).
+    search_strips_cjk_wildcards: bool = False
+    # Sources the trigram and CJK indexes leave out: a search filtered to them scans (0.22).
+    search_unindexed_sources: tuple[str, ...] = ()
+    # Hermes offers sort=newest|oldest for its search (0.20+).
+    search_sorts: bool = False
+    # Usage by model from session_model_usage, each session's residual on its own model
+    # (`hermes insights`, InsightsEngine), 0.20+; before, by the session's model plus the
+    # auxiliary rows (0.19's analytics).
+    usage_by_model_rows: bool = False
 
 
 def rules_for(schema_version: int | None) -> Rules:
@@ -160,11 +178,12 @@ def rules_for(schema_version: int | None) -> Rules:
             "selection_spares_pins": g22,
             "selection_whole_lineages": g22,
         }
+        newest = g22
         return Rules(
             schema_version,
             names[generation],
             generation,
-            "v22",
+            "v26" if newer else "v22",
             delete_cascades=True,
             export_active_by_id=True,
             rename_takes_from_ancestor=True,
@@ -180,6 +199,14 @@ def rules_for(schema_version: int | None) -> Rules:
             lifts_markers=g22,
             decodes_display_metadata=newer,
             drops_display_index=g22,
+            # search and usage (issue 44)
+            search_or_relaxed=newest,
+            search_skips_hidden_rows=newest,
+            search_tool_role_by_like=newest,
+            search_strips_cjk_wildcards=newest,
+            search_unindexed_sources=("cron", "subagent") if newest else (),
+            search_sorts=newer,
+            usage_by_model_rows=newer,
         )
     if generation == "11":
         return Rules(

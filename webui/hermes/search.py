@@ -3,6 +3,9 @@
 ``sanitize_fts5_query`` is a faithful port of ``SessionDB._sanitize_fts5_query`` in three
 dialects, chosen by the database's schema (``webui.hermes.rules``):
 
+* ``v26`` — Hermes 0.20.1 and 0.22.2 (schemas 23–31): as v22, but the wider set of characters
+  FTS5 rejects outside a phrase is blanked (``' @ / # & | ~ [ ] < > , ; ! ? $ =`` and the backslash) and ``%``
+  unless the query holds CJK; the routes and zero-hit retries are in ``webui.hermes.search_newer``;
 * ``v22`` — Hermes 0.19.0: input cut at 2,048 characters, quotes paired in one pass, ``:``
   stripped too; CJK words under three CJK characters go to substring matching where ANY word
   may match, and rewound messages are not filtered there (as ``search_messages`` does);
@@ -16,7 +19,12 @@ nothing — a literal fallback, with a notice that says what was changed and why
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from webui.hermes.rules import Rules
 
 _CJK_RANGES = (
     (0x4E00, 0x9FFF),
@@ -44,6 +52,10 @@ def count_cjk(text: str) -> int:
 
 
 HERMES_0_19_MAX_QUERY_CHARS = 2048  # MAX_FTS5_QUERY_CHARS in Hermes 0.19's hermes_state.py
+# Hermes 0.20 and 0.22 blank every character FTS5's query grammar refuses outside a quoted
+# phrase (the quote, parentheses, braces, the column colon, punctuation and symbols), the same
+# 2,048-character cut.
+_WIDE_SPECIALS = re.compile("[" + re.escape("\"\\'!#$&(),+:;<=>?@[]^{|}~/") + "]")
 
 
 def _pair_quotes(query: str, quoted: list[str]) -> str:
@@ -67,9 +79,14 @@ def sanitize_fts5_query(query: str, *, quote_underscores: bool = True, dialect: 
         quoted.append(m.group(0))
         return f"\x00Q{len(quoted) - 1}\x00"
 
-    if dialect == "v22":
+    if dialect in ("v22", "v26"):
         s = _pair_quotes(query[:HERMES_0_19_MAX_QUERY_CHARS], quoted)  # 0-1. cap, pair
-        s = re.sub(r'[+{}():"^]', " ", s)  # 2. drop FTS5 specials, the column colon too
+        if dialect == "v26":
+            s = _WIDE_SPECIALS.sub(" ", s)  # 2. every character FTS5 rejects outside a phrase
+            if not contains_cjk(s):
+                s = s.replace("%", " ")  # kept for the CJK substring route only
+        else:
+            s = re.sub(r'[+{}():"^]', " ", s)  # 2. drop FTS5 specials, the column colon too
     else:
         s = re.sub(r'"[^"]*"', keep, query)  # 1. protect balanced phrases
         s = re.sub(r'[+{}()"^]', " ", s)  # 2. drop FTS5 specials
@@ -121,6 +138,19 @@ class Plan:
     trigram_error_terms: list[str] = field(default_factory=list)
     dialect: str = "v11"
     typed: str = ""  # the user's own text, for notices that echo it
+    # -- Hermes 0.20/0.22 (dialect v26; webui.hermes.search_newer) --
+    # Tried in order while nothing is found (the zero-hit retries); each says why it answered.
+    retries: list[Plan] = field(default_factory=list)
+    answered: str = ""  # the notice given when this plan (a retry) is the one that answered
+    # "like_bool" route: groups of (term, excluded) — a hit holds every term of one group.
+    groups: list[list[tuple[str, bool]]] = field(default_factory=list)
+    sort: str | None = None  # None (relevance), "newest" or "oldest"
+    # While Hermes's FTS rebuild is pending, the unindexed ids are scanned for these terms
+    # (every one) and their hits follow the index's.
+    gap_terms: list[str] = field(default_factory=list)
+    # The route that answers when this one cannot be asked (a CJK index Logbook cannot read).
+    instead: Plan | None = None
+    hermes: str = ""  # whose search this is, for notices ("Hermes 0.22.2")
 
     @property
     def notice(self) -> str | None:
@@ -142,7 +172,8 @@ def is_costly(p: Plan, *, scoped: bool = False) -> bool:
     hits are looked for, so the FTS rules hold there too."""
     if p.route == "none":
         return False
-    if p.route == "like":
+    if p.route in ("like", "like_bool", "cjk"):
+        # (the CJK bigram index is read from its documents: a scan; see search_cjk)
         return not scoped
     words = [w for w in re.split(r'[\s()]+', p.match) if w]
     if any(w.upper() in ("OR", "NEAR") or w.upper().startswith("NEAR(") for w in words):
@@ -162,7 +193,7 @@ MAX_QUERY_WORDS = 64
 def query_problem(query: str, dialect: str = "v11") -> str | None:
     """Why a query is too big to search, in words, or None. (Hermes 0.19 cuts a long query at
     2,048 characters itself; ``plan`` does the same and says so.)"""
-    if dialect == "v22":
+    if dialect in ("v22", "v26"):
         query = query[:HERMES_0_19_MAX_QUERY_CHARS]
     elif len(query) > MAX_QUERY_CHARS:
         return (
@@ -182,12 +213,23 @@ def plan(
     has_trigram: bool,
     quote_underscores: bool = True,
     dialect: str = "v11",
+    rules: Rules | None = None,
+    index: IndexState | None = None,
+    roles: Sequence[str] = (),
+    sources: Sequence[str] = (),
+    sort: str | None = None,
 ) -> Plan:
+    """The route for ``query`` on a database with these indexes and this dialect. Hermes
+    0.20/0.22 (``v26``) also read ``rules`` (what differs between them), ``index`` (the FTS
+    markers Hermes left in the file), the search's ``roles`` and ``sources`` (some routes
+    leave rows out) and ``sort``."""
     notices: list[str] = []
-    if dialect == "v22" and len(query or "") > HERMES_0_19_MAX_QUERY_CHARS:
+    cut = dialect in ("v22", "v26")
+    hermes = _hermes_name(rules) if dialect == "v26" else "Hermes 0.19"
+    if cut and len(query or "") > HERMES_0_19_MAX_QUERY_CHARS:
         notices.append(
             f"Only the first {HERMES_0_19_MAX_QUERY_CHARS:,} characters were searched, "
-            "as Hermes 0.19 does."
+            f"as {hermes} does."
         )
         query = query[:HERMES_0_19_MAX_QUERY_CHARS]
     # A NUL cannot be typed and ends strings inside SQLite's FTS5 parser: drop it.
@@ -207,9 +249,9 @@ def plan(
         raw.replace('"', "")
     ):
         note = (
-            f"You typed “{raw}”; like Hermes, Logbook leaves out characters such as "
-            "( ) { } + ^ and an AND, OR or NOT at either end, so it searched for "
-            f"“{_shown(sanitized)}”."
+            f"You typed “{raw}”; like {hermes if dialect == 'v26' else 'Hermes'}, Logbook "
+            f"leaves out characters such as {_LEFT_OUT.get(dialect, '( ) { } + ^')} and an "
+            f"AND, OR or NOT at either end, so it searched for “{_shown(sanitized)}”."
         )
     elif raw.count('"') % 2 and sanitized.count('"') < raw.count('"'):
         # A quote without its partner: Hermes drops it and searches the words themselves.
@@ -221,9 +263,25 @@ def plan(
     if not sanitized:
         notices.append(
             f"“{raw}” leaves nothing to search for: like Hermes, Logbook leaves out an AND, "
-            "OR or NOT at either end and characters such as ( ) { } + ^."
+            f"OR or NOT at either end and characters such as {_LEFT_OUT.get(dialect, '( ) { } + ^')}."
         )
         return Plan("none", "", notices=notices, typed=raw)
+    if dialect == "v26":
+        from webui.hermes import search_newer
+
+        return search_newer.plan(
+            sanitized,
+            raw,
+            notices,
+            note,
+            has_fts=has_fts,
+            has_trigram=has_trigram,
+            rules=rules,
+            index=index or IndexState(),
+            roles=roles,
+            sources=sources,
+            sort=sort,
+        )
 
     if contains_cjk(sanitized) and dialect == "v22":
         found = _plan_cjk_v22(sanitized, has_trigram, notices, note)
@@ -340,6 +398,29 @@ def _plan_cjk_v22(sanitized: str, has_trigram: bool, notices: list[str], note: s
         like_inactive=True,
         dialect="v22",
     )
+
+
+# The characters each dialect's sanitizer leaves out, as the notices name them.
+_LEFT_OUT = {"v26": "' @ / # & ( ) { } + ^ , ; ! ? $ = %"}
+
+
+def _hermes_name(rules: Rules | None) -> str:
+    """ "Hermes 0.22.2" from the rules' "Hermes Agent 0.22.2"."""
+    name = rules.hermes if rules is not None else "Hermes"
+    return name.replace("Hermes Agent", "Hermes")
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """What Hermes left in the file about its FTS indexes (``state_meta``): ``cjk`` is the CJK
+    bigram index's state ("absent", "ready", "stale": marked stale by a process without its
+    tokenizer, "pending": its backfill not done); ``fts_stale``: the base indexes were
+    detached after damage (Hermes searches the stored rows then); ``rebuild``: (indexed,
+    total) of a pending rebuild of the base indexes, else None."""
+
+    cjk: str = "absent"
+    fts_stale: bool = False
+    rebuild: tuple[int, int] | None = None
 
 
 NO_CJK_INDEX = (

@@ -47,17 +47,47 @@ def _page() -> int:
         raise BadRequest("page must be a number.") from None
 
 
-def search_facts(book) -> dict:
-    return {
+def search_facts(book, index: bool = True) -> dict:
+    """The database's indexes and its Hermes's search rules (and, for Hermes 0.20+, what
+    Hermes's markers say of its indexes: a point read of state_meta)."""
+    facts = {
         "has_fts": book.schema.has_fts,
         "has_trigram": book.schema.has_trigram,
         "dialect": book.rules.search,
+        "rules": book.rules,
     }
+    if index and book.rules.search == "v26":
+        facts["index"] = book.search.index_state()
+    return facts
 
 
-def _plan(book, query: str):
+SORTS = ("newest", "oldest")
+
+
+def _sort() -> str | None:
+    """``sort=newest|oldest`` (Hermes 0.20+ offers them; relevance without)."""
+    value = request.args.get("sort") or None
+    if value in (None, "rank", "relevance"):
+        return None
+    if value not in SORTS:
+        raise BadRequest("sort must be relevance, newest or oldest.")
+    return value
+
+
+def _plan(book, query: str, f: SearchFilters | None = None, sort: str | None = None):
     """The plan for this database: its indexes, and the search rules of its Hermes."""
-    return plan(query, **search_facts(book))
+    found = plan(
+        query,
+        **search_facts(book),
+        roles=f.roles if f else (),
+        sources=f.sources if f else (),
+        sort=sort,
+    )
+    if sort and not book.rules.search_sorts:
+        found.notices.append(
+            f"{book.rules.hermes} ranks its hits by relevance only, so they are ranked here too."
+        )
+    return found
 
 
 def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "profile"):
@@ -69,7 +99,7 @@ def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "p
     total, capped, more, notices, searched, p = 0, False, False, [], query, None
     for i, (name, book) in enumerate(books):
         try:
-            p = _plan(book, query)
+            p = _plan(book, query, f, _sort())
             res, searched = run(book.search, p, f, page)
         except LogbookDBError as exc:
             if not i:
@@ -131,7 +161,8 @@ def search():
         if holder is not None and holder.name != LIVE:
             return redirect(url_for("search.search", **_args_with(store=holder.name)))
     stores = _across(lb) if not f.session else None
-    p = None if g.get("all_profiles") or stores else _plan(lb, query)
+    sort = _sort()
+    p = None if g.get("all_profiles") or stores else _plan(lb, query, f, sort)
     heavy = is_heavy(request.path, request.query_string.decode("latin-1"), search_facts(lb))
     # A substring search's first page often lies among the newest messages: answered from
     # them without a slot when they prove it (webui.db.search.run_recent).
@@ -211,6 +242,9 @@ def search():
         session=session,
         chat=chat,
         roles=ROLES,
+        # Hermes 0.20+ offers newest / oldest first besides relevance
+        sorts=SORTS if lb.rules.search_sorts else (),
+        sort=sort,
         sources=lb.sessions.all_sources(),
         terms=p.terms,
         next_url=url_for("search.search", **args, page=page + 1) if result.has_more else None,

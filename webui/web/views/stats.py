@@ -12,7 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from webui import keep, threads
-from webui.db import BadRequest, get_logbook, live_logbook, tz
+from webui.db import BadRequest, get_logbook, live_logbook, stats_models, tz
 from webui.db.rollup import Coverage
 from webui.db.sessions import parse_day
 from webui.db.stats import (
@@ -204,8 +204,15 @@ def _build_report(q: StatsQuery, lb=None, budget_s: float | None = None) -> dict
         **report["overview"],
         "messages_by_source": report.pop("messages_by_source"),
     }
-    report["by_model"] = merge_aux_into_by_model(report["by_model"], aux_by_model)
-    report["aux_usage"] = aux_usage
+    if st.models_by_usage():
+        # Hermes 0.20+: every model a session used, from its usage rows (and its residual)
+        report["by_model"] = stats_models.by_model(side["models"], report["by_model"], aux_by_model)
+        report["aux_usage"] = stats_models.usage_by_task(report["by_model"], aux_by_model)
+    else:
+        report["by_model"] = merge_aux_into_by_model(report["by_model"], aux_by_model)
+        report["aux_usage"] = aux_usage
+    # `hermes sessions stats`, beside Logbook's own counts of the whole database
+    report["overview"]["hermes_stats"] = st.hermes_stats(report["overview"]["messages"])
     report["series"] = side["series"]
     report["coverage"] = {
         "complete": coverage.complete,
@@ -220,8 +227,15 @@ def _build_report(q: StatsQuery, lb=None, budget_s: float | None = None) -> dict
 def _side_panels(q: StatsQuery, first: float, lb=None) -> dict[str, Any]:
     """The per-task usage (Hermes's usage rows) and the series."""
     st = (lb or get_logbook()).stats
+    if st.models_by_usage():
+        # Hermes 0.20+: usage by model and by task from its per-model rows (stats_models)
+        models, per_task = stats_models.model_usage(st, q)
+        aux = (per_task, [])
+    else:
+        models, aux = None, st.aux(q)
     return {
-        "aux": st.aux(q),
+        "models": models,
+        "aux": aux,
         "series": st.series(q, bucket_for((q.end or q.now) - first), q.cost_by, first=first),
     }
 
@@ -270,6 +284,8 @@ def _session_panels(st: StatsStore, q: StatsQuery, first: float, lb=None) -> dic
             "cost_by": q.cost_by,
             "time_zone": q.tz,
             "archived": q.archived,
+            # by_model counts every model a session used (Hermes 0.20+'s insights)
+            "models_by_usage": st.models_by_usage(),
         },
         "overview": {
             "size_bytes": lb.size_bytes(),
