@@ -83,7 +83,8 @@ def replay_out(lane: Lane, entry: Entry) -> tuple[str, list[str]]:
                         sid,
                         newest.get(sid, 0),
                         members=set(members),
-                        check=lambda: _still(ident, path, wal),
+                        check=lambda _conn: _still(ident, path, wal),
+                        drop_prompts=lane.rules().removes_unreferenced_prompts,
                     )
             except (Changed, ArchiveChanged):
                 carry_in(batches, held, members)
