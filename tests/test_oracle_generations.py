@@ -22,8 +22,8 @@ import pytest
 from oracle import cases as oracle_cases
 
 from support import copy_fixture, make_app
-from support.http import post
 from support.gaps import GAPS
+from support.http import post
 from support.oracle import GENERATIONS, Hermes, dry_run_ids, ensure_venv
 from support.truth import cases, truth
 
@@ -250,7 +250,12 @@ def _with_tokenizer(
         "HERMES_FTS5_CJK_SO": str(so),
     }
     srv = Server(
-        "--db", str(db), "--instance", str(tmp_path / "inst-cjk"), python=[str(python), "-s"], env=env
+        "--db",
+        str(db),
+        "--instance",
+        str(tmp_path / "inst-cjk"),
+        python=[str(python), "-s"],
+        env=env,
     )
     try:
         if preview is not None:
