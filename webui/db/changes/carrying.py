@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from urllib.request import pathname2url
 
 from webui.db import sql as sqlbits
-from webui.db.changes import prompts, rows
+from webui.db.changes import prompts, reindex, rows
 from webui.db.changes import transcripts as tfiles
 from webui.db.changes.archive_file import Identity, open_checked, schema_problem
 from webui.db.changes.batches import Batches
@@ -104,8 +104,9 @@ def drop_copies(target: Path, members: list[str], originals: dict[str, list[Path
 def carry_in(batches: Batches, src: sqlite3.Connection, members: list[str]) -> int:
     """What the live file lacks of the conversation, from ``src`` (an archive connection,
     its snapshot pinned): messages first, a batch per transaction, then the session rows (and
-    their per-session rows) in one, so a page shows the conversation whole or not at all.
-    Rows the live file has are left as they are. Returns the messages carried."""
+    their per-session rows and system prompts) in one, so a page shows the conversation whole
+    or not at all; then what an index that needs the session missed. Rows the live file has
+    are left as they are. Returns the messages carried."""
     cursor, ahead = [0], [0]
     id_at = rows.columns(src, "main", "messages").index("id") * 2
 
@@ -149,6 +150,9 @@ def carry_in(batches: Batches, src: sqlite3.Connection, members: list[str]) -> i
             rows.write(conn, "system_prompts", cols, got, or_ignore=True)
 
     batches.once(last, foreign_keys=False)
+    # An index whose trigger needs the session (0.22's trigram) missed the messages that
+    # came first: completed now that the sessions are in (webui.db.changes.reindex).
+    reindex.index_missing(batches, members)
     return carried
 
 
