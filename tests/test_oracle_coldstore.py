@@ -20,7 +20,6 @@ import shutil
 import sqlite3
 
 import pytest
-from oracle import cases as oracle_cases
 from test_oracle_generations import CJK, NEW, _change, _effect, _hermes, _tables
 
 from support import make_app
