@@ -33,6 +33,11 @@ from webui.hermes import pruning
 from webui.hermes.selection import Selection
 
 
+# Sessions in a prune's first batch (then adapted to the time each batch took, 1 to 100; a
+# conversation is never cut, so a batch may hold more).
+PRUNE_BATCH = 20
+
+
 @dataclass
 class PruneJob(Job):
     kind: str = "prune"
@@ -128,7 +133,7 @@ class Pruning:
         """The selection read once (the preview's set, in its order), cut into batches of whole
         conversations (webui.hermes.pruning), each batch one unit of the lane; then the system
         prompts no session references any more."""
-        size = 20
+        size = PRUNE_BATCH
         state = {"msg_batch": MESSAGE_BATCH}
         cut = None  # the unit of a batch cut short (its entry finishes it later)
         batches = Batches(self.w, job=job, patience_s=LOCK_PATIENCE_S)

@@ -425,6 +425,8 @@ def prune_run():
                 "kept": job.kept,
                 "partial": job.partial,
                 "transcript_files_removed": job.files_removed,
+                "system_prompts_removed": job.prompts_removed,
+                "busy": job.busy,
             }
         ), 200 if not job.error else 503
     return redirect(url_for("actions.prune_job", job_id=job.id))
@@ -590,6 +592,8 @@ def prune_job(job_id: str):
                 "kept": job.kept,
                 "partial": job.partial,
                 "transcript_files_removed": job.files_removed,
+                "system_prompts_removed": job.prompts_removed,
+                "busy": job.busy,
                 "waiting_for_lock": job.waiting_since is not None,
                 # what it waits for: the gateway's write lock, or another change's unit
                 "waiting_for": job.waiting_for,
