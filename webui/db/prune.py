@@ -32,7 +32,6 @@ from webui.db.writer import MESSAGE_BATCH, MESSAGE_BATCH_MAX, MESSAGE_BATCH_MIN,
 from webui.hermes import pruning
 from webui.hermes.selection import Selection
 
-
 # Sessions in a prune's first batch (then adapted to the time each batch took, 1 to 100; a
 # conversation is never cut, so a batch may hold more).
 PRUNE_BATCH = 20
