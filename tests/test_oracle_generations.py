@@ -23,6 +23,7 @@ from oracle import cases as oracle_cases
 
 from support import copy_fixture, make_app
 from support.gaps import GAPS
+from support.http import post
 from support.oracle import GENERATIONS, Hermes, dry_run_ids, ensure_venv
 from support.truth import cases, truth
 
@@ -210,9 +211,8 @@ def _compare(what: str, before: dict, response, db, hermes_db) -> None:
     """Logbook's change answered and left every table as Hermes's left its twin."""
     theirs = _tables(hermes_db)
     effect = _effect(before, theirs)
-    assert response.status_code == 200, (
-        f"Logbook's {what} answers {response.status_code}; Hermes's did: {effect}"
-    )
+    status = response if isinstance(response, int) else response.status_code
+    assert status == 200, f"Logbook's {what} answers {status}; Hermes's did: {effect}"
     ours = _tables(db)
     wrong = [t for t in theirs if ours.get(t) != theirs[t]]
     assert not wrong, (
@@ -221,9 +221,72 @@ def _compare(what: str, before: dict, response, db, hermes_db) -> None:
 
 
 def _post(client, url, data):
-    from support.http import post
-
     return post(client, url, data, htmx=True)
+
+
+CJK = [f for f, (_, cjk) in oracle_cases.FIXTURES.items() if cjk]
+
+
+def _with_tokenizer(
+    fixture: str, db, tmp_path, url: str, data: dict, preview: dict | None = None
+) -> int:
+    """A change by Logbook as a user with the CJK tokenizer runs it: a server under a Python
+    that can load SQLite extensions (Debian's, with this venv's packages), the library where
+    Hermes looks for it ($HERMES_FTS5_CJK_SO). ``preview``: the parameters of the preview
+    (read from that server) whose selection the POST confirms. Returns the POST's status."""
+    import json
+    import os
+    import sysconfig
+    import urllib.parse
+
+    from support import ROOT
+    from support.oracle import ensure_cjk_runtime
+    from support.server import Server
+
+    python, so = ensure_cjk_runtime(GENERATIONS[oracle_cases.FIXTURES[fixture][0]])
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT}:{sysconfig.get_paths()['purelib']}",
+        "HERMES_FTS5_CJK_SO": str(so),
+    }
+    srv = Server(
+        "--db",
+        str(db),
+        "--instance",
+        str(tmp_path / "inst-cjk"),
+        python=[str(python), "-s"],
+        env=env,
+    )
+    try:
+        if preview is not None:
+            query = urllib.parse.urlencode({**preview, "format": "json"})
+            shown = json.loads(srv.get(f"{url}?{query}")[2])
+            data = {**shown["selection"], **data}
+        status, _body = srv.post(url, data)
+        return status
+    finally:
+        srv.close()
+
+
+def _change(
+    fixture: str,
+    db,
+    tmp_path,
+    client,
+    url: str,
+    data: dict,
+    htmx: bool = True,
+    preview: dict | None = None,
+):
+    """Logbook's change: in this process, or (the CJK file) by a Logbook that loads the
+    tokenizer its search index needs. ``preview``: the parameters of the preview whose
+    selection the POST confirms (read first, from the same Logbook)."""
+    if fixture in CJK:
+        return _with_tokenizer(fixture, db, tmp_path, url, data, preview)
+    if preview is not None:
+        shown = client.get(url, query_string={**preview, "format": "json"}).get_json()
+        data = {**shown["selection"], **data}
+    return post(client, url, data, htmx=htmx)
 
 
 DELETES = ["g_deleg_parent", "g_chain_mid", "g_multimodel", "g_prompt_changed", "g_pin_tip"]
@@ -237,7 +300,7 @@ def test_delete_leaves_the_tables_as_hermes_delete_leaves_them(tmp_path, fixture
     hermes, db, client = _twins(fixture, tmp_path)
     before = _tables(db)
     hermes.cli("sessions", "delete", session_id, "--yes")
-    r = _post(client, f"/sessions/{session_id}/delete", {})
+    r = _change(fixture, db, tmp_path, client, f"/sessions/{session_id}/delete", {})
     _compare(f"delete of {session_id}", before, r, db, hermes.db)
 
 
@@ -260,8 +323,10 @@ def test_prune_leaves_the_tables_as_hermes_prune_leaves_them(tmp_path, fixture, 
     # nobody holds the twin, so --force changes nothing but the check; 0.20 has no such flag
     force = ["--force"] if hermes.gen.key == "0.22" else []
     hermes.cli("sessions", "prune", *PRUNES[name], "--yes", *force)
-    preview = client.get("/prune", query_string={**PRUNE_PARAMS[name], "format": "json"})
-    r = _post(client, "/prune", {**preview.get_json()["selection"], "confirm": "yes"})
+    # as a script posts it: the answer comes when the prune is done (htmx gets a job page)
+    r = _change(
+        fixture, db, tmp_path, client, "/prune", {"confirm": "yes"}, False, PRUNE_PARAMS[name]
+    )
     _compare(f"prune --{name}", before, r, db, hermes.db)
 
 

@@ -181,6 +181,7 @@ def create_app(
     from webui.web.views import coldstore as coldstore_views
     from webui.web.views import export as export_views
     from webui.web.views import files as files_views
+    from webui.web.views import flags as flags_views
     from webui.web.views import lineage as lineage_views
     from webui.web.views import origins as origins_views
     from webui.web.views import search as search_views
@@ -207,6 +208,7 @@ def create_app(
     app.register_blueprint(actions_views.bp)
     app.register_blueprint(coldstore_views.bp)
     app.register_blueprint(export_views.bp)
+    app.register_blueprint(flags_views.bp)
     app.register_blueprint(ui_views.bp)
     app.register_blueprint(origins_views.bp)
     app.register_blueprint(files_views.bp)

@@ -286,11 +286,17 @@ def resolve_token(args: argparse.Namespace, instance: Path, err) -> tuple[str | 
 
 
 def access_lines(
-    args: argparse.Namespace, token: str | None, token_source: str = "none"
+    args: argparse.Namespace,
+    token: str | None,
+    token_source: str = "none",
+    file_line: str | None = None,
 ) -> list[str]:
-    """Exactly what is exposed, and to whom."""
+    """Exactly what is exposed, and to whom. ``file_line``: which changes the file takes
+    (webui.hermes.changes.changes_line: its Hermes's rules, or why they are off)."""
     if args.read_only:
-        changes = "off (--read-only)"
+        changes = "off: read-only (--read-only)"
+    elif file_line and not file_line.startswith("changes: allowed"):
+        changes = file_line.removeprefix("changes: ")
     elif not args.insecure:
         changes = "allowed from this machine's browsers (CSRF-protected, no login)"
     elif token:
@@ -300,6 +306,13 @@ def access_lines(
             "off: remote mode and no admin token was given (--token, --token-file, "
             "$HERMES_LOGBOOK_TOKEN or LOGBOOK_TOKEN in the instance's config.py)"
         )
+    if file_line and file_line.startswith("changes: allowed") and not changes.startswith("off"):
+        # whose rules: "allowed (Hermes 0.22.2 rules) from this machine's browsers …"
+        whose = file_line.removeprefix("changes: allowed").strip()
+        if changes.startswith("allowed"):
+            changes = f"allowed {whose}{changes.removeprefix('allowed')}"
+        else:
+            changes = f"{changes} {whose}"
     if not args.insecure:
         view = "this machine only (loopback bind; other Host names are refused)"
     elif args.private:
@@ -408,6 +421,7 @@ def _main(argv: list[str] | None) -> int:
         return 2
 
     from webui import create_app
+    from webui.hermes.changes import changes_line
     from webui.serve import make_server
 
     app = create_app(
@@ -452,7 +466,14 @@ def _main(argv: list[str] | None) -> int:
         print(f"  Profiles: {', '.join(names) or 'none'} (in {root}; switch with ?profile=)")
     for note in app.extensions["logbook"].actions.recovered:
         print(f"  Finished: {note}")
-    for line in access_lines(args, token, token_source):
+    actions = app.extensions["logbook"].actions
+    file_line = changes_line(
+        hermes=actions.rules.hermes,
+        refusal=actions.w.refusal,
+        removal_refusal=actions.w.removal_reason,
+        read_only=bool(args.read_only),
+    )
+    for line in access_lines(args, token, token_source, file_line):
         print(f"  Access:   {line}")
     print("  Stop with Ctrl+C.", flush=True)
     try:

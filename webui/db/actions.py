@@ -10,16 +10,18 @@ from pathlib import Path
 from webui.db import backup, sql
 from webui.db import deadline as request_deadline
 from webui.db.backup import Backup, ChangedSinceBackup
-from webui.db.changes import transcripts
+from webui.db.changes import flags, guards, holders, prompts, renaming, rows, transcripts
 from webui.db.changes.batches import Batches
 from webui.db.changes.jobs import Job
 from webui.db.changes.lane import Lane
 from webui.db.changes.removal import trim
+from webui.db.changes.renaming import TitleInUse  # noqa: F401 - the views import it here
 from webui.db.errors import LogbookDBError, NotFound
 from webui.db.prune import Pruning
 from webui.db.reader import Reader
 from webui.db.selected import SelectionReads
 from webui.db.writer import Writer
+from webui.hermes.changes import active_refusal, held_store_refusal, pinned_warning
 from webui.hermes.rules import Rules, rules_for
 from webui.hermes.titles import sanitize_title
 
@@ -30,15 +32,6 @@ class PartlyRemoved(LogbookDBError):
     status = 503
 
 
-class TitleInUse(LogbookDBError):
-    status = 409
-
-    def __init__(self, title: str, other_id: str):
-        super().__init__(f"Title '{title}' is already in use by session {other_id}")
-        self.title = title
-        self.other_id = other_id
-
-
 @dataclass
 class Deleted:
     """What a delete removed: the sessions (the one asked for first, then its delegate
@@ -46,6 +39,8 @@ class Deleted:
 
     ids: list[str]
     files: int = 0
+    prompts: int = 0  # system_prompts rows no session references any more, removed with it
+    warning: str | None = None  # said beside the result (0.22: a pinned session was deleted)
 
     def __bool__(self) -> bool:
         return bool(self.ids)
@@ -96,52 +91,17 @@ class Actions(SelectionReads, Pruning):
     # -- rename ------------------------------------------------------------------------------
 
     def rename(self, session_id: str, raw_title: str | None) -> str | None:
-        """Hermes's set_session_title: cleaned, ≤ 100 chars, unique (case-sensitive) among
-        titles, empty clears. Raises TitleError / TitleInUse / NotFound; changes nothing then."""
+        """The file's Hermes's set_session_title: cleaned, ≤ 100 chars, unique (case-sensitive)
+        among titles, empty clears; 0.20+ records title_source = 'user'. A title a compression
+        ancestor holds moves to this session; 0.22 also takes it from a ghost the lists never
+        show, and never renames the hidden canonical Bot Chat. Raises TitleError / TitleInUse /
+        NotFound; changes nothing then."""
         title = sanitize_title(raw_title)
-        take_from_ancestor = self.rules.rename_takes_from_ancestor
-
-        def fn(conn: sqlite3.Connection) -> None:
-            if (
-                conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
-                is None
-            ):
-                raise NotFound(f"No session has the id “{session_id}”.")
-            if title is not None:
-                row = conn.execute(
-                    "SELECT id FROM sessions WHERE title = ? AND id != ?", (title, session_id)
-                ).fetchone()
-                if (
-                    row
-                    and take_from_ancestor
-                    and self._compression_ancestor(conn, row[0], session_id)
-                ):
-                    # The title sits on an earlier segment of this conversation, hidden
-                    # from the list: Hermes 0.19 moves it to the live segment.
-                    conn.execute("UPDATE sessions SET title = NULL WHERE id = ?", (row[0],))
-                elif row:
-                    raise TitleInUse(title, row[0])
-            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
-
+        rules = self.rules
         with self.lane.unit("rename"):
-            self.w.run(fn)
+            self.w.run(lambda conn: renaming.rename(conn, session_id, title, rules))
         self.on_change()
         return title
-
-    @staticmethod
-    def _compression_ancestor(conn: sqlite3.Connection, ancestor: str, descendant: str) -> bool:
-        """Is ``ancestor`` an earlier segment of ``descendant``'s compression chain (parents
-        that ended 'compression', walked upwards)? Hermes's _is_compression_ancestor."""
-        if not ancestor or ancestor == descendant:
-            return False
-        row = conn.execute(
-            "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT parent.id FROM up JOIN sessions "
-            "child ON child.id = up.id JOIN sessions parent ON parent.id = "
-            "child.parent_session_id WHERE parent.end_reason = 'compression') "
-            "SELECT 1 FROM up WHERE id = ? LIMIT 1",
-            (descendant, ancestor),
-        ).fetchone()
-        return row is not None
 
     # -- delete ------------------------------------------------------------------------------
 
@@ -200,22 +160,38 @@ class Actions(SelectionReads, Pruning):
         ``upto`` (after a verified backup): the highest message id backed up per session. Only
         those messages are trimmed early, and the final transaction deletes nothing (raising
         ChangedSinceBackup) if any session got a newer message or a new subagent run."""
+        self.w.require_removals()  # a file whose messages this process cannot write
         wait = {"wait_s": None, "job": job} if job is not None else {}
+        rules = self.rules
         with self.lane.unit("delete", **wait) as unit:
             if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
                 # Already gone, or its interrupted removal was just finished: the retry succeeded.
                 return Deleted([session_id] if session_id in unit.replayed else [])
-            cascade = self.rules.delete_cascades
+            cascade = rules.delete_cascades
             doomed = [session_id, *(self.delegate_children([session_id]) if cascade else [])]
+            batches = Batches(self.w, job=job)
+            check = None
+            if rules.removal_respects_guards:
+                # Hermes asks inside its one transaction; here before the first batch and
+                # inside every one after it, so an active session loses nothing.
+                def check(conn: sqlite3.Connection) -> None:
+                    ids = [session_id, *self.delegate_children([session_id], conn)]
+                    if guards.guarded(conn, ids):
+                        raise guards.ActiveSession(active_refusal(session_id))
+
+                batches.once(check)
+            pinned = rules.warns_deleting_pinned and self.r.one(
+                "SELECT 1 AS x FROM sessions WHERE id = ? AND COALESCE(pinned, 0) = 1",
+                [session_id],
+            )
             limits = {sid: (None if upto is None else upto.get(sid, -1)) for sid in doomed}
             unit.intend(self._newest(limits))
             trimmed = [0]  # messages removed ahead of the final transaction, as they go
-            batches = Batches(self.w, job=job)
             try:
                 for sid, most in limits.items():
                     if most != -1:
-                        trim(batches, self.r, sid, most, trimmed)
-                deleted = self._final_delete(batches, session_id, cascade, upto, trimmed[0])
+                        trim(batches, self.r, sid, most, trimmed, check=check)
+                deleted = self._final_delete(batches, session_id, cascade, upto, trimmed[0], check)
             except ChangedSinceBackup:
                 unit.finish()  # kept on purpose, and said so
                 raise
@@ -227,10 +203,14 @@ class Actions(SelectionReads, Pruning):
                     f"{trimmed[0]:,} of its messages are gone and the session is still listed. "
                     "Delete it again to finish (Logbook also finishes it at its next start)."
                 ) from None
-            if deleted and self.rules.removes_transcripts:
+            if deleted and rules.removes_transcripts:
                 # Hermes removes a deleted session's transcript files too; the entry stays
                 # until they are gone, so a kill here is finished at the next start.
                 deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
+            if deleted and rules.removes_unreferenced_prompts:
+                deleted.prompts += self._sweep_prompts(batches)
+            if deleted and pinned:
+                deleted.warning = pinned_warning(session_id)
         self.on_change()
         self.w.checkpoint()
         return deleted
@@ -259,9 +239,13 @@ class Actions(SelectionReads, Pruning):
         cascade: bool,
         upto: dict[str, int] | None,
         trimmed: int,
+        check=None,
     ) -> Deleted:
-        """The one transaction that takes the session row, what is left of its messages and
-        (Hermes 0.19) its delegate subagent runs."""
+        """The one transaction that takes the session row, what is left of its messages, its
+        per-session rows (per-model usage: Hermes's foreign key cascades them; deleted here by
+        name, so the end is the same on any connection), its delegate subagent runs and the
+        system prompts no session references any more."""
+        out = Deleted([])
 
         def fn(conn: sqlite3.Connection) -> list[str]:
             if (
@@ -269,27 +253,38 @@ class Actions(SelectionReads, Pruning):
                 is None
             ):
                 return []
+            if check is not None:
+                check(conn)
             children = self.delegate_children([session_id], conn) if cascade else []
             if upto is not None:
                 self._check_unchanged(conn, [session_id, *children], upto, trimmed)
-            if children:
-                marks = sql.in_list(len(children))
-                conn.execute(f"DELETE FROM messages WHERE session_id IN ({marks})", children)
+            hashes = prompts.referenced(conn, [session_id, *children])
+            for ids in ([*children], [session_id]):
+                if not ids:
+                    continue
+                marks = sql.in_list(len(ids))
+                conn.execute(f"DELETE FROM messages WHERE session_id IN ({marks})", ids)
+                for t in rows.session_tables(conn):
+                    conn.execute(f"DELETE FROM {rows.q(t)} WHERE session_id IN ({marks})", ids)
                 conn.execute(
                     f"UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id "
                     f"IN ({marks})",
-                    children,
+                    ids,
                 )
-                conn.execute(f"DELETE FROM sessions WHERE id IN ({marks})", children)
-            conn.execute(
-                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?",
-                (session_id,),
-            )
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                conn.execute(f"DELETE FROM sessions WHERE id IN ({marks})", ids)
+            out.prompts = prompts.drop_unreferenced(conn, hashes)
             return [session_id, *children]
 
-        return Deleted(batches.once(fn))
+        out.ids = batches.once(fn)
+        return out
+
+    def _sweep_prompts(self, batches: Batches) -> int:
+        """Every other unreferenced system prompt (Hermes's delete leaves none), in short
+        batches; a lock that outlasts the retries leaves them for the next removal."""
+        try:
+            return prompts.sweep(batches)
+        except LogbookDBError:
+            return 0
 
     @staticmethod
     def _check_unchanged(
@@ -339,43 +334,65 @@ class Actions(SelectionReads, Pruning):
         """The files Hermes 0.19 removes with a session, inside this Hermes home only:
         ``sessions/<id>.json``, ``sessions/<id>.jsonl``, ``sessions/request_dump_<id>_*.json``
         (webui.db.changes.transcripts)."""
-        return transcripts.home_files(self.r.opened.path, session_id)
+        return self.lane.transcript_files(session_id)
 
     def remove_transcripts(self, session_id: str) -> int:
         """Remove them (a link is removed, never what it points to); errors are skipped, as
         Hermes skips them. Returns how many went."""
         return transcripts.remove(self.transcript_files(session_id))
 
-    # -- archive -----------------------------------------------------------------------------
+    # -- living beside 0.22 -------------------------------------------------------------------
+
+    def held_store(self, action: str) -> str | None:
+        """0.22 files: the refusal of a bulk removal (``action``: "prune", "move to cold
+        storage") while other processes hold the file, naming them; None when none does, or on
+        files whose Hermes makes no such check."""
+        if not self.rules.bulk_refuses_held_store:
+            return None
+        path = self.r.opened.path
+        return held_store_refusal(path, holders.foreign_holders(path), action)
+
+    # -- flags on a whole lineage: archive, pin, hide -----------------------------------------
 
     def set_archived(self, ids: list[str], archived: bool) -> tuple[int, int]:
-        """Hermes 0.19's set_session_archived for each id: the session with its compression
-        ancestors and its compression continuations, so a conversation is archived whole (an
-        unarchived root would bring it back into the list). One short transaction per id.
-        Returns (sessions matched, rows changed)."""
-        lineage = (
-            "WITH RECURSIVE ancestors(id) AS (SELECT ? UNION SELECT parent.id FROM ancestors a "
-            "JOIN sessions child ON child.id = a.id JOIN sessions parent ON parent.id = "
-            "child.parent_session_id WHERE parent.end_reason = 'compression'), "
-            "descendants(id) AS (SELECT ? UNION SELECT child.id FROM descendants d JOIN "
-            "sessions parent ON parent.id = d.id JOIN sessions child ON child.parent_session_id "
-            "= parent.id WHERE parent.end_reason = 'compression'), "
-            "lineage(id) AS (SELECT id FROM ancestors UNION SELECT id FROM descendants) "
-            "UPDATE sessions SET archived = ? WHERE id IN (SELECT id FROM lineage) "
-            "AND COALESCE(archived, 0) != ?"
+        """The file's Hermes's set_session_archived for each id: the session with its
+        compression ancestors and continuations, so a conversation is archived whole (an
+        unarchived root would bring it back into the list); 0.22 clears the idle sweep's
+        stamp. One short transaction per id. Returns (sessions matched, rows changed)."""
+        return self._on_lineages(
+            "archive", ids, lambda c, sid: flags.archive(c, sid, archived, self.rules)
         )
+
+    def set_pinned(self, ids: list[str], pinned: bool) -> tuple[int, int]:
+        """set_session_pinned: the whole lineage; 0.22 un-hides it when pinning."""
+        return self._on_lineages("pin", ids, lambda c, sid: flags.pin(c, sid, pinned, self.rules))
+
+    def session_flags(self, session_id: str) -> dict[str, int]:
+        """The session's pinned / hidden / archived flags (those this file has)."""
+        cols = [c for c in ("pinned", "hidden", "archived") if self.r.schema.has("sessions", c)]
+        if not cols:
+            return {}
+        row = self.r.one(
+            f"SELECT {', '.join(f'COALESCE({c}, 0) AS {c}' for c in cols)} FROM sessions "
+            "WHERE id = ?",
+            [session_id],
+        )
+        return dict(row or {})
+
+    def set_hidden(self, ids: list[str], hidden: bool) -> tuple[int, int]:
+        """set_session_hidden: the whole lineage."""
+        return self._on_lineages("hide", ids, lambda c, sid: flags.hide(c, sid, hidden))
+
+    def _on_lineages(self, kind: str, ids: list[str], change) -> tuple[int, int]:
         matched = changed = 0
         for sid in ids:
 
             def fn(c: sqlite3.Connection, sid: str = sid) -> tuple[bool, int]:
-                found = c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone()
-                c.execute(lineage, (sid, sid, int(archived), int(archived)))
-                # changes(), not rowcount: Python's sqlite3 leaves rowcount at -1 for a
-                # statement that starts with WITH (it once read "0 rows changed" here).
-                n = c.execute("SELECT changes()").fetchone()[0]
-                return found is not None, n
+                if c.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
+                    return False, 0
+                return True, change(c, sid)
 
-            with self.lane.unit("archive"):
+            with self.lane.unit(kind):
                 found, n = self.w.run(fn)
             matched += found
             changed += n

@@ -295,6 +295,7 @@ def move_out(
     lane = lb.actions.lane
     failure: BaseException | None = None
     try:
+        lb.actions.w.require_removals()  # messages this process cannot write: nothing moves
         with lane.unit("choose", wait_s=None, job=j):  # two jobs never make one file twice
             path, ident, j.passed_over = choose(
                 j.target, lb.opened.path, Made(lane.folder), list(forbidden)
@@ -322,6 +323,7 @@ def move_back(lb: Logbook, path: Path, roots: list[str], j: MoveJob) -> MoveJob:
     lane = lb.actions.lane
     failure: BaseException | None = None
     try:
+        lb.actions.w.require_removals()
         problem = link_problem(path)
         ident = Identity.of(path)
         if problem or ident is None or ident == Identity.of(lb.opened.path):

@@ -14,9 +14,11 @@ from typing import Any
 from flask import current_app
 
 from webui import threads
-from webui.db import backup
+from webui.db import backup, sql
 from webui.db import deadline as request_deadline
+from webui.db import selection as selection_sql
 from webui.db.backup import ChangedSinceBackup
+from webui.db.changes import guards, prompts, rows
 from webui.db.changes.batches import (
     LOCK_PATIENCE_S,
     ONE_TXN_MESSAGES,
@@ -27,7 +29,12 @@ from webui.db.changes.batches import (
 from webui.db.changes.jobs import JOBS, Job
 from webui.db.errors import NotFound
 from webui.db.writer import MESSAGE_BATCH, MESSAGE_BATCH_MAX, MESSAGE_BATCH_MIN, TooSlow
+from webui.hermes import pruning
 from webui.hermes.selection import Selection
+
+# Sessions in a prune's first batch (then adapted to the time each batch took, 1 to 100; a
+# conversation is never cut, so a batch may hold more).
+PRUNE_BATCH = 20
 
 
 @dataclass
@@ -46,6 +53,10 @@ class PruneJob(Job):
     # stopped matching (a new message resumed them): named, never silently half-done.
     partial: list[str] = field(default_factory=list)
     files_removed: int = 0  # transcript files in the Hermes home's sessions/ folder
+    prompts_removed: int = 0  # system_prompts rows no session references any more (0.20+)
+    # Sessions left because a live turn lease or compression lock protects them (0.22 skips
+    # them too, silently): named.
+    busy: list[str] = field(default_factory=list)
 
 
 class Pruning:
@@ -54,6 +65,7 @@ class Pruning:
     def start_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:
         """Prune in a background thread. ``backup_to`` = (exporter, folder root): back every
         session up first and delete only what verifiably was (webui.db.backup)."""
+        self.w.require_removals()
         where, params = self._rule(sel)
         total = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
         job = JOBS.add(PruneJob(selection=sel, total=total))
@@ -71,6 +83,7 @@ class Pruning:
 
     def run_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:
         """The same as start_prune, in the calling thread (CLI, tests)."""
+        self.w.require_removals()
         where, params = self._rule(sel)
         job = JOBS.add(
             PruneJob(
@@ -100,6 +113,9 @@ class Pruning:
                 except ChangedSinceBackup:
                     job.kept.append(sid)
                     continue
+                except guards.ActiveSession:
+                    job.busy.append(sid)
+                    continue
                 except NotFound:
                     continue
                 seen.update(deleted.ids)
@@ -113,31 +129,39 @@ class Pruning:
             job.end()
 
     def _run_prune(self, job: PruneJob) -> None:
-        batch = 20
+        """The selection read once (the preview's set, in its order), cut into batches of whole
+        conversations (webui.hermes.pruning), each batch one unit of the lane; then the system
+        prompts no session references any more."""
+        size = PRUNE_BATCH
         state = {"msg_batch": MESSAGE_BATCH}
         cut = None  # the unit of a batch cut short (its entry finishes it later)
         batches = Batches(self.w, job=job, patience_s=LOCK_PATIENCE_S)
+        rules = self.rules
         try:
-            while True:
-                # One batch, one unit: the lane's lock held from choosing its sessions to
-                # its entry's end, the journal replayed before it.
+            chosen = self.prune_ids(job.selection)
+            job.total = len(chosen)
+            links = self.r.run(
+                lambda c: selection_sql.compression_links(c, chosen), time_limit_s=120
+            )
+            left = pruning.groups(chosen, links)
+            while left:
+                ids, left = pruning.batches(left, size)
+                # One batch, one unit: the lane's lock held from its intent to its end, the
+                # journal replayed before it.
                 with self.lane.unit("prune", wait_s=None, job=job) as unit:
                     cut = unit
-                    where, params = self._rule(job.selection)
                     ids = [
                         r["id"]
                         for r in self.r.rows(
-                            f"SELECT id FROM sessions WHERE {where} ORDER BY started_at, id "
-                            "LIMIT ?",
-                            [*params, batch],
+                            f"SELECT id FROM sessions WHERE id IN ({sql.in_list(len(ids))})", ids
                         )
                     ]
                     if not ids:
-                        break
+                        continue
                     unit.intend(self._newest(dict.fromkeys(ids)))
                     removed, messages_gone, trimmed = self._prune_batch(batches, job, ids, state)
                     # As `hermes sessions prune`: the transcript files of what went.
-                    if self.rules.removes_transcripts:
+                    if rules.removes_transcripts:
                         job.files_removed += sum(self.remove_transcripts(sid) for sid in removed)
                     if trimmed:
                         # A session that stopped matching between the steps (a new message
@@ -153,8 +177,12 @@ class Pruning:
                 self.on_change(soft=True)
                 job.deleted += len(removed)
                 job.messages_deleted += messages_gone
-                batch = adapt(batch, self.w.last_transaction_s, 1, 100)
+                size = adapt(size, self.w.last_transaction_s, 1, 100)
                 self.w.checkpoint()
+            cut = None
+            if rules.removes_unreferenced_prompts:
+                with self.lane.unit("prune", wait_s=None, job=job):
+                    job.prompts_removed += self._sweep_prompts(batches)
         except Exception as exc:  # noqa: BLE001 - reported to the user through the job
             reason = (getattr(exc, "message", None) or str(exc)).split(";")[0].rstrip(".")
             pending = cut.entry if cut is not None else None
@@ -179,7 +207,7 @@ class Pruning:
         """One batch's transactions: (removed sessions, messages that went with their rows,
         whether some messages went ahead of the rows)."""
         marks = ",".join("?" * len(ids))
-        sw, sp = self._rule(job.selection, "s")
+        sw, sp = selection_sql.where(self.r.schema, job.selection, "s", rules=self.rules)
         pending = self.r.scalar(f"SELECT COUNT(*) FROM messages WHERE session_id IN ({marks})", ids)
         whole_at = ONE_TXN_MESSAGES
         slow = 0  # transactions that could not be cut smaller, rolled back in a row
@@ -187,20 +215,14 @@ class Pruning:
         while True:
             # 1. Only when the batch's transcripts are too long for one short transaction:
             #    their messages first, a bounded number per transaction, only of sessions
-            #    that still match the rule (one may have been resumed meanwhile). Usually the
-            #    batch goes whole in step 2, as Hermes does it: one transaction.
+            #    that still match the rule (one may have been resumed meanwhile) and that no
+            #    live turn protects (0.22). Usually the batch goes whole in step 2, as Hermes
+            #    does it: one transaction.
             while pending > whole_at:
                 size = min(state["msg_batch"], pending - whole_at)
                 try:
                     n = batches.once(
-                        lambda c, size=size: (
-                            c.execute(
-                                f"DELETE FROM messages WHERE id IN (SELECT m.id FROM "
-                                f"messages m JOIN sessions s ON s.id = m.session_id "
-                                f"WHERE m.session_id IN ({marks}) AND {sw} LIMIT ?)",
-                                [*ids, *sp, size],
-                            ).rowcount
-                        ),
+                        lambda c, size=size: self._trim_batch(c, ids, marks, sw, sp, size),
                         give_up_after=limit(size > MESSAGE_BATCH_MIN, slow),
                     )
                 except TooSlow:
@@ -220,10 +242,12 @@ class Pruning:
             #    Too slow (a merge, a busy core): rolled back whole, and the same sessions are
             #    tried again with fewer messages left to go with them.
             try:
+                busy: set[str] = set()
                 removed, gone = batches.once(
-                    lambda c: self._remove_rows(c, ids, marks, sw, sp),
+                    lambda c: self._remove_rows(c, ids, marks, sw, sp, busy),
                     give_up_after=limit(whole_at > 0 and pending > 0, slow),
                 )
+                job.busy.extend(sorted(busy - set(job.busy)))
                 return removed, gone, trimmed
             except TooSlow:
                 if whole_at > 0 and pending > 0:
@@ -231,27 +255,74 @@ class Pruning:
                 else:
                     slow += 1
 
-    @staticmethod
-    def _remove_rows(
-        conn: sqlite3.Connection, ids: list[str], marks: str, rule: str, params: list
-    ) -> tuple[list[str], int]:
-        """A prune batch's own transaction: of ``ids``, the sessions that still match the
-        rule go, with what is left of their messages; their children are orphaned. Returns
-        the ids removed and how many messages went with them."""
-        live = [
+    def _going(
+        self,
+        conn: sqlite3.Connection,
+        ids: list[str],
+        marks: str,
+        rule: str,
+        params: list,
+        seen: set[str] | None = None,
+    ) -> list[str]:
+        """Inside a batch's transaction: of ``ids``, the sessions the prune takes now — those
+        that still match the filters, less (0.22) the compression ancestors of a continuation
+        that is not going and the sessions a live turn protects (stale guards reclaimed)."""
+        going = [
             r[0]
             for r in conn.execute(
                 f"SELECT id FROM sessions s WHERE id IN ({marks}) AND {rule}", [*ids, *params]
             )
         ]
+        rules = self.rules
+        if going and rules.selection_whole_lineages:
+            kept = pruning.kept(set(going), selection_sql.continuations(conn, going))
+            going = [sid for sid in going if sid not in kept]
+        if going and rules.removal_respects_guards:
+            busy = guards.guarded(conn, going)
+            going = [sid for sid in going if sid not in busy]
+            if seen is not None:
+                seen.update(busy)
+        return going
+
+    def _trim_batch(
+        self, conn: sqlite3.Connection, ids: list[str], marks: str, rule: str, params: list, n: int
+    ) -> int:
+        going = self._going(conn, ids, marks, rule, params)
+        if not going:
+            return 0
+        gm = ",".join("?" * len(going))
+        return conn.execute(
+            f"DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id IN "
+            f"({gm}) LIMIT ?)",
+            [*going, n],
+        ).rowcount
+
+    def _remove_rows(
+        self,
+        conn: sqlite3.Connection,
+        ids: list[str],
+        marks: str,
+        rule: str,
+        params: list,
+        busy: set[str] | None = None,
+    ) -> tuple[list[str], int]:
+        """A prune batch's own transaction: of ``ids``, the sessions going now (``_going``)
+        go, with what is left of their messages, their per-session rows and the system prompts
+        no session references any more; their children are orphaned. Returns the ids removed
+        and how many messages went with them."""
+        live = self._going(conn, ids, marks, rule, params, busy)
         if not live:
             return [], 0
         lm = ",".join("?" * len(live))
+        hashes = prompts.referenced(conn, live) if self.rules.removes_unreferenced_prompts else []
         conn.execute(
             f"UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN ({lm})", live
         )
         msgs = conn.execute(f"DELETE FROM messages WHERE session_id IN ({lm})", live).rowcount
+        for t in rows.session_tables(conn):  # as their foreign key's cascade would
+            conn.execute(f"DELETE FROM {rows.q(t)} WHERE session_id IN ({lm})", live)
         conn.execute(f"DELETE FROM sessions WHERE id IN ({lm})", live)
+        prompts.drop_unreferenced(conn, hashes)
         return live, msgs
 
     def job(self, job_id: str) -> PruneJob:

@@ -67,8 +67,9 @@ REQUIRED = {
     "sessions": ("id", "source", "started_at"),
     "messages": ("id", "session_id", "role", "timestamp"),
 }
-# Newest schema version this Logbook was checked against (Hermes 0.19.0).
-NEWEST_KNOWN_VERSION = 22
+# Newest schema version whose changes Logbook makes as its Hermes makes them (Hermes 0.22.2,
+# schema 31: issue 44; every change on 23-31 follows its generation, webui.hermes.rules).
+NEWEST_KNOWN_VERSION = 31
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 

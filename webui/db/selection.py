@@ -207,3 +207,36 @@ def lineage_where(
     if alias != "s":
         base = f"{alias}.id IN (SELECT s.id FROM sessions s WHERE {base})"
     return base, params
+
+
+def continuations(conn, ids: list[str]) -> list[tuple[str, str]]:
+    """(parent, child) for each compression continuation of a session among ``ids``, by the
+    rule ``kept_ancestors`` reads (run on a writer's connection inside its transaction)."""
+    out: list[tuple[str, str]] = []
+    for i in range(0, len(ids), 900):
+        chunk = ids[i : i + 900]
+        out.extend(
+            conn.execute(
+                f"SELECT p.id, c.id FROM sessions c JOIN sessions p ON p.id = "
+                f"c.parent_session_id WHERE p.id IN ({sql.in_list(len(chunk))}) AND {_CONTINUES}",
+                chunk,
+            ).fetchall()
+        )
+    return out
+
+
+def compression_links(conn, ids: list[str]) -> list[tuple[str, str]]:
+    """(child, parent) for each of ``ids`` whose parent ended 'compression': the links that
+    make one conversation of several sessions (a prune keeps them in one batch)."""
+    out: list[tuple[str, str]] = []
+    for i in range(0, len(ids), 900):
+        chunk = ids[i : i + 900]
+        out.extend(
+            conn.execute(
+                f"SELECT c.id, p.id FROM sessions c JOIN sessions p ON p.id = "
+                f"c.parent_session_id WHERE c.id IN ({sql.in_list(len(chunk))}) "
+                "AND p.end_reason = 'compression'",
+                chunk,
+            ).fetchall()
+        )
+    return out

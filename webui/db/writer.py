@@ -53,6 +53,13 @@ class WritesDisabled(LogbookDBError):
     status = 403
 
 
+class RemovalRefused(LogbookDBError):
+    """A change that writes messages (delete, prune, cold storage) on a file where this process
+    cannot (Writer.removal_refusal)."""
+
+    status = 409
+
+
 class TooSlow(Exception):
     """A batch's statements outran STATEMENTS_BUDGET_S; it was rolled back whole. The caller
     cuts the batch and tries again (never raised when the caller set no limit)."""
@@ -79,6 +86,36 @@ class Writer:
                 f"knows (v{newest_known_version}); changes are off so nothing is "
                 "written in a shape the newer Hermes does not expect."
             )
+        # Why nothing may write to ``messages`` here (delete, prune, cold storage), when renames
+        # and flags still may: a search index whose tokenizer this process cannot load
+        # (webui.db.changes.tokenizer); and the libraries every writing connection loads.
+        self.removal_refusal: str | None = None
+        self.removal_reason: str | None = None  # the same, as a clause for one line
+        self.libraries: list = []
+        if self.refusal is None:
+            self._check_tokenizers()
+
+    def _check_tokenizers(self) -> None:
+        from webui.db.changes import tokenizer
+        from webui.db.schema import connect_readonly
+
+        try:
+            conn = connect_readonly(self.opened.path)
+        except sqlite3.Error:
+            return  # the pages say what is wrong with the file; a change will too
+        try:
+            reason, self.libraries = tokenizer.check(conn, self.opened.path)
+        except sqlite3.Error:
+            reason = None
+        finally:
+            conn.close()
+        if reason:
+            self.removal_reason = reason
+            self.removal_refusal = (
+                f"Deleting, pruning and cold storage are off for this file: {reason}. "
+                "Nothing was changed."
+            )
+        tokenizer.need(self.libraries)
 
     def _connect(self, foreign_keys: bool = True) -> sqlite3.Connection:
         # mode=rw: never create the file. A state.db deleted under a running Logbook must not
@@ -91,6 +128,10 @@ class Writer:
             check_same_thread=False,
         )
         conn.text_factory = decode_text
+        if self.libraries:  # a search index's tokenizer (webui.db.changes.tokenizer)
+            from webui.db.changes import tokenizer
+
+            tokenizer.load(conn, self.libraries)
         # Per connection, as Hermes's own. Off only for a move back from cold storage, whose
         # messages enter before their session row (so no page shows half a conversation).
         conn.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
@@ -104,6 +145,13 @@ class Writer:
         # 0.8 s on this file under load (3.6 ms median; NORMAL: 0.7 ms, at most 7 ms).
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
+
+    def require_removals(self) -> None:
+        """Raise unless changes that write messages may run on this file."""
+        if self.refusal:
+            raise WritesDisabled(self.refusal)
+        if self.removal_refusal:
+            raise RemovalRefused(self.removal_refusal)
 
     @property
     def last_transaction_s(self) -> float:

@@ -151,6 +151,33 @@ class Rules:
     # auxiliary rows (0.19's analytics).
     usage_by_model_rows: bool = False
 
+    # -- changes (issue 44 point 3: rename, delete, pin, hide, archive, prune, cold storage as
+    # the file's Hermes makes them; webui.db.changes, webui.db.actions) ------------------------
+    # A rename records who titled the session: title_source = 'user' (NULL when cleared) (0.20+).
+    rename_records_source: bool = False
+    # A rename frees a title held by an ended, empty, unarchived and visible session (a ghost
+    # the lists never show), clearing its title and title_source; and refuses to rename the
+    # hidden canonical "Bot Chat" (0.22).
+    rename_frees_ghost_titles: bool = False
+    # Delete and prune remove system_prompts rows no session references any more (by
+    # system_prompt_hash, and tool_names where the column exists) (0.20+).
+    removes_unreferenced_prompts: bool = False
+    # A delete is refused, and a prune skips the session, while a live turn lease or compression
+    # lock protects it (or a delegate run going with it); expired or dead holders' rows are
+    # reclaimed (deleted) as Hermes reclaims them (0.22).
+    removal_respects_guards: bool = False
+    # Deleting a pinned session is done, with a warning (0.22's CLI warns).
+    warns_deleting_pinned: bool = False
+    # Pinning a session also un-hides its lineage (not the hidden canonical "Bot Chat") (0.22).
+    pin_unhides: bool = False
+    # A deliberate archive or unarchive clears the idle sweep's auto_archived stamp (0.22).
+    archive_clears_auto_stamp: bool = False
+    # Bulk removal (prune, cold storage) is refused while another process holds the file, naming
+    # it, unless overridden (0.22's held-store refusal).
+    bulk_refuses_held_store: bool = False
+    # The legacy snapshot session_<id>.json is one of a session's transcript files (0.22).
+    transcripts_include_snapshot: bool = False
+
 
 def rules_for(schema_version: int | None) -> Rules:
     generation = generation_of(schema_version)
@@ -179,6 +206,18 @@ def rules_for(schema_version: int | None) -> Rules:
             "selection_whole_lineages": g22,
         }
         newest = g22
+        # changes (issue 44 point 3)
+        changes = {
+            "rename_records_source": newer,
+            "rename_frees_ghost_titles": g22,
+            "removes_unreferenced_prompts": newer,
+            "removal_respects_guards": g22,
+            "warns_deleting_pinned": g22,
+            "pin_unhides": g22,
+            "archive_clears_auto_stamp": g22,
+            "bulk_refuses_held_store": g22,
+            "transcripts_include_snapshot": g22,
+        }
         return Rules(
             schema_version,
             names[generation],
@@ -207,6 +246,7 @@ def rules_for(schema_version: int | None) -> Rules:
             search_unindexed_sources=("cron", "subagent") if newest else (),
             search_sorts=newer,
             usage_by_model_rows=newer,
+            **changes,
         )
     if generation == "11":
         return Rules(

@@ -23,6 +23,9 @@ class Place:
     # Current only when the request has (``with_arg``) or lacks (``without_arg``) this arg.
     with_arg: str = ""
     without_arg: str = ""
+    # Shown only where the file takes such changes: "change" (any), "removal" (delete, prune,
+    # cold storage: changes that write messages).
+    needs: str = ""
 
 
 PLACES: tuple[Place, ...] = (
@@ -51,6 +54,7 @@ PLACES: tuple[Place, ...] = (
         "actions.archive_form",
         "hide old conversations from the list, recoverably",
         menu="History",
+        needs="change",
     ),
     Place(
         "Cold storage",
@@ -58,6 +62,7 @@ PLACES: tuple[Place, ...] = (
         "move old conversations out of the live file into monthly archive files",
         menu="History",
         current=("coldstore.",),
+        needs="removal",
     ),
     Place(
         "Prune",
@@ -65,6 +70,7 @@ PLACES: tuple[Place, ...] = (
         "delete old conversations for good",
         menu="History",
         current=("actions.prune_form", "actions.prune_job"),
+        needs="removal",
     ),
 )
 
@@ -91,12 +97,22 @@ def is_current(place: Place, endpoint: str | None, args: Mapping[str, Any]) -> b
 
 
 def bar(
-    endpoint: str | None, args: Mapping[str, Any], places: tuple[Place, ...] = PLACES
+    endpoint: str | None,
+    args: Mapping[str, Any],
+    places: tuple[Place, ...] = PLACES,
+    *,
+    can_change: bool = True,
+    can_remove: bool = True,
 ) -> list[Item]:
-    """The bar's items in order: places, and each menu where its first place stands."""
+    """The bar's items in order: places, and each menu where its first place stands. Places
+    for changes the file does not take here are left out (their pages still say why)."""
     items: list[Item] = []
     menus: dict[str, Item] = {}
     for place in places:
+        if (place.needs == "change" and not can_change) or (
+            place.needs == "removal" and not can_remove
+        ):
+            continue
         here = is_current(place, endpoint, args)
         if not place.menu:
             items.append(Item(place.label, place=place, current=here))

@@ -127,6 +127,42 @@ def change_refusal() -> str | None:
     return None
 
 
+def removal_refusal() -> str | None:
+    """Why changes that write messages (delete, prune, cold storage) are off right now, or
+    None: every change's own refusal first, then the file's (a search index whose tokenizer
+    Logbook cannot load, webui.db.changes.tokenizer)."""
+    reason = change_refusal()
+    if reason:
+        return reason
+    from webui.db import LogbookDBError, get_logbook
+
+    try:
+        return get_logbook().actions.w.removal_refusal
+    except LogbookDBError as exc:
+        return exc.message
+
+
+def changes_line() -> str:
+    """Which changes this file takes here and why, in one line (the navigation and every
+    page's foot; the start-up line says the same)."""
+    from webui.db import LogbookDBError, get_logbook
+    from webui.hermes.changes import changes_line as line
+
+    cfg = current_app.config
+    try:
+        lb = get_logbook()
+    except LogbookDBError as exc:
+        return f"changes: off — {exc.message}"
+    writer = lb.actions.w
+    refusal = None if cfg["LOGBOOK_READ_ONLY"] else change_refusal()
+    return line(
+        hermes=lb.actions.rules.hermes,
+        refusal=refusal,
+        removal_refusal=writer.removal_reason,
+        read_only=cfg["LOGBOOK_READ_ONLY"],
+    )
+
+
 def can_view() -> bool:
     cfg = current_app.config
     return not (cfg["LOGBOOK_REMOTE"] and cfg["LOGBOOK_PRIVATE"]) or is_admin()
@@ -138,6 +174,23 @@ def change_required(view):
         reason = change_refusal()
         if reason:
             abort(403, description=reason)
+        return view(*args, **kwargs)
+
+    return wrapper
+
+
+def removal_required(view):
+    """A change that writes messages: 403 when changes are off, 409 when this file refuses
+    it (its messages cannot be written from here), with the reason; nothing is changed."""
+
+    @wraps(view)
+    def wrapper(*args, **kwargs):
+        reason = change_refusal()
+        if reason:
+            abort(403, description=reason)
+        reason = removal_refusal()
+        if reason:
+            abort(409, description=reason)
         return view(*args, **kwargs)
 
     return wrapper
@@ -184,9 +237,14 @@ def init_app(app: Flask) -> None:
 
     @app.context_processor
     def access_facts():
+        refusal = change_refusal()
+        removal = refusal or removal_refusal()
         return {
-            "can_change": change_refusal() is None,
-            "change_refusal": change_refusal(),
+            "can_change": refusal is None,
+            "change_refusal": refusal,
+            "can_remove": removal is None,
+            "removal_refusal": removal,
+            "changes_line": changes_line() if can_view() else None,
             "is_admin": is_admin(),
             "remote_mode": app.config["LOGBOOK_REMOTE"],
             "token_configured": bool(app.config.get("LOGBOOK_TOKEN")),

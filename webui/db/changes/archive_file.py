@@ -26,10 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.request import pathname2url
 
+from webui.db.changes import tokenizer
 from webui.db.errors import LogbookDBError
 
 # Small tables copied whole when an archive file is created: what says which Hermes wrote it.
 META_TABLES = ("schema_version", "state_meta")
+# Keys of state_meta that name the live file itself (0.22: its store and its generation stamp):
+# an archive is another store, and must never pass for the live file.
+IDENTITY_KEYS = ("store_instance_id", "store_created_at_utc", "db_file_generation")
 # FTS5 makes these beside each of its tables; their text is SQLite's own, not Hermes's.
 FTS_SHADOWS = ("_data", "_idx", "_content", "_docsize", "_config")
 MAX_NAMES = 50  # this month's file, then -2 … -50
@@ -96,6 +100,7 @@ def open_checked(path: Path, ident: Identity, mode: str = "rw") -> sqlite3.Conne
     if Identity.of(path) != ident:
         conn.close()
         raise ArchiveChanged(f"{path} was replaced while it was opened")
+    tokenizer.prepare(conn)  # its search index runs the live file's triggers
     conn.execute("PRAGMA foreign_keys = OFF")  # per connection: the archive's rows, as they are
     return conn
 
@@ -175,6 +180,7 @@ def create_like(live_path: Path, path: Path) -> Identity:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:6]}.part")
     out = sqlite3.connect(tmp, isolation_level=None)
     try:
+        tokenizer.prepare(out)
         entries = _entries(src, "main")
         out.execute("PRAGMA journal_mode = DELETE")
         out.execute("BEGIN")
@@ -190,9 +196,14 @@ def create_like(live_path: Path, path: Path) -> Identity:
         for table in META_TABLES:
             if table in made:
                 cur = src.execute(f'SELECT * FROM "{table}"')
-                cols = ", ".join(f'"{d[0]}"' for d in cur.description)
-                marks = ", ".join("?" * len(cur.description))
-                out.executemany(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', cur.fetchall())
+                names = [d[0] for d in cur.description]
+                cols = ", ".join(f'"{n}"' for n in names)
+                marks = ", ".join("?" * len(names))
+                got = cur.fetchall()
+                if table == "state_meta" and "key" in names:
+                    at = names.index("key")
+                    got = [r for r in got if r[at] not in IDENTITY_KEYS]
+                out.executemany(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', got)
         out.execute("COMMIT")
         out.close()
         os.link(tmp, path)  # FileExistsError: someone else's file appeared there; not ours

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from urllib.request import pathname2url
 
 from webui.db import sql as sqlbits
-from webui.db.changes import rows
+from webui.db.changes import prompts, reindex, rows
 from webui.db.changes import transcripts as tfiles
 from webui.db.changes.archive_file import Identity, open_checked, schema_problem
 from webui.db.changes.batches import Batches
@@ -62,9 +62,11 @@ def undo_copy(held: sqlite3.Connection, path: Path, ident: Identity, members: li
         ):
             return False
         marks = sqlbits.in_list(len(members))
+        hashes = prompts.referenced(held, members)
         for t in (*rows.session_tables(held), "messages"):
             held.execute(f"DELETE FROM main.{rows.q(t)} WHERE session_id IN ({marks})", members)
         held.execute(f"DELETE FROM main.sessions WHERE id IN ({marks})", members)
+        prompts.drop_unreferenced(held, hashes)  # none left that no conversation there needs
         held.execute("COMMIT")
     finally:
         if held.in_transaction:
@@ -90,14 +92,21 @@ def drop_copies(target: Path, members: list[str], originals: dict[str, list[Path
     """The transcript copies beside the archive, where the originals are still home."""
     for sid in members:
         kept = {p.name for p in originals.get(sid, []) if p.exists()}
-        tfiles.remove([p for p in tfiles.files(target.parent / "sessions", sid) if p.name in kept])
+        tfiles.remove(
+            [
+                p
+                for p in tfiles.files(target.parent / "sessions", sid, snapshot=True)
+                if p.name in kept
+            ]
+        )
 
 
 def carry_in(batches: Batches, src: sqlite3.Connection, members: list[str]) -> int:
     """What the live file lacks of the conversation, from ``src`` (an archive connection,
     its snapshot pinned): messages first, a batch per transaction, then the session rows (and
-    their per-session rows) in one, so a page shows the conversation whole or not at all.
-    Rows the live file has are left as they are. Returns the messages carried."""
+    their per-session rows and system prompts) in one, so a page shows the conversation whole
+    or not at all; then what an index that needs the session missed. Rows the live file has
+    are left as they are. Returns the messages carried."""
     cursor, ahead = [0], [0]
     id_at = rows.columns(src, "main", "messages").index("id") * 2
 
@@ -133,8 +142,17 @@ def carry_in(batches: Batches, src: sqlite3.Connection, members: list[str]) -> i
         for t in rows.session_tables(src):
             cols, got = rows.read(src, t, members)
             rows.write(conn, t, cols, got, or_ignore=True)
+        # The system prompts they reference; one the live file has already is the same text
+        # (content-addressed), kept as it is: never a second copy.
+        hashes = prompts.referenced(src, members)
+        if hashes and prompts.refs(conn):
+            cols, got = rows.read(src, "system_prompts", hashes, key="hash")
+            rows.write(conn, "system_prompts", cols, got, or_ignore=True)
 
     batches.once(last, foreign_keys=False)
+    # An index whose trigger needs the session (0.22's trigram) missed the messages that
+    # came first: completed now that the sessions are in (webui.db.changes.reindex).
+    reindex.index_missing(batches, members)
     return carried
 
 
@@ -147,5 +165,7 @@ def transcripts_home(lane: Lane, source: Path, members: list[str]) -> tuple[int,
     folder = home / "sessions"
     if folder.is_symlink():
         return 0, []
-    found = [p for sid in members for p in tfiles.files(source.parent / "sessions", sid)]
+    found = [
+        p for sid in members for p in tfiles.files(source.parent / "sessions", sid, snapshot=True)
+    ]
     return tfiles.move_into(found, folder)

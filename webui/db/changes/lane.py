@@ -185,7 +185,9 @@ class Lane:
         return bool(self.rules().removes_transcripts)
 
     def transcript_files(self, session_id: str) -> list[Path]:
-        return transcript_files.home_files(self.r.opened.path, session_id)
+        return transcript_files.home_files(
+            self.r.opened.path, session_id, self.rules().transcripts_include_snapshot
+        )
 
     def remove_transcripts(self, session_id: str) -> int:
         return transcript_files.remove(self.transcript_files(session_id))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from webui.db import sql as sqlbits
-from webui.db.changes import rows
+from webui.db.changes import reindex, rows
 from webui.db.changes.archive_file import ArchiveChanged, Identity
 from webui.db.changes.batches import Batches
 from webui.db.changes.carrying import (
@@ -83,7 +83,8 @@ def replay_out(lane: Lane, entry: Entry) -> tuple[str, list[str]]:
                         sid,
                         newest.get(sid, 0),
                         members=set(members),
-                        check=lambda: _still(ident, path, wal),
+                        check=lambda _conn: _still(ident, path, wal),
+                        drop_prompts=lane.rules().removes_unreferenced_prompts,
                     )
             except (Changed, ArchiveChanged):
                 carry_in(batches, held, members)
@@ -190,6 +191,7 @@ def replay_back(lane: Lane, entry: Entry) -> tuple[str, list[str]]:
             there == set(members) and held is not None and _holds_all(lane, held, members)
         )
         if arrived and there == set(members):
+            reindex.index_missing(Batches(lane.w), members)  # a cut before it was done
             if held is not None and undo_copy(held, path, ident, members):
                 transcripts_home(lane, path, members)
             return (

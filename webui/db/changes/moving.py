@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from webui.db import sql as sqlbits
-from webui.db.changes import rows
+from webui.db.changes import prompts, rows
 from webui.db.changes import transcripts as tfiles
 from webui.db.changes.archive_file import (
     ArchiveChanged,
@@ -193,14 +193,20 @@ def _out(
             wal=list(wal) if wal else None,
         )
 
-        def still_there() -> None:
+        def still_there(_conn=None) -> None:
             if not ident.still_at(target, wal):
                 raise ArchiveChanged(f"{target} changed during the move")
 
         try:
             for sid in reversed(members):  # leaves first: no parent outlives its children
                 remove_session(
-                    batches, lane.r, sid, newest[sid], members=set(members), check=still_there
+                    batches,
+                    lane.r,
+                    sid,
+                    newest[sid],
+                    members=set(members),
+                    check=still_there,
+                    drop_prompts=lane.rules().removes_unreferenced_prompts,
                 )
             still_there()  # the last removal committed while the file was still the one
         except (Changed, ArchiveChanged) as exc:
@@ -246,6 +252,16 @@ def _copy_rows(conn: sqlite3.Connection, members: list[str]) -> None:
             f"INSERT INTO main.{rows.q(t)} ({names}) SELECT {names} FROM live.{rows.q(t)} "
             f"WHERE {key[t]} IN ({marks})",
             members,
+        )
+    # The system prompts its sessions reference (content-addressed: a row the archive has
+    # already is the same text), so the archive shows and exports them as the live file did.
+    hashes = prompts.referenced(conn, members, "live")
+    if hashes and prompts.refs(conn, "main"):
+        names = ", ".join(rows.q(c) for c in rows.columns(conn, "live", "system_prompts"))
+        conn.execute(
+            f"INSERT OR IGNORE INTO main.system_prompts ({names}) SELECT {names} FROM "
+            f"live.system_prompts WHERE hash IN ({sqlbits.in_list(len(hashes))})",
+            hashes,
         )
 
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from webui.db.changes import prompts, rows
 from webui.db.changes.batches import ONE_TXN_MESSAGES, Batches
 from webui.db.writer import MESSAGE_BATCH, MESSAGE_BATCH_MAX, MESSAGE_BATCH_MIN
 
@@ -30,11 +31,11 @@ def trim(
     session_id: str,
     upto_id: int | None = None,
     counter: list[int] | None = None,
-    check: Callable[[], None] | None = None,
+    check: Callable[[sqlite3.Connection], None] | None = None,
 ) -> int:
     """A long transcript's messages (up to ``upto_id``), newest first, a batch per
-    transaction, until one short transaction can take the rest with the row. ``check`` runs
-    inside each transaction before it deletes anything (it raises to stop). Returns how many
+    transaction, until one short transaction can take the rest with the row. ``check(conn)``
+    runs inside each transaction before it deletes anything (it raises to stop). Returns how many
     went; ``counter[0]`` counts them as they commit."""
     bound, params = ("", []) if upto_id is None else (" AND id <= ?", [upto_id])
     total = reader.scalar(
@@ -49,7 +50,7 @@ def trim(
         if n <= 0:
             return 0
         if check is not None:
-            check()
+            check(conn)
         return conn.execute(
             "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE "
             f"session_id = ?{bound} ORDER BY timestamp DESC, id DESC LIMIT ?)",
@@ -72,11 +73,14 @@ def remove_session(
     newest: int,
     *,
     members: set[str] | None = None,
-    check: Callable[[], None] | None = None,
+    check: Callable[[sqlite3.Connection], None] | None = None,
+    drop_prompts: bool = False,
 ) -> bool:
-    """Remove one session whose messages up to ``newest`` may go (False: it is not there).
-    Raises Changed, having removed only messages up to ``newest``, when it has a newer one
-    (or, with ``members``, a child outside them: a conversation grew while it moved)."""
+    """Remove one session whose messages up to ``newest`` may go (False: it is not there),
+    with its per-session rows and (``drop_prompts``, 0.20+) the system prompts no session
+    references any more. Raises Changed, having removed only messages up to ``newest``, when
+    it has a newer one (or, with ``members``, a child outside them: a conversation grew while
+    it moved)."""
     if reader.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
         return False
     if reader.scalar(
@@ -87,7 +91,7 @@ def remove_session(
 
     def fn(conn: sqlite3.Connection) -> bool:
         if check is not None:
-            check()
+            check(conn)
         if conn.execute(
             "SELECT 1 FROM messages WHERE session_id = ? AND id > ?", (session_id, newest)
         ).fetchone():
@@ -98,12 +102,17 @@ def remove_session(
             ):
                 if child not in members:
                     raise Changed(session_id)
+        hashes = prompts.referenced(conn, [session_id]) if drop_prompts else []
         conn.execute(
             "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?",
             (session_id,),
         )
         conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-        return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+        for t in rows.session_tables(conn):  # as their foreign key's cascade would
+            conn.execute(f"DELETE FROM {rows.q(t)} WHERE session_id = ?", (session_id,))
+        gone = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+        prompts.drop_unreferenced(conn, hashes)
+        return gone
 
     return batches.once(fn)
 
@@ -113,9 +122,10 @@ def replay(lane: Lane, entry: Entry) -> tuple[str, list[str]]:
     sessions it removed."""
     finished, kept = [], []
     batches = Batches(lane.w)
+    drop = lane.rules().removes_unreferenced_prompts
     for sid, newest in entry.sessions.items():
         try:
-            gone = remove_session(batches, lane.r, sid, newest)
+            gone = remove_session(batches, lane.r, sid, newest, drop_prompts=drop)
         except Changed:
             kept.append(sid)
             continue

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 
 from webui.db import sql as sqlbits
+from webui.db.changes import prompts
 
 # Tables whose rows belong to one session (besides sessions and messages): moved with it.
 SESSION_TABLES = ("session_model_usage",)
@@ -74,33 +75,45 @@ def conversation(conn: sqlite3.Connection, session_id: str, schema: str = "main"
     return out
 
 
-def _where(table: str, ids: Sequence[str]) -> str:
-    key = "id" if table == "sessions" else "session_id"
+def _where(table: str, ids: Sequence[str], key: str | None = None) -> str:
+    key = key or ("id" if table == "sessions" else "session_id")
     return f"{key} IN ({sqlbits.in_list(len(ids))})"
 
 
 def digest(
     conn: sqlite3.Connection, schema: str, ids: Sequence[str], upto: int | None = None
 ) -> dict[str, list]:
-    """Per table (sessions, messages and the per-session tables the file has): how many rows
-    the conversation has there and a SHA-256 over every column of every row with its type,
-    compared as stored (text as its bytes). ``upto``: messages up to that id only."""
+    """Per table (sessions, messages, the per-session tables the file has and the system
+    prompts its sessions reference): how many rows the conversation has there and a SHA-256
+    over every column of every row with its type, compared as stored (text as its bytes).
+    ``upto``: messages up to that id only."""
     out: dict[str, list] = {}
     if not ids:
         return out
     shapes = {
         t: columns(conn, schema, t) for t in ("sessions", "messages", *session_tables(conn, schema))
     }
+    hashes = prompts.referenced(conn, ids, schema)
+    if hashes:
+        shapes["system_prompts"] = columns(conn, schema, "system_prompts")
     previous = conn.text_factory
     conn.text_factory = bytes
     try:
         for table, cols in shapes.items():
             names = ", ".join(f"{q(c)}, typeof({q(c)})" for c in cols)
             cond, params = _where(table, ids), list(ids)
+            if table == "system_prompts":
+                cond, params = _where(table, hashes, "hash"), hashes
             if table == "messages" and upto is not None:
                 cond, params = f"{cond} AND id <= ?", [*params, upto]
             # Sessions and messages by their key; another table by every column.
-            order = "id" if table in ("sessions", "messages") else ", ".join(q(c) for c in cols)
+            order = (
+                "id"
+                if table in ("sessions", "messages")
+                else "hash"
+                if table == "system_prompts"
+                else ", ".join(q(c) for c in cols)
+            )
             h = hashlib.sha256()
             n = 0
             for row in conn.execute(
@@ -137,13 +150,15 @@ def read(
     *,
     after: int | None = None,
     limit: int | None = None,
+    key: str | None = None,
 ) -> tuple[list[str], list[tuple]]:
     """Rows of the conversation ``ids`` in ``table`` of ``conn``'s main file as (value, type)
     pairs, text as its bytes; messages in id order after ``after``, at most ``limit`` of them
-    and no more than CARRY_BYTES of values (at least one row)."""
+    and no more than CARRY_BYTES of values (at least one row). ``key``: the column ``ids``
+    name (by default a session's)."""
     cols = columns(conn, "main", table)
     names = ", ".join(f"{q(c)}, typeof({q(c)})" for c in cols)
-    cond, params = _where(table, ids), list(ids)
+    cond, params = _where(table, ids, key), list(ids)
     order = ""
     if table == "messages":
         order = " ORDER BY id"

@@ -1,5 +1,6 @@
 """A session's transcript files, named exactly as Hermes names them: ``<id>.json``,
-``<id>.jsonl`` and ``request_dump_<id>_*.json`` in a ``sessions/`` folder. Removed with a
+``<id>.jsonl`` and ``request_dump_<id>_*.json`` in a ``sessions/`` folder (0.22: the legacy
+snapshot ``session_<id>.json`` too). Removed with a
 session (as Hermes 0.19's delete and prune do), carried beside the archive file by a move to
 cold storage and back by a move back.
 
@@ -21,15 +22,20 @@ def plain_id(session_id: str) -> bool:
     )
 
 
-def is_theirs(name: str, session_id: str) -> bool:
-    """Is ``name`` one of the files Hermes writes for ``session_id``?"""
+def is_theirs(name: str, session_id: str, snapshot: bool = False) -> bool:
+    """Is ``name`` one of the files Hermes writes for ``session_id``? ``snapshot``: the legacy
+    ``session_<id>.json`` counts too (0.22 removes it with the session)."""
     if name in (f"{session_id}.json", f"{session_id}.jsonl"):
+        return True
+    if snapshot and name == f"session_{session_id}.json":
         return True
     dump = f"request_dump_{session_id}_"
     return name.startswith(dump) and name.endswith(".json") and len(name) >= len(dump) + 5
 
 
-def files(folder: Path, session_id: str, *, links: bool = False) -> list[Path]:
+def files(
+    folder: Path, session_id: str, *, links: bool = False, snapshot: bool = False
+) -> list[Path]:
     """The session's transcript files in ``folder`` (regular files; links too when
     ``links``). Nothing for an id that is not a plain file name or a folder that is a link."""
     if not plain_id(session_id) or folder.is_symlink() or not folder.is_dir():
@@ -37,7 +43,7 @@ def files(folder: Path, session_id: str, *, links: bool = False) -> list[Path]:
     out = []
     try:
         for entry in os.scandir(folder):
-            if not is_theirs(entry.name, session_id):
+            if not is_theirs(entry.name, session_id, snapshot):
                 continue
             if entry.is_file(follow_symlinks=False) or (links and entry.is_symlink()):
                 out.append(folder / entry.name)
@@ -46,7 +52,7 @@ def files(folder: Path, session_id: str, *, links: bool = False) -> list[Path]:
     return sorted(out)
 
 
-def home_files(live_path: Path, session_id: str) -> list[Path]:
+def home_files(live_path: Path, session_id: str, snapshot: bool = False) -> list[Path]:
     """In the Hermes home of ``live_path`` (its ``sessions/`` folder, which must be inside the
     home): what Hermes removes with the session, links included."""
     home = live_path.parent
@@ -56,7 +62,7 @@ def home_files(live_path: Path, session_id: str) -> list[Path]:
             return []
     except OSError:
         return []
-    return files(folder, session_id, links=True)
+    return files(folder, session_id, links=True, snapshot=snapshot)
 
 
 def remove(paths: list[Path]) -> int:

@@ -24,7 +24,10 @@ from markupsafe import escape
 from webui.db import BadRequest, get_logbook, live_logbook
 from webui.db.actions import NotFound, TitleInUse
 from webui.db.backup import BackupFailed, ChangedSinceBackup
+from webui.db.changes.guards import ActiveSession
+from webui.db.errors import LogbookDBError
 from webui.db.stores import LIVE
+from webui.hermes.changes import HELD_STORE_OVERRIDE
 from webui.hermes.selection import (
     Selection,
     archive_problem,
@@ -32,7 +35,7 @@ from webui.hermes.selection import (
 )
 from webui.hermes.titles import TitleError
 from webui.present.rows import session_label
-from webui.web.access import change_required, safe_next
+from webui.web.access import change_required, removal_refusal, removal_required, safe_next
 from webui.web.selection_args import chosen as _chosen
 from webui.web.selection_args import cutoff as _cutoff
 from webui.web.selection_args import selection as _selection
@@ -173,7 +176,7 @@ def set_title(session_id: str):
 
 
 @bp.get("/sessions/<session_id>/delete")
-@change_required
+@removal_required
 def confirm_delete(session_id: str):
     lb = get_logbook()
     s = _session_or_404(session_id)
@@ -187,6 +190,7 @@ def confirm_delete(session_id: str):
         if cascade
         else []
     )
+    flags = lb.actions.session_flags(session_id)
     return render_template(
         "delete.html",
         s=s,
@@ -195,11 +199,26 @@ def confirm_delete(session_id: str):
         children=children,
         subagents=[lb.sessions.brief(i) or {"id": i} for i in subagents],
         files=files,
+        pinned=bool(flags.get("pinned")) and lb.actions.rules.warns_deleting_pinned,
+        hermes=lb.actions.rules.hermes,
     )
 
 
+def _refused(exc: LogbookDBError):
+    """A change refused with its reason (409): htmx keeps the page as it is and shows the
+    reason as a toast; a form or a script gets the error page or its JSON."""
+    if request.htmx and not wants_json():
+        return make_response(
+            f'<p class="notice" role="alert">{escape(exc.message)}</p>',
+            exc.status,
+            trigger={"toast": exc.message},
+            reswap="none",
+        )
+    abort(exc.status, description=exc.message)
+
+
 @bp.post("/sessions/<session_id>/delete")
-@change_required
+@removal_required
 def delete(session_id: str):
     lb = get_logbook()
     s = _session_or_404(session_id)
@@ -213,15 +232,22 @@ def delete(session_id: str):
             deleted, done = lb.actions.delete_backed_up(session_id, lb.exporter, backup_root())
         except (BackupFailed, ChangedSinceBackup) as exc:
             abort(409, description=str(exc))
+        except ActiveSession as exc:
+            return _refused(exc)
         backed_up = (
             f" after backing up {done.messages:,} message{'s' if done.messages != 1 else ''} "
             f"to {done.folder} (verified)"
         )
     else:
-        deleted = lb.actions.delete(session_id)
+        try:
+            deleted = lb.actions.delete(session_id)
+        except ActiveSession as exc:
+            return _refused(exc)
     if not deleted:
         abort(404, description=f"No session has the id “{session_id}”.")
     message = f"Deleted “{label}”" + _extras(deleted) + backed_up
+    if deleted.warning:
+        message += f". {deleted.warning}"
     if not _browser_form():
         # From the list: the row goes away (empty swap) and a toast says so.
         return _toast("", message)
@@ -236,6 +262,11 @@ def _extras(deleted) -> str:
         parts.append(f"{deleted.subagents} subagent run{'s' if deleted.subagents != 1 else ''}")
     if deleted.files:
         parts.append(f"{deleted.files} transcript file{'s' if deleted.files != 1 else ''}")
+    if deleted.prompts:
+        parts.append(
+            f"{deleted.prompts} system prompt{'s' if deleted.prompts != 1 else ''} no other "
+            "session used"
+        )
     return (" with " + " and ".join(parts)) if parts else ""
 
 
@@ -276,8 +307,22 @@ def bulk():
         flash(message)
         return redirect(safe_next(request.form.get("next"), url_for("sessions.list_sessions")))
     if action == "delete" and request.form.get("confirm") == "yes":
-        deleted = [r for r in rows if lb.actions.delete(r["id"])]
+        reason = removal_refusal()
+        if reason:
+            abort(409, description=reason)
+        deleted, active = [], []
+        for r in rows:
+            try:
+                if lb.actions.delete(r["id"]):
+                    deleted.append(r)
+            except ActiveSession:
+                active.append(r["id"])
         message = f"Deleted {len(deleted)} session{'s' if len(deleted) != 1 else ''}"
+        if active:
+            message += (
+                f"; kept {len(active)} Hermes is working on (an active turn or compression): "
+                + ", ".join(active[:10])
+            )
         if request.htmx:
             return _toast(render_template("bulk_done.html", deleted=deleted), message)
         flash(message)
@@ -327,15 +372,47 @@ def prune_form():
         has_archived=lb.schema.has("sessions", "archived"),
         spares_pins=lb.actions.rules.selection_spares_pins and lb.schema.has("sessions", "pinned"),
         freed=freed(lb, lb.actions.prune_ids(sel)) if preview and preview.get("count") else None,
+        held_check=lb.actions.rules.bulk_refuses_held_store,
     )
 
 
+def held_store(lb, action: str, verb: str, target: str):
+    """0.22 files: a bulk removal is refused while another process holds the file (its own
+    `hermes sessions prune` refuses so), unless the form says force=1. The answer (409) names
+    the holders and offers the same override; None when it may go ahead."""
+    if request.form.get("force") in ("1", "on", "yes", "true"):
+        return None
+    refusal = lb.actions.held_store(action)
+    if refusal is None:
+        return None
+    if wants_json() or not (request.htmx or _browser_form()):
+        return jsonify(
+            {"error": "Held", "message": refusal, "status": 409, "override": "force=1"}
+        ), 409
+    fields = [
+        (k, request.form.getlist(k)) for k in request.form if k not in ("csrf_token", "force")
+    ]
+    page = "held_store.html" if request.htmx else "held_store_page.html"
+    return render_template(
+        page,
+        refusal=refusal,
+        action=request.path,
+        target=target if request.htmx else "#held-store",
+        fields=fields,
+        override=HELD_STORE_OVERRIDE,
+        verb=verb,
+    ), 409
+
+
 @bp.post("/prune")
-@change_required
+@removal_required
 def prune_run():
     lb = get_logbook()
     if request.form.get("confirm") != "yes":
         abort(400, description="Confirm the prune (confirm=yes) after checking the preview.")
+    held = held_store(lb, "prune", "Delete", "#prune-preview")
+    if held is not None:
+        return held
     sel = _selection(request.form, "prune")
     # backup=verified: export, then delete what was verifiably exported (webui.db.backup).
     backup_to = (
@@ -367,6 +444,8 @@ def prune_run():
                 "kept": job.kept,
                 "partial": job.partial,
                 "transcript_files_removed": job.files_removed,
+                "system_prompts_removed": job.prompts_removed,
+                "busy": job.busy,
             }
         ), 200 if not job.error else 503
     return redirect(url_for("actions.prune_job", job_id=job.id))
@@ -532,6 +611,8 @@ def prune_job(job_id: str):
                 "kept": job.kept,
                 "partial": job.partial,
                 "transcript_files_removed": job.files_removed,
+                "system_prompts_removed": job.prompts_removed,
+                "busy": job.busy,
                 "waiting_for_lock": job.waiting_since is not None,
                 # what it waits for: the gateway's write lock, or another change's unit
                 "waiting_for": job.waiting_for,

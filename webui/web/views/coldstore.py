@@ -15,10 +15,10 @@ from webui.db import BadRequest, live_logbook
 from webui.db import coldstore as cold
 from webui.db import deadline as request_deadline
 from webui.hermes.selection import as_args
-from webui.web.access import change_required
+from webui.web.access import removal_required
 from webui.web.stores import archive_dirs, store_set
 from webui.web.views import render_page, wants_json
-from webui.web.views.actions import _browser_form, _chosen, _selection
+from webui.web.views.actions import _browser_form, _chosen, _selection, held_store
 from webui.web.views.storage import freed
 
 bp = Blueprint("coldstore", __name__)
@@ -134,16 +134,23 @@ def form():
         size=live.size_bytes(),
         maintenance=live.maintenance.state(),
         freed=freed_estimate,
+        held_check=live.actions.rules.bulk_refuses_held_store and not source,
     )
 
 
 @bp.post("/coldstore")
-@change_required
+@removal_required
 def run():
     live = live_logbook()
     if request.form.get("confirm") != "yes":
         abort(400, description="Confirm the move (confirm=yes) after checking the preview.")
     source = _source()
+    if source is None:
+        # Out of the live file: a bulk removal, refused on 0.22 files while another process
+        # holds it (as `hermes sessions prune`), unless overridden.
+        held = held_store(live, "move to cold storage", "Move", "#coldstore-preview")
+        if held is not None:
+            return held
     sel = _sel(request.form)
     book = source.logbook if source else live
     ids = book.actions.prune_ids(sel)
