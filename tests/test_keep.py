@@ -127,6 +127,9 @@ def test_a_logbook_change_drops_that_store_s_values_and_no_other_store_s(house):
     orders = live.sessions._order_cache
     client.get("/sessions?format=json&sort=-last_active")
     assert len(orders) > 0 and _held(live)
+    # The conversation's header figures: in a cache attached to the same store's cache.
+    figures = live.messages._counts_kept
+    assert len(figures) > 0
     archive_before = _held(archive)
     answers = archive.sessions.cache.versioned(512, name="answers")
     kept_answers = len(answers)
@@ -135,7 +138,7 @@ def test_a_logbook_change_drops_that_store_s_values_and_no_other_store_s(house):
     with app.app_context():
         live.actions.rename(sid, "Renamed by Logbook")
     # Every value of the live store is gone, its shelves too ...
-    assert _held(live) == {} and len(orders) == 0
+    assert _held(live) == {} and len(orders) == 0 and len(figures) == 0
     # ... the archive's and the renderings stay as they were.
     assert _same(archive_before, _held(archive), "")
     assert len(answers) == kept_answers and len(markdown.markdown.cache) == rendered

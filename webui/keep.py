@@ -1,5 +1,6 @@
-"""Every value Logbook caches between requests: the caches, built on ``cachetools``, and the
-inventory of what they hold (``INVENTORY``, mirrored by the README's "What may lag" table).
+"""The caches that hold every value Logbook keeps between requests, built on ``cachetools``,
+and the policies they serve them by. What each one holds, how long it may lag and what drops
+it: webui.keep_inventory (mirrored by the README's "What may lag" table).
 
 The terms are the field's:
 
@@ -268,11 +269,6 @@ class StoreCache:
         with self._lock:
             self._lru.expire()
             return {k: e[2] for k, e in self._lru.items() if k.startswith(prefix)}
-
-    def __len__(self) -> int:
-        with self._lock:
-            self._lru.expire()
-            return len(self._lru)
 
     def fetch(self, key: str, version: Any, compute: Callable[[], T], policy: Policy) -> T:
         """``compute()``, cached under ``key`` and ``version`` and served as ``policy`` allows.
