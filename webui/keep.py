@@ -423,6 +423,11 @@ class SizedCache:
     def __len__(self) -> int:
         return len(self._lru)
 
+    def values(self) -> list[Any]:
+        """What it holds now, least recently used first (a copy: for tests and reports)."""
+        with self._lock:
+            return list(self._lru.values())
+
 
 def memoize_text(max_chars: int, cost: Callable[[Any], int] = len):
     """Memoise ``fn(text)`` by ``text``, at most ``max_chars`` characters held
