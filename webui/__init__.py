@@ -178,6 +178,7 @@ def create_app(
     from webui.web import profiles as profiles_web
     from webui.web import stores as stores_web
     from webui.web.views import actions as actions_views
+    from webui.web.views import archive  # noqa: F401 - adds its routes to actions' blueprint
     from webui.web.views import coldstore as coldstore_views
     from webui.web.views import export as export_views
     from webui.web.views import files as files_views
