@@ -19,8 +19,8 @@ from support import (
     patch_search_limit,
     sql,
 )
-from webui.db import get_logbook
 from webui.db import search as search_db
+from webui.web.logbooks import get_logbook
 
 
 def _answer(client, url: str) -> tuple:

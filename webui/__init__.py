@@ -156,7 +156,8 @@ def create_app(
 
         if not can_view():  # --private before login: nothing about the database
             return {"db_info": None}
-        from webui.db import LogbookDBError, get_logbook
+        from webui.db import LogbookDBError
+        from webui.web.logbooks import get_logbook
 
         try:
             lb = get_logbook()

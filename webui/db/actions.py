@@ -4,8 +4,11 @@ through the Writer in short transactions."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from webui.db import backup, sql
 from webui.db import deadline as request_deadline
@@ -62,8 +65,12 @@ class Actions(SelectionReads, Pruning):
         *,
         journal_folder: Path,
         legacy_journals: tuple[Path, ...] = (),
+        context: Callable[[], AbstractContextManager[Any]] = nullcontext,
     ):
+        """``context``: what a background job runs inside (the Flask app's context, where the
+        primary database's connection pool lives)."""
         self.r = reader
+        self.context = context
         self.w = writer
         self.on_change = on_change  # caches of what was just changed are dropped
         self.lane = Lane(

@@ -72,7 +72,7 @@ def part_of(store: Store) -> Part:
         return ids, read_dangling(lb), frozenset(read_compressed(lb)), read_links(lb)
 
     if store.kind == "live":
-        token = lb.sessions._sessions_token()
+        token = lb.sessions.keeping.sessions_token()
         got = lb.sessions.kept("history:part", (token.get("n"), token.get("s")), read, CHAINS)
     else:
         got = kept_answer(lb, ("history:part",), read)

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flask import current_app
-
 from webui import threads
 from webui.db import backup, sql
 from webui.db import deadline as request_deadline
@@ -69,10 +67,9 @@ class Pruning:
         where, params = self._rule(sel)
         total = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
         job = JOBS.add(PruneJob(selection=sel, total=total))
-        app = current_app._get_current_object()  # the pool lives in the app's context
 
         def work() -> None:
-            with app.app_context():
+            with self.context():  # the app's context, where its connection pool lives
                 if backup_to:
                     self._run_backed_up_prune(job, *backup_to)
                 else:

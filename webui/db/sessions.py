@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -13,7 +12,7 @@ from webui.db import selection as selection_sql
 from webui.db import sql
 from webui.db.list_rules import ListRules
 from webui.db.reader import Reader
-from webui.db.session_keeping import CHAINS, Keeping, new_keeper
+from webui.db.session_keeping import CHAINS, SessionKeeping, new_keeper
 from webui.db.session_orders import KeptOrders
 from webui.db.session_query import (  # noqa: F401 - LIST_PARAMS, parse_day: imported from here
     COUNT_CAP,
@@ -33,8 +32,9 @@ from webui.hermes.selection import (
 from webui.keep import Keeper
 
 
-class SessionStore(Keeping, KeptOrders, ListRules):
-    """Named queries over the sessions table, built from the columns that exist."""
+class SessionStore:
+    """Named queries over the sessions table, built from the columns that exist: what it keeps
+    (``keeping``), the list's rules as SQL (``list_rules``) and its kept orders (``orders``)."""
 
     def __init__(self, reader: Reader, keeper: Keeper | None = None):
         self.r = reader
@@ -42,16 +42,17 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         # Whose list this is (webui.hermes.rules): the Hermes that wrote the file.
         self.rules = rules_for(self.schema.version)
         self.keeper = keeper or new_keeper()
-        # Kept orders of the list (session_orders), a prune's batches clear them too.
-        self._order_cache = self.keeper.shelf(8, soft_clear=True)
-        # The sessions token as last read, under the file's data_version at that moment.
-        self._token_kept = self.keeper.shelf(1, soft_clear=True)
-        self._token_lock = threading.Lock()
+        self.keeping = SessionKeeping(reader, self.keeper)
+        # What the other stores and the pages ask of it by name.
+        self.invalidate = self.keeping.invalidate
+        self.kept = self.keeping.kept
+        self.shared = self.keeping.shared
+        self.change_token = self.keeping.change_token
+        self.list_rules = ListRules(reader, self.rules, self.shared)
+        self.last_active_of = self.list_rules.last_active_of
+        self.orders = KeptOrders(reader, self.keeping, self.chains)
         # Every chain's tip as JSON, for the chains walk it was made from (source_sql).
         self._tips_json = self.keeper.shelf(1, identity=True)
-        # An older file read beside a Hermes 0.19 history: listed as Hermes 0.19 lists it once
-        # it has opened (and migrated) the file (webui.hermes.listing.PROBABLE_SUBAGENT).
-        self.hide_probable_subagents = False
 
     def col(self, name: str, alias: str = "s") -> str:
         return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
@@ -135,7 +136,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
             and self.schema.has("sessions", "parent_session_id")
         ):
             return {}
-        token = self._sessions_token()
+        token = self.keeping.sessions_token()
         return self.kept("chains", (token.get("n"), token.get("s")), self._walk_chains, CHAINS)
 
     def _walk_chains(self) -> dict[str, list[str]]:
@@ -157,7 +158,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
             f"{self.col('ended_at', 'child')} AS ended_at, child.started_at AS started_at, "
             f"{self.last_active_of('child')} AS last_active "
             "FROM sessions parent JOIN sessions child ON child.parent_session_id = parent.id "
-            f"WHERE parent.end_reason = 'compression' AND {self.continuation_filter('child')}",
+            f"WHERE parent.end_reason = 'compression' AND {self.list_rules.continuation_filter('child')}",
             time_limit_s=time_limit_s,
         )
         return [
@@ -188,7 +189,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
             clauses.append(f"{plus}s.source IN ({','.join('?' * len(q.sources))})")
             params += q.sources
         if q.conversations:
-            clauses.append(self.listable())
+            clauses.append(self.list_rules.listable())
             hidden = () if skip_source else listing.hidden_sources(q.sources)
             if hidden:
                 clauses.append(f"s.source NOT IN ({sql.in_list(len(hidden))})")
@@ -241,12 +242,12 @@ class SessionStore(Keeping, KeptOrders, ListRules):
             if getattr(q, name):
                 clauses.append(f"{self.col(column)} = ?")
                 params.append(getattr(q, name))
-        if self.schema.has("sessions", "archived") and self.archived_applies(q):
+        if self.schema.has("sessions", "archived") and self.list_rules.archived_applies(q):
             if q.archived == "hide":
                 clauses.append("COALESCE(s.archived, 0) = 0")
             elif q.archived == "only":
                 clauses.append("COALESCE(s.archived, 0) != 0")
-        for clause, values in (self.hidden_clause(q), self.pinned_clause(q)):
+        for clause, values in (self.list_rules.hidden_clause(q), self.list_rules.pinned_clause(q)):
             if clause is not None:
                 clauses.append(clause)
                 params += values
@@ -289,7 +290,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         )
         cols = [f"{self.col(c)} AS {c}" for c in wanted]
         cols.append(f"{self.last_active_expr} AS last_active")
-        cols.append(f"{self.preview_expr()} AS preview")
+        cols.append(f"{self.list_rules.preview_expr()} AS preview")
         cols.append(
             "(SELECT COUNT(*) FROM sessions c WHERE c.parent_session_id = s.id) AS child_count"
         )
@@ -310,14 +311,14 @@ class SessionStore(Keeping, KeptOrders, ListRules):
 
     def page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
         """One keyset page: the rows and the cursor of the next page (or None)."""
-        where, params = self.where(q, walk_started=self._walk_started(q))
+        where, params = self.where(q, walk_started=self.orders.walk_started(q))
         key = self.sort_expr(q.sort_key, q)
         with_sql, from_sql, from_params = self.source_sql(q, where + key)
         where_only, where_params = where, list(params)
         direction = "DESC" if q.descending else "ASC"
         op = "<" if q.descending else ">"
         if q.sort_key in KEPT_ORDERS:
-            ids = self._kept_order_page(
+            ids = self.orders.page(
                 q, (with_sql, from_sql, from_params), where, params, key, direction
             )
         else:
@@ -402,7 +403,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
             f"{with_sql}SELECT COUNT(*) FROM (SELECT 1 FROM {from_sql} WHERE {where} "
             f"LIMIT {COUNT_CAP + 1})"
         )
-        n = self._shared(statement, [*from_params, *params], self.r.scalar)
+        n = self.keeping.shared_statement(statement, [*from_params, *params], self.r.scalar)
         return min(n, COUNT_CAP), n > COUNT_CAP
 
     def matching_ids(self, q: SessionQuery) -> list[str]:
@@ -411,7 +412,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         where, params = self.where(q)
         with_sql, from_sql, from_params = self.source_sql(q, where)
         statement = f"{with_sql}SELECT s.id FROM {from_sql} WHERE {where} LIMIT {COUNT_CAP + 1}"
-        return self._shared(
+        return self.keeping.shared_statement(
             statement,
             [*from_params, *params],
             lambda st, ps: [r[0] for r in self.r.run(lambda raw: raw.execute(st, ps).fetchall())],
@@ -445,7 +446,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         with_sql, from_sql, from_params = self.source_sql(q, where)
         counts = {
             r["source"]: r["n"]
-            for r in self._shared(
+            for r in self.keeping.shared_statement(
                 f"{with_sql}SELECT s.source AS source, COUNT(*) AS n FROM {from_sql} "
                 f"WHERE {where} GROUP BY s.source",
                 [*from_params, *params],

@@ -20,7 +20,6 @@ from flask import (
 from htmx_flask import make_response, request
 from markupsafe import escape
 
-from webui.db import get_logbook, live_logbook
 from webui.db.actions import NotFound, TitleInUse
 from webui.db.backup import BackupFailed, ChangedSinceBackup
 from webui.db.changes.guards import ActiveSession
@@ -34,6 +33,7 @@ from webui.hermes.selection import (
 from webui.hermes.titles import TitleError
 from webui.present.rows import session_label
 from webui.web.access import change_required, removal_refusal, removal_required, safe_next
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.selection_args import chosen as _chosen
 from webui.web.selection_args import cutoff as _cutoff
 from webui.web.selection_args import selection as _selection

@@ -9,9 +9,10 @@ from flask import abort, flash, jsonify, redirect, url_for
 from htmx_flask import request
 from markupsafe import escape
 
-from webui.db import BadRequest, get_logbook
+from webui.db import BadRequest
 from webui.hermes.selection import Selection, archive_problem, as_args
 from webui.web.access import change_required, safe_next
+from webui.web.logbooks import get_logbook
 from webui.web.selection_args import chosen as _chosen
 from webui.web.selection_args import selection as _selection
 from webui.web.selection_args import spared_json as _spared_json

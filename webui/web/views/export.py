@@ -24,12 +24,13 @@ from flask import (
 )
 from jinja2_fragments.flask import render_block
 
-from webui.db import BadRequest, LogbookDBError, get_logbook
+from webui.db import BadRequest, LogbookDBError
 from webui.hermes import export_markdown, export_prompts, exports
 from webui.hermes.exports import ExportFormatError
 from webui.hermes.redaction import redact_record
 from webui.present import export_html
 from webui.present.zipstream import zip_stream
+from webui.web.logbooks import get_logbook
 from webui.web.streams import guarded
 from webui.web.views import refuse_unknown, wants_json
 from webui.web.views.export_selection import EXPORT_PARAMS, selection, summary_numbers

@@ -11,13 +11,14 @@ from datetime import datetime
 from flask import abort, g, request
 from werkzeug.datastructures import MultiDict
 
-from webui.db import LogbookDBError, SessionQuery, get_logbook, live_logbook
+from webui.db import LogbookDBError, SessionQuery
 from webui.db.history import history_of
 from webui.db.lineage import tree_across
 from webui.db.sessions import LIST_PARAMS
 from webui.db.sql import is_cursor
 from webui.db.stores import Store
 from webui.hermes.selection import SelectionError, selection_from_args
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.stores import elsewhere, find_session, pinned, request_stores
 from webui.web.views.export_stores import Missing, Part, each_store, runs
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, g, jsonify, redirect, url_for
 
-from webui.db import get_logbook, live_logbook
 from webui.db.lineage import tree_across
 from webui.db.sql import SESSION_FIGURES
 from webui.db.stores import LIVE
 from webui.present.lineage_layout import clip, layout
 from webui.present.rows import session_label, with_origin
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.stores import elsewhere, find_session
 from webui.web.views import query_args, render_page, wants_json
 

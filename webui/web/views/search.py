@@ -6,12 +6,13 @@ import itertools
 
 from flask import Blueprint, current_app, g, jsonify, redirect, request, url_for
 
-from webui.db import BadRequest, LogbookDBError, SearchFilters, get_logbook, live_logbook
+from webui.db import BadRequest, LogbookDBError, SearchFilters
 from webui.db.search import SearchResult, run, run_recent
 from webui.db.stores import LIVE
 from webui.hermes.search import plan, query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
 from webui.web.limits import search_slot
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import find_session, readable, request_stores, unreadable
 from webui.web.views import render_page, wants_json

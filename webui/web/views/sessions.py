@@ -9,7 +9,7 @@ from flask import Blueprint, abort, current_app, g, jsonify, redirect, render_te
 from htmx_flask import request
 
 from webui import threads
-from webui.db import BadRequest, SessionQuery, get_logbook, live_logbook
+from webui.db import BadRequest, SessionQuery
 from webui.db import deadline as request_deadline
 from webui.db.errors import DatabaseBusy
 from webui.db.lineage import tree_across
@@ -22,6 +22,7 @@ from webui.hermes.imports import imported_from
 from webui.hermes.records import tool_list
 from webui.present.relatives import chain_summary, child_groups, crumbs
 from webui.present.rows import session_json, session_label, with_origin
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import (
     elsewhere,
