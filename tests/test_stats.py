@@ -655,8 +655,8 @@ def test_the_rollup_panels_share_one_connection(tmp_path):
         rollup = get_logbook().rollup
         rollup.refresh(5.0)
         opened = []
-        connect = rollup._connect
-        rollup._connect = lambda: opened.append(1) or connect()
+        connect = rollup.panels.connect
+        rollup.panels.connect = lambda: opened.append(1) or connect()
 
         def panels():
             return (

@@ -60,7 +60,11 @@ from webui.hermes.search import Plan, explain_fts_problem
 HIDDEN_ROW_TEST = "COALESCE(m.display_kind, '') <> 'hidden'"
 
 
-class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
+class SearchStore:
+    """Search of one file: its filters and FTS routes here; the reads of hits (``reading``),
+    the CJK index (``cjk_route``), the substring route (``substring``), hits narrowed by
+    scope (``scope``) and one store's part of a search across stores (``across``)."""
+
     def __init__(
         self,
         reader: Reader,
@@ -81,6 +85,11 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
         self._older_newest = keep.Shelf(64)
         # (newest id read, ids of display_kind='hidden' rows up to it): Hermes 0.22's hidden rows
         self._display_hidden: tuple[int, frozenset[int]] = (0, frozenset())
+        self.reading = HitReading(reader)
+        self.cjk_route = CjkRoute(self)
+        self.substring = SubstringRoute(self)
+        self.scope = Scoping(self)
+        self.across = Across(self)
 
     # -- filters -------------------------------------------------------------------------
 
@@ -284,7 +293,7 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
         candidates = candidates[:wanted]
         if not candidates:
             return []
-        kept = self._passing(candidates, where, params)
+        kept = self.scope.passing(candidates, where, params)
         survivors = [i for i in candidates if i in kept]
         if len(survivors) < needed and beyond:
             return None  # the page may hold hits past the candidates: the full query decides
@@ -365,7 +374,7 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
         if literal_terms:
             # The literal fallback: every word as typed must be in the message (an FTS5
             # phrase ignores punctuation, so "100%" would also match a bare "100").
-            like_sql, like_params = self._like_clauses(literal_terms, any_term=False)
+            like_sql, like_params = self.substring.like_clauses(literal_terms, any_term=False)
             user_where += f" AND {like_sql}"
             params = [*params, *like_params]
         active = self._active_clause()
@@ -399,11 +408,11 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
         one_pass = None
         if not literal_terms and not sort:
             if bounds is not None:
-                one_pass = self._in_scope(
+                one_pass = self.scope.in_scope(
                     table, expression, bounds, f, row_where, row_params, offset
                 )
             else:
-                one_pass = self._by_source(table, expression, f, where, params, offset, wide)
+                one_pass = self.scope.by_source(table, expression, f, where, params, offset, wide)
         if one_pass is not None:
             n, ids = one_pass
         else:
@@ -433,8 +442,8 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
             ]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
-        snippets = self._snippets(table, expression, ids) if ids else {}
-        rows = self._hydrate(ids)
+        snippets = self.reading.snippets(table, expression, ids) if ids else {}
+        rows = self.reading.hydrate(ids)
         for row in rows:
             row["snippet"] = snippets.get(row["message_id"], "")
         if ranked:
@@ -469,9 +478,9 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
     if plan.route in ("fts", "trigram"):
         way = resolve(store, plan, notices)
         if way.route == "like":
-            result = store.like(way.terms, f, page, any_term=True, include_inactive=True)
+            result = store.substring.like(way.terms, f, page, any_term=True, include_inactive=True)
             result.notices = [n for n in notices + result.notices if n]
-            store.contexts(result.rows)
+            store.reading.contexts(result.rows)
             return result, searched
         if way.route == "none":
             return SearchResult([], 0, False, False, False, notices), searched
@@ -481,11 +490,11 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
     else:
         if plan.sanitize_note:
             notices.append(plan.sanitize_note)
-        result = store.like(
+        result = store.substring.like(
             plan.terms, f, page, any_term=plan.like_any, include_inactive=plan.like_inactive
         )
         if plan.like_any and page == 1:
-            store.learn_recent_bound()  # for the next search of this kind (like_recent)
+            store.substring.learn_recent_bound()  # for the next search of this kind (like_recent)
     return _finish(store, result, notices), searched
 
 
@@ -540,7 +549,7 @@ def run_recent(
     (see SearchStore.like_recent); None otherwise. Cheap: needs no search slot."""
     if plan.route != "like" or page != 1 or len(plan.terms) > RECENT_TERMS:
         return None
-    result = store.like_recent(
+    result = store.substring.like_recent(
         plan.terms,
         f,
         any_term=plan.like_any,
@@ -555,7 +564,7 @@ def run_recent(
 
 def _finish(store: SearchStore, result: SearchResult, notices: list[str]) -> SearchResult:
     result.notices = [n for n in notices + result.notices if n]
-    store.contexts(result.rows)
+    store.reading.contexts(result.rows)
     for row in result.rows:
         if row.get("snippet") is None:
             continue

@@ -1,5 +1,5 @@
 """What a page of hits shows: FTS5 snippets for the rows on the page only, each hit's session
-and origin, and the messages around it. A mixin of SearchStore."""
+and origin, and the messages around it. SearchStore holds one (``search.reading``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from webui.db import deadline as request_deadline
 from webui.db import snippet_source, sql
 from webui.db.errors import QueryTimeout
-from webui.db.reader import TOOK_TOO_LONG
+from webui.db.reader import TOOK_TOO_LONG, Reader
 from webui.db.search_limits import MARK_END, MARK_START, SNIPPET_TOKENS
 from webui.db.snippets import mirror_declaration
 from webui.db.snippets import snippets as mirror_snippets
@@ -23,7 +23,11 @@ TEXT_LEAD = 4_000
 
 
 class HitReading:
-    """Snippets, rows and context of a page of hits (``self.r``: the Reader)."""
+    """Snippets, rows and context of a page of hits, read with ``reader``."""
+
+    def __init__(self, reader: Reader):
+        self.r = reader
+        self.schema = reader.schema
 
     # -- shared --------------------------------------------------------------------------
 
@@ -31,7 +35,7 @@ class HitReading:
     def _content(self) -> str:
         return "m.content" if self.schema.has("messages", "content") else "NULL"
 
-    def _snippets(self, table: str, expression: str, ids: list[int]) -> dict[int, str]:
+    def snippets(self, table: str, expression: str, ids: list[int]) -> dict[int, str]:
         """rowid -> snippet for a page's hits: from a mirror of the page's rows
         (webui.db.snippets) when the table's declaration can be copied, else from the table.
         Either way a row whose matches may be many is never given to snippet() whole
@@ -80,7 +84,7 @@ class HitReading:
         out.update((r["id"], r["snippet"]) for r in rows)
         return out
 
-    def _hydrate(self, ids: list[int], around: str | None = None) -> list[dict[str, Any]]:
+    def hydrate(self, ids: list[int], around: str | None = None) -> list[dict[str, Any]]:
         """The page's hits with their sessions. A hit's own text (``_text``: what presentation
         cuts a snippet from and reads a tool result's fields in) is at most TEXT_CHARS of it:
         from its start, or from shortly before ``around`` (the substring route's first term)

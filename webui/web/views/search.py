@@ -58,7 +58,7 @@ def search_facts(book, index: bool = True) -> dict:
         "rules": book.rules,
     }
     if index and book.rules.search == "v26":
-        facts["index"] = book.search.index_state()
+        facts["index"] = book.search.cjk_route.index_state()
     return facts
 
 
