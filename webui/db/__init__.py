@@ -157,7 +157,8 @@ def start_rollup_warmer(app: Flask, logbook: Logbook) -> threading.Thread:
             except Exception:  # noqa: BLE001 - requests refresh the rollup themselves anyway
                 app.logger.exception("the stats rollup could not be built in the background")
             try:
-                logbook.search.sources.build()
+                if logbook.search.sources is not None:
+                    logbook.search.sources.build()
             except Exception:  # noqa: BLE001 - a filtered search starts another build
                 app.logger.exception("the search's map of sources could not be built")
             # storage, files, reliability: after the statistics, not beside them

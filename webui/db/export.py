@@ -325,7 +325,7 @@ class Exporter:
     def sidebar_rows(self, ids: list[str]) -> Iterator[dict[str, Any]]:
         """Id, title and start of each session, in ``ids``' order, read a batch at a time (the
         sidebar of a multi-session HTML page)."""
-        title = "s.title" if self.schema.has("sessions", "title") else "NULL"
+        title = sql.col(self.schema, "title", "s")
         for start in range(0, len(ids), BATCH):
             batch = ids[start : start + BATCH]
             found = {
@@ -388,7 +388,7 @@ class Exporter:
         rows = {
             r["id"]: r
             for r in self.r.rows(
-                f"SELECT {picked} FROM sessions WHERE id IN ({','.join('?' * len(ids))})",
+                f"SELECT {picked} FROM sessions WHERE id IN ({sql.in_list(len(ids))})",
                 ids,
             )
         }

@@ -189,6 +189,8 @@ def walk_across(
         if not found:
             break
         best = listing.next_segment(c for _n, c in found.values())
+        if best is None:
+            break
         chain.append(found[best.id])
         seen.add(best.id)
         cur = best.id

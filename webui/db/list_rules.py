@@ -37,7 +37,7 @@ class ListRules:
         self.hide_probable_subagents = False
 
     def col(self, name: str, alias: str = "s") -> str:
-        return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
+        return sql.col(self.schema, name, alias)
 
     # -- which rows are Hermes's ------------------------------------------------------------
 

@@ -218,7 +218,7 @@ class Pruning:
     ) -> tuple[list[str], int, bool]:
         """One batch's transactions: (removed sessions, messages that went with their rows,
         whether some messages went ahead of the rows)."""
-        marks = ",".join("?" * len(ids))
+        marks = sql.in_list(len(ids))
         sw, sp = selection_sql.where(self.r.schema, job.selection, "s", rules=self.actions.rules)
         pending = self.r.scalar(f"SELECT COUNT(*) FROM messages WHERE session_id IN ({marks})", ids)
         whole_at = ONE_TXN_MESSAGES
@@ -302,7 +302,7 @@ class Pruning:
         going = self._going(conn, ids, marks, rule, params)
         if not going:
             return 0
-        gm = ",".join("?" * len(going))
+        gm = sql.in_list(len(going))
         return conn.execute(
             f"DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id IN "
             f"({gm}) LIMIT ?)",
@@ -325,7 +325,7 @@ class Pruning:
         live = self._going(conn, ids, marks, rule, params, busy)
         if not live:
             return [], 0
-        lm = ",".join("?" * len(live))
+        lm = sql.in_list(len(live))
         hashes = (
             prompts.referenced(conn, live)
             if self.actions.rules.removes_unreferenced_prompts

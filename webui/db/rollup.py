@@ -330,7 +330,7 @@ class Rollup:
 
     def _known_sessions(self, ids: set[str]) -> list[dict[str, Any]]:
         """The filter columns of these sessions as state.db has them now."""
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
+        model = sqlh.col(self.r.schema, "model")
         out: list[dict[str, Any]] = []
         for chunk in _chunks(sorted(ids)):
             out += self._read(

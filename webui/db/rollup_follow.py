@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from webui.db import fts_record
+from webui.db import fts_record, sql
 from webui.db.reader import Reader
 from webui.db.rollup_schema import (
     DAY_OF,
@@ -99,7 +99,7 @@ class SessionFollowing:
         """New sessions (rowids above the highest seen) into ``sess``; when the count says some
         went (or a rowid was reused), the lists are compared. One read gives both the count
         and the new rows, so they describe the same moment."""
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
+        model = sql.col(self.r.schema, "model")
         seen_rowid, seen_n = int(meta.get("sess_rowid", 0)), int(meta.get("sess_n", 0))
         added = 0
         # A first copy (200,000 sessions on ten million messages) in chunks, each its own
@@ -162,7 +162,7 @@ class SessionFollowing:
         ]
         if gone:
             self.drop(conn, gone, keep_session=False)
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
+        model = sql.col(self.r.schema, "model")
         missing = conn.execute(
             f"SELECT id, started_at, source, {model} FROM st.sessions WHERE id NOT IN "
             "(SELECT session_id FROM main.sess)"

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webui import keep
+from webui.db import sql
 from webui.db.errors import BadRequest, LogbookDBError
 from webui.db.reader import Reader
 from webui.db.search_across import Across
@@ -171,20 +172,20 @@ class SearchStore:
         clauses: list[str] = []
         params: list[Any] = []
         if f.sources:
-            clauses.append(f"s.source IN ({','.join('?' * len(f.sources))})")
+            clauses.append(f"s.source IN ({sql.in_list(len(f.sources))})")
             params += f.sources
         if f.exclude_sources:
-            clauses.append(f"s.source NOT IN ({','.join('?' * len(f.exclude_sources))})")
+            clauses.append(f"s.source NOT IN ({sql.in_list(len(f.exclude_sources))})")
             params += f.exclude_sources
         if f.roles:
-            clauses.append(f"m.role IN ({','.join('?' * len(f.roles))})")
+            clauses.append(f"m.role IN ({sql.in_list(len(f.roles))})")
             params += f.roles
         if f.session:
             clauses.append("m.session_id = ?")
             params.append(f.session)
         if f.session_key:
             # A chat's sessions, found on Hermes's (session_key, started_at) index.
-            column = "session_key" if self.schema.has("sessions", "session_key") else "NULL"
+            column = sql.col(self.schema, "session_key")
             clauses.append(f"m.session_id IN (SELECT id FROM sessions WHERE {column} = ?)")
             params.append(f.session_key)
         dc, dp = date_range("m.timestamp", f.since, f.until)

@@ -21,6 +21,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from webui.db import deadline as request_deadline
+from webui.db import sql
 from webui.db.errors import QueryTimeout
 from webui.db.reader import TOOK_TOO_LONG
 from webui.db.search_limits import MAX_RESULTS, PAGE_SIZE, SearchFilters, SearchResult
@@ -59,7 +60,7 @@ class CjkRoute:
         meta = {
             r["key"]: r["value"]
             for r in self.r.rows(
-                f"SELECT key, value FROM state_meta WHERE key IN ({','.join('?' * len(MARKERS))})",
+                f"SELECT key, value FROM state_meta WHERE key IN ({sql.in_list(len(MARKERS))})",
                 MARKERS,
             )
         }

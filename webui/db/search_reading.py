@@ -33,7 +33,7 @@ class HitReading:
 
     @property
     def _content(self) -> str:
-        return "m.content" if self.schema.has("messages", "content") else "NULL"
+        return sql.col(self.schema, "content", "m", "messages")
 
     def snippets(self, table: str, expression: str, ids: list[int]) -> dict[int, str]:
         """rowid -> snippet for a page's hits: from a mirror of the page's rows
@@ -102,9 +102,9 @@ class HitReading:
             text = f"substr({content}, {start}, {TEXT_CHARS})"
         else:
             text, ids_params = "NULL", list(ids)
-        title = "s.title" if self.schema.has("sessions", "title") else "NULL"
-        model = "s.model" if self.schema.has("sessions", "model") else "NULL"
-        tool_calls = "m.tool_calls" if self.schema.has("messages", "tool_calls") else "NULL"
+        title = sql.col(self.schema, "title", "s")
+        model = sql.col(self.schema, "model", "s")
+        tool_calls = sql.col(self.schema, "tool_calls", "m", "messages")
         tool_name = "m.tool_name" if self.schema.has("messages", "tool_name") else "NULL"
         rows = self.r.rows(
             f"SELECT m.id AS message_id, m.session_id AS session_id, m.role AS role, "
@@ -116,7 +116,7 @@ class HitReading:
             f"END AS session_preview, "
             f"s.started_at AS session_started, {self._origin_columns()} FROM messages m "
             "JOIN sessions s ON "
-            f"s.id = m.session_id WHERE m.id IN ({','.join('?' * len(ids))})",
+            f"s.id = m.session_id WHERE m.id IN ({sql.in_list(len(ids))})",
             ids_params,
         )
         by_id = {r["message_id"]: r for r in rows}

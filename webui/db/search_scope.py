@@ -9,6 +9,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from webui.db import sql
 from webui.db.search_limits import (
     HIDDEN_MAX,
     OVERFETCH_HITS,
@@ -131,7 +132,7 @@ class Scoping:
         against any other filter in SQL. Same order as the full query: (rank, id), or newest
         first past RANK_CAP. A prefix that expands to half the vocabulary is expanded once,
         as in the same search over everything, not once to count and once to rank."""
-        column = "session_key" if self.schema.has("sessions", "session_key") else "NULL"
+        column = sql.col(self.schema, "session_key")
         scope, scope_params = (
             ("session_id = ?", [f.session])
             if f.session

@@ -144,7 +144,7 @@ class SelectionReads:
         before = 0
         if cursor:
             after = _decode(cursor, len(keys))
-            marks = ", ".join("?" * len(after))
+            marks = sql.in_list(len(after))
             before = self.r.scalar(
                 f"SELECT COUNT(*) FROM sessions s WHERE ({where}) AND {row_key} <= ({marks})",
                 [*params, *after],

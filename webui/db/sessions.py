@@ -55,7 +55,7 @@ class SessionStore:
         self._tips_json = self.keeper.shelf(1, identity=True)
 
     def col(self, name: str, alias: str = "s") -> str:
-        return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
+        return sql.col(self.schema, name, alias)
 
     def num(self, name: str) -> str:
         return f"COALESCE({self.col(name)}, 0)"
@@ -186,7 +186,7 @@ class SessionStore:
         params: list[Any] = []
         if q.sources and not skip_source:
             plus = "+" if walk_started else ""
-            clauses.append(f"{plus}s.source IN ({','.join('?' * len(q.sources))})")
+            clauses.append(f"{plus}s.source IN ({sql.in_list(len(q.sources))})")
             params += q.sources
         if q.conversations:
             clauses.append(self.list_rules.listable())
@@ -356,6 +356,8 @@ class SessionStore:
         chains = self.chains() if q.conversations else {}
         tips = {i: chains[i][-1] for i in wanted if len(chains.get(i, ())) > 1}
         by_id = self.details(wanted + list(tips.values()))
+        # Every chain on the page summed in one grouped query, not one query per chain.
+        totals = self.chains_totals({i: chains[i] for i in tips})
         rows = []
         for r in ids:
             row = by_id.get(r["id"])
@@ -365,35 +367,46 @@ class SessionStore:
                 row = listing.project(
                     row, by_id[tips[r["id"]]], root_title=self.rules.tip_takes_root_title
                 )
-                row["chain"] = self._chain_totals(chains[r["id"]])
+                row["chain"] = totals[r["id"]]
             row["_sort_key"] = r["k"]  # lets pages from several databases merge
             row["_sort_id"] = r["id"]  # the keyset's id (a chain's root, shown as its tip)
             rows.append(row)
         cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
         return rows, cursor
 
-    def _chain_totals(self, members: list[str]) -> dict[str, Any]:
+    def chain_totals(self, members: list[str]) -> dict[str, Any]:
+        """One chain's totals (its members, root first)."""
+        return self.chains_totals({members[0]: members})[members[0]]
+
+    def chains_totals(self, chains: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+        """Each chain's totals (root -> its members, root first), in one query grouped by the
+        chain's root: the page's chains together."""
+        if not chains:
+            return {}
         summed = ("message_count", *sql.TOKEN_COLUMNS)
-        row = (
-            self.r.one(
-                "SELECT "
-                + ", ".join(f"TOTAL({self.num(c)}) AS {c}" for c in summed)
-                + f", TOTAL({self.cost_expr}) AS cost, COUNT(*) AS sessions, "
-                f"{sql.price_counts(self.schema, 's')} FROM sessions s WHERE s.id IN "
-                f"({sql.in_list(len(members))})",
-                members,
-            )
-            or {}
+        pairs = [[m, root] for root, members in chains.items() for m in dict.fromkeys(members)]
+        rows = self.r.rows(
+            "SELECT json_extract(cm.value, '$[1]') AS chain_root, "
+            + ", ".join(f"TOTAL({self.num(c)}) AS {c}" for c in summed)
+            + f", TOTAL({self.cost_expr}) AS cost, COUNT(*) AS sessions, "
+            f"{sql.price_counts(self.schema, 's')} FROM json_each(?) cm JOIN sessions s "
+            "ON s.id = json_extract(cm.value, '$[0]') GROUP BY chain_root",
+            [json.dumps(pairs)],
         )
-        out: dict[str, Any] = {c: int(row.get(c) or 0) for c in summed}
-        out["cost"] = row.get("cost") or 0.0
-        # The chain as a group for present.filters.cost: segments of no dollar figure named.
-        for k in ("sessions", "included_sessions", "unpriced_sessions"):
-            out[k] = int(row.get(k) or 0)
-        out["segments"] = len(members)
-        out["root"] = members[0]
-        out["members"] = list(members)
-        return out
+        found = {r["chain_root"]: r for r in rows}
+        result = {}
+        for root, members in chains.items():
+            row = found.get(root) or {}
+            out: dict[str, Any] = {c: int(row.get(c) or 0) for c in summed}
+            out["cost"] = row.get("cost") or 0.0
+            # The chain as a group for present.filters.cost: segments of no dollar figure named.
+            for k in ("sessions", "included_sessions", "unpriced_sessions"):
+                out[k] = int(row.get(k) or 0)
+            out["segments"] = len(members)
+            out["root"] = members[0]
+            out["members"] = list(members)
+            result[root] = out
+        return result
 
     def count(self, q: SessionQuery) -> tuple[int, bool]:
         """The number of matching rows, capped: (n, capped?)."""

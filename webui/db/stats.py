@@ -91,7 +91,7 @@ class StatsStore:
         self.rules = rules_for(self.schema.version)
 
     def col(self, name: str) -> str:
-        return name if self.schema.has("sessions", name) else "NULL"
+        return sql.col(self.schema, name)
 
     def num(self, name: str) -> str:
         return f"COALESCE({self.col(name)}, 0)"
@@ -125,10 +125,10 @@ class StatsStore:
             clauses.append("started_at < ?")
             params.append(q.end)
         if q.sources:
-            clauses.append(f"source IN ({','.join('?' * len(q.sources))})")
+            clauses.append(f"source IN ({sql.in_list(len(q.sources))})")
             params += q.sources
         if q.models and self.schema.has("sessions", "model"):
-            clauses.append(f"model IN ({','.join('?' * len(q.models))})")
+            clauses.append(f"model IN ({sql.in_list(len(q.models))})")
             params += q.models
         if self.schema.has("sessions", "archived") and q.archived in ("hide", "only"):
             test = "= 0" if q.archived == "hide" else "!= 0"
@@ -291,7 +291,7 @@ class StatsStore:
         where, params = self.where(q)
         start = q.start if q.start is not None else (first if first is not None else q.now)
         local = tz.local_seconds("started_at", tz.zone(q.tz), start, q.end or q.now)
-        stack = stack_by if self.schema.has("sessions", stack_by) else "NULL"
+        stack = sql.col(self.schema, stack_by)
         token_sums = ", ".join(f"{_total(self.col(k))} AS {k}" for k in TOKEN_KINDS)
         return self.r.rows(
             f"SELECT {BUCKET_SQL[bucket].format(t=local)} AS bucket, COALESCE({stack}, '(none)') AS stack, "

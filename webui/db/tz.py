@@ -29,7 +29,8 @@ LATEST = 253402214400.0  # 9999-12-31 00:00 UTC: the last day every zone can sti
 
 
 def _offset(tz: ZoneInfo, ts: float) -> int:
-    return int(dt.datetime.fromtimestamp(ts, dt.UTC).astimezone(tz).utcoffset().total_seconds())
+    offset = dt.datetime.fromtimestamp(ts, dt.UTC).astimezone(tz).utcoffset()
+    return int(offset.total_seconds()) if offset is not None else 0
 
 
 def offsets(tz: ZoneInfo, start: float, end: float) -> list[tuple[float, int]]:

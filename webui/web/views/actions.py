@@ -39,7 +39,7 @@ from webui.web.selection_args import cutoff as _cutoff
 from webui.web.selection_args import selection as _selection
 from webui.web.selection_args import spared_json as _spared_json
 from webui.web.stores import find_session
-from webui.web.views import render_page, wants_json
+from webui.web.views import no_session, render_page, wants_json
 from webui.web.views.storage import freed
 
 bp = Blueprint("actions", __name__)
@@ -77,7 +77,7 @@ def _session_or_404(session_id: str) -> dict:
                 "reads: nothing was changed. Changes apply to the live database (move it back "
                 "from cold storage first).",
             )
-        abort(404, description=f"No session has the id “{session_id}”.")
+        no_session(session_id)
     return row
 
 
@@ -242,7 +242,7 @@ def delete(session_id: str):
         except ActiveSession as exc:
             return _refused(exc)
     if not deleted:
-        abort(404, description=f"No session has the id “{session_id}”.")
+        no_session(session_id)
     message = f"Deleted “{label}”" + _extras(deleted) + backed_up
     if deleted.warning:
         message += f". {deleted.warning}"

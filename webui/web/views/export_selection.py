@@ -20,6 +20,7 @@ from webui.db.stores import Store
 from webui.hermes.selection import SelectionError, selection_from_args
 from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.stores import elsewhere, find_session, pinned, request_stores
+from webui.web.views import no_session
 from webui.web.views.export_stores import Missing, Part, each_store, runs
 
 # What every export reads: the list's parameters (so an export of a list is that list), the
@@ -131,14 +132,14 @@ def selection():
     if lineage:
         holder = _holder(lineage)
         if holder is None:
-            abort(404, description=f"No session has the id “{lineage}”.")
+            no_session(lineage)
         return _lineage_parts(holder, lineage), f"lineage-{lineage}", missing
     if sessions:
         held = []
         for sid in sessions:
             holder = _holder(sid)
             if holder is None:
-                abort(404, description=f"No session has the id “{sid}”.")
+                no_session(sid)
             held.append((sid, holder))
         name = sessions[0] if len(sessions) == 1 else f"{len(sessions)}-sessions"
         return runs(held), name, missing

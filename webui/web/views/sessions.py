@@ -35,6 +35,7 @@ from webui.web.stores import (
 from webui.web.views import (
     merged,
     merged_stores,
+    no_session,
     query_args,
     refuse_unknown,
     render_page,
@@ -410,7 +411,7 @@ def tail(session_id: str):
                     "sessions.tail", session_id=session_id, **{**query_args(), "store": holder.name}
                 )
             )
-        abort(404, description=f"No session has the id “{session_id}”.")
+        no_session(session_id)
     after = request.args.get("after")
     page = lb.messages.tail(session_id, after)
     ended = session.get("ended_at")
