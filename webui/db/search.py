@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from webui import keep
-from webui.db import sql
+from webui.db import search_plan, sql
 from webui.db.errors import BadRequest, LogbookDBError
 from webui.db.reader import Reader
 from webui.db.search_across import Across
@@ -91,6 +92,27 @@ class SearchStore:
         self.substring = SubstringRoute(self)
         self.scope = Scoping(self)
         self.across = Across(self)
+
+    def plan(self, query: str, f: SearchFilters | None = None, sort: str | None = None) -> Plan:
+        return search_plan.plan_for(self, query, f, sort)
+
+    def search(
+        self,
+        query: str,
+        f: SearchFilters,
+        page: int,
+        sort: str | None = None,
+        slot: Callable[[Plan], AbstractContextManager[Any]] | None = None,
+    ) -> tuple[SearchResult, str, Plan]:
+        """Planned here: (result, searched, plan). ``slot(plan)``: what a search waits for (the
+        web layer's few search slots) unless the newest messages answer it (run_recent)."""
+        p = self.plan(query, f, sort)
+        quick = run_recent(self, p, f, page)
+        if quick is not None:
+            return (*quick, p)
+        with slot(p) if slot is not None else nullcontext():
+            result, searched = run(self, p, f, page)
+        return result, searched, p
 
     # -- filters -------------------------------------------------------------------------
 
