@@ -419,18 +419,6 @@ class SessionStore:
         n = self.keeping.shared_statement(statement, [*from_params, *params], self.r.scalar)
         return min(n, COUNT_CAP), n > COUNT_CAP
 
-    def matching_ids(self, q: SessionQuery) -> list[str]:
-        """The ids of the rows ``q`` lists (at most COUNT_CAP + 1), shared like its count:
-        for folding the copies a merged page over several stores leaves out."""
-        where, params = self.where(q)
-        with_sql, from_sql, from_params = self.source_sql(q, where)
-        statement = f"{with_sql}SELECT s.id FROM {from_sql} WHERE {where} LIMIT {COUNT_CAP + 1}"
-        return self.keeping.shared_statement(
-            statement,
-            [*from_params, *params],
-            lambda st, ps: [r[0] for r in self.r.run(lambda raw: raw.execute(st, ps).fetchall())],
-        )
-
     def count_among(self, q: SessionQuery, ids: Sequence[str]) -> int:
         """How many of these sessions ``q`` lists (the copies a merged list folds away)."""
         if not ids:

@@ -67,10 +67,3 @@ def local_seconds(column: str, tz: ZoneInfo, start: float, end: float) -> str:
         for (_, off), (nxt, _) in zip(steps, steps[1:], strict=False)
     )
     return f"({column} + CASE {cases} ELSE {steps[-1][1]} END)"
-
-
-def local_midnight(day_iso: str, tz: ZoneInfo, *, next_day: bool = False) -> float:
-    """Epoch seconds of 00:00 on ``day_iso`` (YYYY-MM-DD) in ``tz`` (of the next day with
-    ``next_day``: an inclusive 'until')."""
-    d = dt.date.fromisoformat(day_iso) + dt.timedelta(days=1 if next_day else 0)
-    return dt.datetime.combine(d, dt.time(), tzinfo=tz).timestamp()
