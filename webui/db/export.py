@@ -466,7 +466,8 @@ class Exporter:
         order = "id" if by_id else "timestamp, id"
         after: tuple[float, int] | None = None
         while True:
-            cond, params = "", [session_id]
+            cond = ""
+            params: list[Any] = [session_id]
             if after:
                 cond = " AND id > ?" if by_id else " AND (timestamp, id) > (?, ?)"
                 params += [after[1]] if by_id else list(after)

@@ -394,10 +394,10 @@ class Rollup:
             total += n
             roles[(r["session_id"], r["role"])] = roles.get((r["session_id"], r["role"]), 0) + n
             if r["tool_name"] and r["role"] == "tool":
-                k = (r["session_id"], r["tool_name"])
-                tools[k] = tools.get(k, 0) + n
-            k = (r["session_id"], r["dow"], r["hour"])
-            hours[k] = hours.get(k, 0) + n
+                tool = (r["session_id"], r["tool_name"])
+                tools[tool] = tools.get(tool, 0) + n
+            hour = (r["session_id"], r["dow"], r["hour"])
+            hours[hour] = hours.get(hour, 0) + n
         conn.executemany(
             "INSERT INTO main.calls VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n",
             [(*k, v) for k, v in calls.items()],

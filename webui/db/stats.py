@@ -111,7 +111,8 @@ class StatsStore:
     ) -> tuple[str, list[Any]]:
         """``ident``: how the session's id is named where the clause is used (a bare ``id``
         is ambiguous beside the lineage's ``fam``)."""
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if q.exclude:
             clauses.append(f"{ident} NOT IN (SELECT value FROM json_each(?))")
             params.append(json.dumps(list(q.exclude)))
@@ -232,13 +233,13 @@ class StatsStore:
                 add(table, "(none)" if key is None else key, values)
             add(status, g["g_cost_status"] or "none", values)
         totals: dict[str, Any] = dict(zip(keys, total, strict=True))
-        tables = {
+        tables: dict[str, dict[Any, dict[str, Any]]] = {
             dim: {
                 key: {"key": key, **dict(zip(keys, sums, strict=True))} for key, sums in t.items()
             }
             for dim, t in by.items()
         }
-        status = {k: dict(zip(keys, sums, strict=True)) for k, sums in status.items()}
+        by_status = {k: dict(zip(keys, sums, strict=True)) for k, sums in status.items()}
         totals["total_tokens"] = sum(totals.get(k, 0) for k in TOKEN_KINDS[:4])
         totals["cost_by_status"] = sorted(
             (
@@ -251,7 +252,7 @@ class StatsStore:
                     "included_sessions": v["included_sessions"],
                     "unpriced_sessions": v["unpriced_sessions"],
                 }
-                for k, v in status.items()
+                for k, v in by_status.items()
             ),
             key=lambda r: -(r["cost_usd"] or 0),
         )

@@ -39,7 +39,7 @@ def offsets(tz: ZoneInfo, start: float, end: float) -> list[tuple[float, int]]:
     # A damaged row's time (-1e20, 1e308) is no reason to walk the calendar past its ends.
     start = int(min(max(start, 0.0), LATEST))
     end = int(min(max(end, start), LATEST)) + 1
-    out = [(start, _offset(tz, start))]
+    out: list[tuple[float, int]] = [(start, _offset(tz, start))]
     t = start
     while t < end:
         nxt = min(t + _DAY, end)

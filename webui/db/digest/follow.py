@@ -339,7 +339,7 @@ class Digest:
         if not rows:
             return
         applier.add_sessions(rows)
-        kept = {}
+        kept: dict[str, Any] = {}
         for part in chunks([r["id"] for r in rows]):
             kept.update(
                 (k[0], k[1:])
