@@ -429,6 +429,7 @@ class SearchStore:
             self.prefix_words(table, expression) if not literal_terms and bounds is None else None
         )
         one_pass = None
+        ids: list[int] | None
         if not literal_terms and not sort:
             if bounds is not None:
                 one_pass = self.scope.in_scope(

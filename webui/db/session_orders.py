@@ -89,7 +89,7 @@ class KeptOrders:
                 lambda raw: raw.execute(statement, [*from_params, *params]).fetchall()
             )
             order = self._order_cache.put(cache_key, KeptOrder(pairs, q.descending), token)
-            hit = (token, order)
+            return order.page(decode_cursor(q.after) if q.after else None, q.limit + 1)
         return hit[1].page(decode_cursor(q.after) if q.after else None, q.limit + 1)
 
     def _order_after_appends(self, hit, token, source, where, params, key, q):
