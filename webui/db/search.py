@@ -84,7 +84,7 @@ class SearchStore:
         # floor id -> the newest timestamp of the messages up to it. Messages are appended
         # with growing ids and never re-dated, so a value stays an upper bound (deleting
         # rows can only lower the truth): kept for the process, whatever changes.
-        self._older_newest = keep.Shelf(64)
+        self._older_newest = keep.VersionedCache(64)
         # (newest id read, ids of display_kind='hidden' rows up to it): Hermes 0.22's hidden rows
         self._display_hidden: tuple[int, frozenset[int]] = (0, frozenset())
         self.reading = HitReading(reader)
@@ -107,8 +107,7 @@ class SearchStore:
         """Planned here: (result, searched, plan). ``slot(plan)``: what a search waits for (the
         web layer's few search slots) unless the newest messages answer it (run_recent)."""
         p = self.plan(query, f, sort)
-        quick = run_recent(self, p, f, page)
-        if quick is not None:
+        if (quick := run_recent(self, p, f, page)) is not None:
             return (*quick, p)
         with slot(p) if slot is not None else nullcontext():
             result, searched = run(self, p, f, page)
@@ -137,7 +136,7 @@ class SearchStore:
         an unfiltered search is counted on the FTS index without a join per hit. Finding them
         reads the whole (session_id, active, timestamp) index (~0.2 s on a million messages),
         so they are shared: computed once for a crowd, refreshed in the background after
-        HIDDEN.fresh_s while the previous set is served, recomputed after Logbook's own changes.
+        HIDDEN.ttl while the previous set is served, recomputed after Logbook's own changes.
         Only counts use it; the rows shown are always filtered in SQL."""
         if not self._active_clause():
             return frozenset()

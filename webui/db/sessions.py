@@ -12,7 +12,7 @@ from webui.db import selection as selection_sql
 from webui.db import sql
 from webui.db.list_rules import ListRules
 from webui.db.reader import Reader
-from webui.db.session_keeping import CHAINS, SessionKeeping, new_keeper
+from webui.db.session_keeping import CHAINS, SessionKeeping, new_store_cache
 from webui.db.session_orders import KeptOrders
 from webui.db.session_query import (  # noqa: F401 - LIST_PARAMS, parse_day: imported from here
     COUNT_CAP,
@@ -29,30 +29,30 @@ from webui.hermes.rules import rules_for
 from webui.hermes.selection import (
     EVERYTHING,
 )
-from webui.keep import Keeper
+from webui.keep import StoreCache
 
 
 class SessionStore:
     """Named queries over the sessions table, built from the columns that exist: what it keeps
     (``keeping``), the list's rules as SQL (``list_rules``) and its kept orders (``orders``)."""
 
-    def __init__(self, reader: Reader, keeper: Keeper | None = None):
+    def __init__(self, reader: Reader, cache: StoreCache | None = None):
         self.r = reader
         self.schema = reader.schema
         # Whose list this is (webui.hermes.rules): the Hermes that wrote the file.
         self.rules = rules_for(self.schema.version)
-        self.keeper = keeper or new_keeper()
-        self.keeping = SessionKeeping(reader, self.keeper)
+        self.cache = cache or new_store_cache()
+        self.keeping = SessionKeeping(reader, self.cache)
         # What the other stores and the pages ask of it by name.
         self.invalidate = self.keeping.invalidate
-        self.kept = self.keeping.kept
+        self.cached = self.keeping.cached
         self.shared = self.keeping.shared
         self.change_token = self.keeping.change_token
         self.list_rules = ListRules(reader, self.rules, self.shared)
         self.last_active_of = self.list_rules.last_active_of
         self.orders = KeptOrders(reader, self.keeping, self.chains)
         # Every chain's tip as JSON, for the chains walk it was made from (source_sql).
-        self._tips_json = self.keeper.shelf(1, identity=True)
+        self._tips_json = self.cache.versioned(1, identity=True)
 
     def col(self, name: str, alias: str = "s") -> str:
         return sql.col(self.schema, name, alias)
@@ -114,7 +114,7 @@ class SessionStore:
         if only is None:
             # Every chain's tip, written out once per walk of the chains (on ten million
             # messages, 24,000 tips: 18 ms a request to rebuild and encode).
-            encoded = self._tips_json.get_or("tips", chains, lambda: _tips_json(chains))
+            encoded = self._tips_json.get_or_set("tips", chains, lambda: _tips_json(chains))
         else:
             tips = {r: chains[r][-1] for r in only if len(chains.get(r, ())) > 1}
             encoded = json.dumps(tips) if tips else None
@@ -137,7 +137,7 @@ class SessionStore:
         ):
             return {}
         token = self.keeping.sessions_token()
-        return self.kept("chains", (token.get("n"), token.get("s")), self._walk_chains, CHAINS)
+        return self.cached("chains", (token.get("n"), token.get("s")), self._walk_chains, CHAINS)
 
     def _walk_chains(self) -> dict[str, list[str]]:
         children: dict[str, list[listing.Continuation]] = {}
@@ -459,7 +459,7 @@ class SessionStore:
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def all_sources(self) -> list[str]:
-        return self.kept(
+        return self.cached(
             "sources",
             None,
             lambda: [
@@ -473,7 +473,7 @@ class SessionStore:
         system prompts) is shared by the requests of the next few seconds."""
         if not self.schema.has("sessions", "model"):
             return []
-        return self.kept(
+        return self.cached(
             "models",
             None,
             lambda: self.r.rows(
