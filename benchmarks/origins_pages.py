@@ -49,7 +49,7 @@ PAGES = [
 
 
 def measure(db: Path, n: int = 15) -> dict[str, tuple[float, float]]:
-    from webui.db import get_logbook
+    from webui.web.logbooks import get_logbook
 
     app = make_app(db, Path(tempfile.mkdtemp()))
     client = app.test_client()

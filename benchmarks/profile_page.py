@@ -26,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from webui import create_app  # noqa: E402
-from webui.db import check_database, get_logbook  # noqa: E402
+from webui.db import check_database  # noqa: E402
 from webui.db.reader import Reader  # noqa: E402
+from webui.web.logbooks import get_logbook  # noqa: E402
 
 DEFAULT_DB = ROOT / "benchmarks" / "data" / "bench-1m.db"
 

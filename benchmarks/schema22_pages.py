@@ -105,7 +105,8 @@ def forget_rendered(app) -> None:
 
 
 def measure(db: Path, n: int = 15) -> dict[str, tuple[float, float]]:
-    from webui.db import get_logbook, start_rollup_warmer
+    from webui.db import start_rollup_warmer
+    from webui.web.logbooks import get_logbook
 
     app = make_app(db, Path(tempfile.mkdtemp()))
     client = app.test_client()

@@ -133,7 +133,8 @@ def _get(client, url: str) -> float:
 
 def _warm_app(db: Path):
     """A served app whose stats rollup is complete (as after the start-up warmer)."""
-    from webui.db import get_logbook, start_rollup_warmer
+    from webui.db import start_rollup_warmer
+    from webui.web.logbooks import get_logbook
 
     app = make_app(db, Path(tempfile.mkdtemp(prefix="b31-")))
     with app.app_context():
@@ -168,7 +169,7 @@ COMPUTED = [
 
 def computed(apps: dict, n: int) -> dict:
     """Stats asked right after a write (nothing shared: every figure read afresh), alternating."""
-    from webui.db import get_logbook
+    from webui.web.logbooks import get_logbook
 
     labels = list(apps)
     out: dict = {label: {} for label in labels}

@@ -294,8 +294,8 @@ def test_preview_pages_and_totals_cover_the_whole_selection(tmp_path, name):
     client = app.test_client()
     expected = client.get("/prune?older_than=1&format=json").get_json()
     with app.app_context():
-        from webui.db import get_logbook
         from webui.hermes.selection import selection_from_args
+        from webui.web.logbooks import get_logbook
 
         lb = get_logbook()
         sel = selection_from_args({"older_than": "1"}, command="prune")

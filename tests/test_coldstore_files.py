@@ -22,9 +22,9 @@ from support.http import post
 from support.lane_worker import run
 from support.whole import assert_whole_once, sessions
 from webui.db import coldstore as cold
-from webui.db import get_logbook
 from webui.db.changes import archive_file
 from webui.db.changes import lane as lane_module
+from webui.web.logbooks import get_logbook
 
 MOMENTS = settings(
     max_examples=40 if os.environ.get("CI") else 12,

@@ -63,7 +63,7 @@ def test_locked_database_gives_503_with_retry_after(tmp_path):
     # Another process takes the database for itself (exclusive locking mode, as some tools do):
     # readers get "database is locked" until it lets go.
     with app.app_context():
-        from webui.db import get_logbook
+        from webui.web.logbooks import get_logbook
 
         # The pool and the data_version watcher let go, so the other process can take the lock.
         get_logbook().reader.let_go()

@@ -16,9 +16,9 @@ import time
 import pytest
 
 from support import copy_fixture, make_app, sql
-from webui.db import get_logbook
 from webui.db.digest import Digest
 from webui.db.errors import QueryTimeout
+from webui.web.logbooks import get_logbook
 
 COMPARED = {
     "sess": "*",

@@ -195,8 +195,8 @@ def test_a_message_newer_than_the_backup_keeps_the_session(v22):
     db, app, _ = v22
     newest = sql(db, "SELECT MAX(id) FROM messages WHERE session_id = 'x_rewound'")[0][0]
     before = sql(db, "SELECT COUNT(*) FROM messages WHERE session_id = 'x_rewound'")[0][0]
-    from webui.db import get_logbook
     from webui.db.backup import ChangedSinceBackup
+    from webui.web.logbooks import get_logbook
 
     with app.app_context(), pytest.raises(ChangedSinceBackup, match="1 new message arrived in"):
         get_logbook().actions.delete("x_rewound", upto={"x_rewound": newest - 1})
@@ -212,8 +212,8 @@ def test_a_long_session_that_changed_keeps_every_message_the_backup_lacks(tmp_pa
     )[0]
     assert n > 150  # long enough to be trimmed in batches before the final transaction
     newest = sql(db, "SELECT MAX(id) FROM messages WHERE session_id = ?", (sid,))[0][0]
-    from webui.db import get_logbook
     from webui.db.backup import ChangedSinceBackup
+    from webui.web.logbooks import get_logbook
 
     with (
         app.app_context(),

@@ -124,7 +124,7 @@ def test_a_logbook_change_drops_that_store_s_values_and_no_other_store_s(house):
     _live_db, _folder, app, client, sid = house
     _visit(client, sid)
     live, archive = _stores(app)
-    orders = live.sessions._order_cache
+    orders = live.sessions.orders._order_cache
     client.get("/sessions?format=json&sort=-last_active")
     assert len(orders) > 0 and _held(live)
     # The conversation's header figures: in a cache attached to the same store's cache.

@@ -74,7 +74,7 @@ def _kill_at(db: Path, instance: Path, action: str, delay: float | None) -> bool
         import sys
         sys.path.insert(0, {str(TESTS)!r})
         from support import make_app
-        from webui.db import get_logbook
+        from webui.web.logbooks import get_logbook
         from webui.hermes.selection import selection_from_args
         app = make_app({str(db)!r}, {str(instance)!r})
         with app.app_context():
@@ -206,7 +206,8 @@ def test_a_kill_during_an_archive_leaves_each_conversation_archived_whole(tmp_pa
 
 COLD = (
     "from pathlib import Path\n"
-    "            from webui.db import coldstore as cold, get_logbook as lb_\n"
+    "            from webui.db import coldstore as cold\n"
+    "            from webui.web.logbooks import get_logbook as lb_\n"
     "            lb = lb_()\n"
     "            ids = actions.prune_ids(selection_from_args({'older_than': '0'}, command='prune'))\n"
     "            groups = cold.conversations_of(lb, ids)\n"
@@ -249,7 +250,8 @@ def test_a_kill_during_a_move_to_cold_storage_loses_nothing(many_db, tmp_path):
 COLD_BACK = (
     "from pathlib import Path\n"
     "            import sqlite3\n"
-    "            from webui.db import coldstore as cold, get_logbook as lb_\n"
+    "            from webui.db import coldstore as cold\n"
+    "            from webui.web.logbooks import get_logbook as lb_\n"
     "            lb = lb_()\n"
     "            archive = Path(app.instance_path) / 'archives' / 'hermes-archive-2026-01.db'\n"
     "            ids = [r[0] for r in sqlite3.connect(archive).execute('SELECT id FROM sessions')]\n"
@@ -329,7 +331,7 @@ def test_a_move_back_killed_between_its_messages_and_its_rows_is_undone_at_the_n
     live, kept = _state(db), _state(archive)
     assert live == live_before and kept == kept_before
     with app.app_context():
-        from webui.db import get_logbook
+        from webui.web.logbooks import get_logbook
 
         said = " ".join(get_logbook().actions.recovered)
     assert f"the {orphans} messages it had copied into the live file were taken out" in said

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from support import FIXTURE_NAMES, copy_fixture, make_app, sql
-from webui.db import get_logbook
 from webui.hermes import file_changes as fc
 from webui.hermes import tool_runs
 from webui.hermes.paths import relative
 from webui.hermes.tool_results import generation, is_failure
+from webui.web.logbooks import get_logbook
 
 TOOLS = ("hermes-v22-tools.db", "hermes-v31-tools.db")
 EVERY = TOOLS + FIXTURE_NAMES

@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from support import FIXTURES, copy_fixture, make_app, sql
-from webui.db import get_logbook
+from webui.web.logbooks import get_logbook
 
 REPO = "/home/ana/src/atlas"
 

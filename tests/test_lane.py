@@ -22,8 +22,8 @@ import pytest
 from support import copy_fixture, make_app, sql
 from support.http import fts_consistent, post
 from support.lane_worker import run
-from webui.db import get_logbook
 from webui.db.errors import DatabaseBusy
+from webui.web.logbooks import get_logbook
 
 TESTS = Path(__file__).parent
 LONG = "20251007_090818_9b787bc8"  # 207 messages in hermes-v22.db: trimmed before its row goes
@@ -54,7 +54,7 @@ def test_a_unit_waits_for_another_process_and_a_kill_sets_it_free(tmp_path):
         import sys, time
         sys.path.insert(0, {str(TESTS)!r})
         from support import make_app
-        from webui.db import get_logbook
+        from webui.web.logbooks import get_logbook
         app = make_app({str(db)!r}, {str(instance)!r})
         with app.app_context(), get_logbook().actions.lane.unit("hold"):
             print("held", flush=True)

@@ -252,8 +252,8 @@ def test_the_previews_pages_hold_its_sessions_in_hermes_order(tmp_path, fixture)
     app = make_app(db, tmp_path / "inst")
     expected = app.test_client().get("/prune?title=&format=json").get_json()
     with app.app_context():
-        from webui.db import get_logbook
         from webui.hermes.selection import selection_from_args
+        from webui.web.logbooks import get_logbook
 
         lb = get_logbook()
         sel = selection_from_args({"title": ""}, command="prune", inactivity=True)

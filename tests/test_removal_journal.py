@@ -18,7 +18,7 @@ import pytest
 
 from support import make_app, sql
 from support.http import fts_consistent, post
-from webui.db import get_logbook
+from webui.web.logbooks import get_logbook
 
 LONG = 12_000  # messages: 30 batches of 400, each followed by a pause, so a kill lands mid-way
 
@@ -70,7 +70,7 @@ def _kill_mid_delete(db: Path, instance: Path, sid: str, action: str = DELETE) -
         import sys
         sys.path.insert(0, {str(tests)!r})
         from support import make_app
-        from webui.db import get_logbook
+        from webui.web.logbooks import get_logbook
         from webui.hermes.selection import selection_from_args
         app = make_app({str(db)!r}, {str(instance)!r})
         with app.app_context():

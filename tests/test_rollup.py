@@ -15,9 +15,10 @@ import time
 import pytest
 
 from support import FIXTURE_NAMES, copy_fixture, make_app, sql
-from webui.db import fts_record, get_logbook
+from webui.db import fts_record
 from webui.db.errors import QueryTimeout
 from webui.db.rollup import Rollup
+from webui.web.logbooks import get_logbook
 
 NON_ZERO = {
     "roles": "n != 0",

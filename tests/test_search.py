@@ -476,8 +476,8 @@ def test_hidden_ids_are_read_once_by_a_crowd_and_again_after_logbooks_own_change
     import threading
 
     from support import copy_fixture, make_app
-    from webui.db import get_logbook
     from webui.db.search import SearchStore
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22-extended.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
@@ -683,7 +683,7 @@ def test_a_prefix_counted_as_its_words_finds_the_same_messages(tmp_path, monkeyp
     for every prefix of two letters that matches anything, on every page (the ranking cap
     set low so that the newest-first route answers on a small file)."""
     import webui.db.search as search_mod
-    from webui.db import get_logbook
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture(name, tmp_path)
     app = make_app(db, tmp_path / "inst")

@@ -145,7 +145,7 @@ def test_during_a_prune_figures_catch_up_in_the_background_and_end_exact(tmp_pat
     import sqlite3
     import time
 
-    from webui.db import get_logbook
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
@@ -192,8 +192,8 @@ def test_shared_figures_are_counted_once_by_a_crowd_and_served_while_recounted(t
     import threading
     import time
 
-    from webui.db import get_logbook
     from webui.keep import Policy
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
@@ -343,8 +343,8 @@ def test_figures_recounted_in_the_background_are_counted_by_the_apps_own_reader(
     import sqlite3
     import time
 
-    from webui.db import get_logbook
     from webui.db.sessions import SessionQuery
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst")

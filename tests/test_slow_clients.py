@@ -15,7 +15,7 @@ import pytest
 
 from support import copy_fixture, make_app
 from support.browser import LiveServer
-from webui.db import get_logbook
+from webui.web.logbooks import get_logbook
 
 SPOOL = 256 * 1024  # a small spool, so that an export of a few MB waits for its client
 

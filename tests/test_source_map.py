@@ -19,8 +19,8 @@ from support import (
     patch_search_limit,
     sql,
 )
-from webui.db import get_logbook
-from webui.db import search as search_db
+from webui.db import search_scope
+from webui.web.logbooks import get_logbook
 
 
 def _answer(client, url: str) -> tuple:
@@ -75,15 +75,15 @@ def _vocab(db) -> None:
 
 def _routes(monkeypatch) -> dict[str, int]:
     taken = {"map": 0, "full": 0}
-    real = search_db.SearchStore._by_source
+    real = search_scope.Scoping.by_source
 
     def counting(self, *a, **kw):
         out = real(self, *a, **kw)
-        if self.sources is not None and (a[2].sources or a[2].exclude_sources):
+        if self.store.sources is not None and (a[2].sources or a[2].exclude_sources):
             taken["map" if out is not None else "full"] += 1
         return out
 
-    monkeypatch.setattr(search_db.SearchStore, "_by_source", counting)
+    monkeypatch.setattr(search_scope.Scoping, "by_source", counting)
     return taken
 
 

@@ -388,7 +388,8 @@ def test_the_rollup_is_built_in_the_background_and_pages_never_wait_for_it(tmp_p
     queueing behind the thread."""
     import threading
 
-    from webui.db import get_logbook, start_rollup_warmer
+    from webui.db import start_rollup_warmer
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
@@ -518,7 +519,7 @@ def test_the_daily_sums_are_added_up_in_index_order(tmp_path):
     """A period's tool and heatmap panels group the daily rows by tool and by (weekday,
     hour): the rollup keeps covering indexes in those orders, so no row is sorted first; an
     older rollup file gains them when it is next opened."""
-    from webui.db import get_logbook
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
@@ -605,7 +606,8 @@ def test_half_a_report_beside_it_shares_the_app_the_deadline_and_its_errors(tmp_
     import threading
 
     from webui import threads
-    from webui.db import QueryTimeout, deadline, get_logbook
+    from webui.db import QueryTimeout, deadline
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
@@ -645,7 +647,7 @@ def test_half_a_report_beside_it_shares_the_app_the_deadline_and_its_errors(tmp_
 def test_the_rollup_panels_share_one_connection(tmp_path):
     """Opening a rollup connection attaches the state database: the panels of one report
     open one between them, and give the same figures as with one each."""
-    from webui.db import get_logbook
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
@@ -653,8 +655,8 @@ def test_the_rollup_panels_share_one_connection(tmp_path):
         rollup = get_logbook().rollup
         rollup.refresh(5.0)
         opened = []
-        connect = rollup._connect
-        rollup._connect = lambda: opened.append(1) or connect()
+        connect = rollup.panels.connect
+        rollup.panels.connect = lambda: opened.append(1) or connect()
 
         def panels():
             return (
@@ -707,7 +709,7 @@ def test_a_removed_session_is_seen_at_once(tmp_path):
     """A session removed by anyone (here Hermes-style, with another connection) changes the
     number of sessions, so the rollup compares its sessions with the file's and takes the
     removed one out of every sum on the next report."""
-    from webui.db import get_logbook
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22-extended.db", tmp_path)
     app = make_app(db, tmp_path / "inst", LOGBOOK_STATS_REUSE_S=0)

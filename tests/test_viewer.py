@@ -353,7 +353,7 @@ def test_header_counts_follow_changes_made_by_hermes(tmp_path):
     result appended, a rewind, a compaction, a message deleted) they equal a fresh count."""
     import sqlite3
 
-    from webui.db import get_logbook
+    from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22-extended.db", tmp_path)
     app = make_app(db, tmp_path / "inst")

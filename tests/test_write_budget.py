@@ -10,9 +10,9 @@ import pytest
 
 from support import make_app, sql
 from support.http import fts_consistent
-from webui.db import get_logbook
 from webui.db.writer import TooSlow
 from webui.hermes.selection import selection_from_args
+from webui.web.logbooks import get_logbook
 
 LONG = 3_000
 

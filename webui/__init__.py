@@ -156,7 +156,8 @@ def create_app(
 
         if not can_view():  # --private before login: nothing about the database
             return {"db_info": None}
-        from webui.db import LogbookDBError, get_logbook
+        from webui.db import LogbookDBError
+        from webui.web.logbooks import get_logbook
 
         try:
             lb = get_logbook()
@@ -178,6 +179,7 @@ def create_app(
     from webui.web import profiles as profiles_web
     from webui.web import stores as stores_web
     from webui.web.views import actions as actions_views
+    from webui.web.views import archive  # noqa: F401 - adds its routes to actions' blueprint
     from webui.web.views import coldstore as coldstore_views
     from webui.web.views import export as export_views
     from webui.web.views import files as files_views

@@ -145,8 +145,8 @@ def _fixed_batches() -> None:
 def _run(db: Path, instance: Path, op: dict) -> dict:
     from support import make_app
     from webui.db import coldstore as cold
-    from webui.db import get_logbook
     from webui.hermes.selection import Selection
+    from webui.web.logbooks import get_logbook
 
     app = make_app(db, instance)  # a start: the journal is replayed here
     kind, ids = op["op"], list(op.get("ids") or [])

@@ -1,6 +1,7 @@
 """The database layer: the only code that knows SQL or touches sqlite3.
 
-Views ask :func:`get_logbook` for the stores and call their named queries.
+Views ask the web layer (webui.web.logbooks) for the Logbook a request reads and call its
+stores' named queries.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, current_app, g
+from flask import Flask
 
 from webui.db.actions import Actions
 from webui.db.errors import (
@@ -60,7 +61,6 @@ __all__ = [
     "default_candidates",
     "file_size",
     "init_db",
-    "get_logbook",
     "Logbook",
     "SearchFilters",
     "build_logbook",
@@ -157,7 +157,8 @@ def start_rollup_warmer(app: Flask, logbook: Logbook) -> threading.Thread:
             except Exception:  # noqa: BLE001 - requests refresh the rollup themselves anyway
                 app.logger.exception("the stats rollup could not be built in the background")
             try:
-                logbook.search.sources.build()
+                if logbook.search.sources is not None:
+                    logbook.search.sources.build()
             except Exception:  # noqa: BLE001 - a filtered search starts another build
                 app.logger.exception("the search's map of sources could not be built")
             # storage, files, reliability: after the statistics, not beside them
@@ -205,6 +206,7 @@ def build_logbook(
             # is still read, so an upgrade finishes what it held.
             journal_folder=Path(app.instance_path) / f"changes-{digest}",
             legacy_journals=(Path(app.instance_path) / f"removals-{digest}",),
+            context=app.app_context,
         ),
         OriginStore(reader),
         Maintenance(reader),
@@ -246,25 +248,3 @@ def _rollup_path(folder: Path, digest: str, db: Path) -> Path:
                 except OSError:
                     pass
     return path
-
-
-def live_logbook() -> Logbook:
-    """The live database of the profile this request is about (?profile=), else the
-    primary's."""
-    name = g.get("profile")
-    if name and "profiles" in current_app.extensions:
-        return current_app.extensions["profiles"].logbook(name)
-    return current_app.extensions["logbook"]
-
-
-def get_logbook() -> Logbook:
-    """The database this request reads: the live one, or the one store it is pinned to
-    (``store=<archive or replica>``, webui.web.stores)."""
-    live = live_logbook()
-    pin = g.get("store_pin")
-    if pin and "stores" in current_app.extensions:
-        store = current_app.extensions["stores"].named(live, pin)
-        if store.logbook is None:
-            raise DatabaseUnavailable(f"The store “{store.name}” cannot be read: {store.message}")
-        return store.logbook
-    return live

@@ -4,8 +4,11 @@ through the Writer in short transactions."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from webui.db import backup, sql
 from webui.db import deadline as request_deadline
@@ -51,7 +54,7 @@ class Deleted:
         return max(len(self.ids) - 1, 0)
 
 
-class Actions(SelectionReads, Pruning):
+class Actions:
     """Every change goes through ``self.lane`` (webui.db.changes): one unit at a time per live
     file, journaled, what a kill cut short replayed before the next."""
 
@@ -63,8 +66,12 @@ class Actions(SelectionReads, Pruning):
         *,
         journal_folder: Path,
         legacy_journals: tuple[Path, ...] = (),
+        context: Callable[[], AbstractContextManager[Any]] = nullcontext,
     ):
+        """``context``: what a background job runs inside (the Flask app's context, where the
+        primary database's connection pool lives)."""
         self.r = reader
+        self.context = context
         self.w = writer
         self.on_change = on_change  # caches of what was just changed are dropped
         self.lane = Lane(
@@ -76,6 +83,17 @@ class Actions(SelectionReads, Pruning):
             on_change=on_change,
             legacy=legacy_journals,
         )
+        # What a selection holds (webui.db.selected) and prune jobs (webui.db.prune).
+        self.selected = SelectionReads(reader)
+        self.prune_preview = self.selected.prune_preview
+        self.selection_spared = self.selected.selection_spared
+        self.selection_page = self.selected.selection_page
+        self.selection_totals = self.selected.selection_totals
+        self.prune_ids = self.selected.prune_ids
+        self.pruning = Pruning(self)
+        self.start_prune = self.pruning.start_prune
+        self.run_prune = self.pruning.run_prune
+        self.job = self.pruning.job
 
     @property
     def recovered(self) -> list[str]:
@@ -187,7 +205,7 @@ class Actions(SelectionReads, Pruning):
                 [session_id],
             )
             limits = {sid: (None if upto is None else upto.get(sid, -1)) for sid in doomed}
-            unit.intend(self._newest(limits))
+            unit.intend(self.newest(limits))
             trimmed = [0]  # messages removed ahead of the final transaction, as they go
             try:
                 for sid, most in limits.items():
@@ -210,14 +228,14 @@ class Actions(SelectionReads, Pruning):
                 # until they are gone, so a kill here is finished at the next start.
                 deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
             if deleted and rules.removes_unreferenced_prompts:
-                deleted.prompts += self._sweep_prompts(batches)
+                deleted.prompts += self.sweep_prompts(batches)
             if deleted and pinned:
                 deleted.warning = pinned_warning(session_id)
         self.on_change()
         self.w.checkpoint()
         return deleted
 
-    def _newest(self, limits: dict[str, int | None]) -> dict[str, int]:
+    def newest(self, limits: dict[str, int | None]) -> dict[str, int]:
         """The journal's intent for a removal: per session, the newest message id it may
         lose (None: all it has now; -1: none)."""
         ids = list(limits)
@@ -280,7 +298,7 @@ class Actions(SelectionReads, Pruning):
         out.ids = batches.once(fn)
         return out
 
-    def _sweep_prompts(self, batches: Batches) -> int:
+    def sweep_prompts(self, batches: Batches) -> int:
         """Every other unreferenced system prompt (Hermes's delete leaves none), in short
         batches; a lock that outlasts the retries leaves them for the next removal."""
         try:
@@ -318,9 +336,9 @@ class Actions(SelectionReads, Pruning):
         BackupFailed or ChangedSinceBackup, having deleted nothing the backup lacks."""
         if self.r.one("SELECT 1 AS x FROM sessions WHERE id = ?", [session_id]) is None:
             raise NotFound(f"No session has the id “{session_id}”.")
-        return self._delete_into(session_id, exporter, backup.new_folder(root, session_id))
+        return self.delete_into(session_id, exporter, backup.new_folder(root, session_id))
 
-    def _delete_into(
+    def delete_into(
         self, session_id: str, exporter, folder: Path, job: Job | None = None
     ) -> tuple[Deleted, Backup]:
         cascade = self.rules.delete_cascades

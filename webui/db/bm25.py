@@ -81,7 +81,8 @@ def doc_length(block: bytes | None) -> int | None:
 def _varints(block: bytes | None) -> list[int]:
     if not isinstance(block, (bytes, bytearray)):
         return []
-    out, i = [], 0
+    out: list[int] = []
+    i = 0
     while i < len(block):
         value = 0
         for j in range(9):

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.request import pathname2url
 
+from webui.db import sql
 from webui.db.changes import moving, rows
 from webui.db.changes.archive_file import (
     ColdStoreError,
@@ -183,9 +184,9 @@ def continuing(lb: Logbook) -> Continuing:
     cols = {
         c: (c if schema.has("sessions", c) else f"NULL AS {c}") for c in ("cwd", "git_repo_root")
     }
-    activity = "s.last_activity_at" if schema.has("sessions", "last_activity_at") else "NULL"
+    activity = sql.col(schema, "last_activity_at", "s")
     sources = [*rules.cli_sources, "tui"]
-    marks = ",".join("?" * len(sources))
+    marks = sql.in_list(len(sources))
     found = lb.reader.rows(
         f"SELECT s.id AS id, s.source AS source, s.started_at AS started_at, "
         f"{cols['cwd']}, {cols['git_repo_root']}, "
@@ -241,7 +242,7 @@ def judge(cont: Continuing, include_resumable: bool) -> moving.Judge:
             c if c in have else f"NULL AS {c}"
             for c in ("id", "ended_at", "end_reason", "handoff_state")
         )
-        marks = ",".join("?" * len(members))
+        marks = sql.in_list(len(members))
         found = [
             dict(zip(("id", "ended_at", "end_reason", "handoff_state"), r, strict=True))
             for r in conn.execute(

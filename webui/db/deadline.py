@@ -21,11 +21,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from webui import threads
 
 _deadline: ContextVar[float | None] = ContextVar("logbook_request_deadline", default=None)
 _gone: ContextVar[Callable[[], bool] | None] = ContextVar("logbook_client_gone", default=None)
+# Values read once per request and shared by its queries (a page's side threads run in a copy
+# of its context, so they share the same dict): see ``memo``.
+_memo: ContextVar[dict[str, Any] | None] = ContextVar("logbook_request_memo", default=None)
 
 
 def begin(seconds: float, gone: Callable[[], bool] | None = None) -> None:
@@ -38,6 +42,18 @@ def end() -> None:
     # Set, not reset: a streamed response may end in another context than it began.
     _deadline.set(None)
     _gone.set(None)
+    _memo.set(None)
+
+
+def open_memo() -> None:
+    """A request starts: an empty memo of what its queries read once (``memo``)."""
+    _memo.set({})
+
+
+def memo() -> dict[str, Any] | None:
+    """This request's memo (values its queries read once and share), or None outside a
+    request: then nothing is remembered."""
+    return _memo.get()
 
 
 @contextmanager

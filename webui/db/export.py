@@ -325,7 +325,7 @@ class Exporter:
     def sidebar_rows(self, ids: list[str]) -> Iterator[dict[str, Any]]:
         """Id, title and start of each session, in ``ids``' order, read a batch at a time (the
         sidebar of a multi-session HTML page)."""
-        title = "s.title" if self.schema.has("sessions", "title") else "NULL"
+        title = sql.col(self.schema, "title", "s")
         for start in range(0, len(ids), BATCH):
             batch = ids[start : start + BATCH]
             found = {
@@ -388,7 +388,7 @@ class Exporter:
         rows = {
             r["id"]: r
             for r in self.r.rows(
-                f"SELECT {picked} FROM sessions WHERE id IN ({','.join('?' * len(ids))})",
+                f"SELECT {picked} FROM sessions WHERE id IN ({sql.in_list(len(ids))})",
                 ids,
             )
         }
@@ -466,7 +466,8 @@ class Exporter:
         order = "id" if by_id else "timestamp, id"
         after: tuple[float, int] | None = None
         while True:
-            cond, params = "", [session_id]
+            cond = ""
+            params: list[Any] = [session_id]
             if after:
                 cond = " AND id > ?" if by_id else " AND (timestamp, id) > (?, ?)"
                 params += [after[1]] if by_id else list(after)

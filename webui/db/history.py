@@ -72,7 +72,7 @@ def part_of(store: Store) -> Part:
         return ids, read_dangling(lb), frozenset(read_compressed(lb)), read_links(lb)
 
     if store.kind == "live":
-        token = lb.sessions._sessions_token()
+        token = lb.sessions.keeping.sessions_token()
         got = lb.sessions.cached("history:part", (token.get("n"), token.get("s")), read, CHAINS)
     else:
         got = kept_answer(lb, ("history:part",), read)
@@ -189,6 +189,8 @@ def walk_across(
         if not found:
             break
         best = listing.next_segment(c for _n, c in found.values())
+        if best is None:
+            break
         chain.append(found[best.id])
         seen.add(best.id)
         cur = best.id

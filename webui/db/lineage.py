@@ -46,7 +46,7 @@ class LineageStore:
         self.schema = reader.schema
 
     def col(self, name: str) -> str:
-        return f"s.{name}" if self.schema.has("sessions", name) else "NULL"
+        return sql.col(self.schema, name, "s")
 
     def _up(self, session_id: str) -> list[dict[str, Any]]:
         """The session and every ancestor (id, parent, started_at, whether the parent row
@@ -153,7 +153,7 @@ class LineageStore:
             for r in self.r.rows(
                 f"SELECT s.id AS id, {self.col('title')} AS title, s.source AS source, "
                 f"{self.col('end_reason')} AS end_reason, s.started_at AS started_at "
-                f"FROM sessions s WHERE s.id IN ({','.join('?' * len(chunk))})",
+                f"FROM sessions s WHERE s.id IN ({sql.in_list(len(chunk))})",
                 chunk,
             ):
                 out[r["id"]] = r

@@ -1,15 +1,18 @@
 """The session list's rules as SQL, for the Hermes that wrote the file (webui.hermes.rules):
 which rows are Hermes's (roots, branches, reset children), how a session's last activity and
-its preview are worked out, which hidden and pinned sessions a list shows. A mixin of
-SessionStore (``self.schema``, ``self.rules``, ``self.col``, ``self.shared``)."""
+its preview are worked out, which hidden and pinned sessions a list shows. SessionStore holds
+one (``store.list_rules``), made from its reader, its rules and its shared figures."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from webui.db import sql
+from webui.db.reader import Reader
 from webui.hermes import listing
+from webui.hermes.rules import Rules
 
 
 def _literal(text: str) -> str:
@@ -21,11 +24,24 @@ _PREVIEW_WIDE = 400  # a summary carrier's own text: plenty for the 60 character
 
 
 class ListRules:
-    """SQL pieces of the list, each chosen by the file's rules."""
+    """SQL pieces of the list, each chosen by the file's rules. ``shared``: SessionStore's
+    figures shared while no session appears or goes (webui.db.session_keeping)."""
+
+    def __init__(self, reader: Reader, rules: Rules, shared: Callable[..., Any]):
+        self.r = reader
+        self.schema = reader.schema
+        self.rules = rules
+        self.shared = shared
+        # An older file read beside a Hermes 0.19 history: listed as Hermes 0.19 lists it once
+        # it has opened (and migrated) the file (webui.hermes.listing.PROBABLE_SUBAGENT).
+        self.hide_probable_subagents = False
+
+    def col(self, name: str, alias: str = "s") -> str:
+        return sql.col(self.schema, name, alias)
 
     # -- which rows are Hermes's ------------------------------------------------------------
 
-    def _marker(self, alias: str, key: str) -> str:
+    def marker(self, alias: str, key: str) -> str:
         """A marker in model_config (``_branched_from``, ``_delegate_from``, ``_reset_from``);
         a row whose model_config is not valid JSON has none (Hermes reads it as {})."""
         mc = self.col("model_config", alias)
@@ -51,7 +67,7 @@ class ListRules:
                 f"WHERE rp.id = {alias}.parent_session_id AND rp.end_reason IN ({reasons}) "
                 f"AND rp.session_key = {key}))"
             )
-        return f"({self._marker(alias, '_reset_from')} IS NOT NULL OR {legacy})"
+        return f"({self.marker(alias, '_reset_from')} IS NOT NULL OR {legacy})"
 
     def listable(self) -> str:
         """Roots, branches and (0.20+) reset children; never delegate subagent runs
@@ -61,7 +77,7 @@ class ListRules:
         if parent == "NULL":
             return f"NOT {probable}" if probable else "1"
         branch = (
-            f"{self._marker('s', '_branched_from')} IS NOT NULL OR EXISTS (SELECT 1 FROM "
+            f"{self.marker('s', '_branched_from')} IS NOT NULL OR EXISTS (SELECT 1 FROM "
             f"sessions p WHERE p.id = s.parent_session_id AND {self.col('end_reason', 'p')} = "
             f"'branched' AND s.started_at >= {self.col('ended_at', 'p')})"
         )
@@ -69,7 +85,7 @@ class ListRules:
             branch += f" OR {self.reset_child('s')}"
         listed = (
             f"(s.parent_session_id IS NULL OR {branch}) AND "
-            f"{self._marker('s', '_delegate_from')} IS NULL"
+            f"{self.marker('s', '_delegate_from')} IS NULL"
         )
         return f"{listed} AND NOT {probable}" if probable else listed
 
@@ -84,8 +100,8 @@ class ListRules:
         if title == "NULL" or count == "NULL":
             return ""
         return (
-            f"(s.parent_session_id IS NULL AND {self._marker('s', '_delegate_from')} IS NULL AND "
-            f"{self._marker('s', '_branched_from')} IS NULL AND {title} IS NULL AND "
+            f"(s.parent_session_id IS NULL AND {self.marker('s', '_delegate_from')} IS NULL AND "
+            f"{self.marker('s', '_branched_from')} IS NULL AND {title} IS NULL AND "
             f"{count} <= {rule.max_messages} AND EXISTS (SELECT 1 FROM messages m WHERE "
             f"m.session_id = s.id AND m.role = '{rule.tool_role}') AND NOT EXISTS "
             "(SELECT 1 FROM sessions ch WHERE ch.parent_session_id = s.id))"
@@ -95,8 +111,8 @@ class ListRules:
         """What makes a child of a compression-ended session its continuation: not a branch,
         not a delegate run, not a ``tool`` session and (0.22) not a reset child."""
         parts = [
-            f"{self._marker(child, '_branched_from')} IS NULL",
-            f"{self._marker(child, '_delegate_from')} IS NULL",
+            f"{self.marker(child, '_branched_from')} IS NULL",
+            f"{self.marker(child, '_delegate_from')} IS NULL",
             f"COALESCE({child}.source, '') != 'tool'",
         ]
         if self.rules.chain_skips_reset_children:

@@ -169,7 +169,8 @@ class OriginStore:
         self, session_key: str, after: str | None = None
     ) -> tuple[list[dict[str, Any]], str | None]:
         """The chat's sessions in time order, each with why it ended (the reset boundary)."""
-        cond, params = "", [session_key]
+        cond = ""
+        params: list[Any] = [session_key]
         if after:
             key, sid = decode_cursor(after)
             cond = " AND (s.started_at > ? OR (s.started_at = ? AND s.id > ?))"

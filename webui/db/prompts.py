@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from webui.db import sql
 from webui.db.reader import Reader
 from webui.hermes import records
 
@@ -22,7 +23,7 @@ def resolving(schema, rules, alias: str = "s", tools: bool = True) -> tuple[str,
         and schema.has("sessions", "system_prompt_hash")
     ):
         return "", ""
-    inline = f"{alias}.system_prompt" if schema.has("sessions", "system_prompt") else "NULL"
+    inline = sql.col(schema, "system_prompt", alias)
     select = f", COALESCE(sp.prompt, {inline}) AS _system_prompt_resolved"
     join = f" LEFT JOIN system_prompts sp ON sp.hash = {alias}.system_prompt_hash"
     if tools and rules.tool_names_by_hash and schema.has("sessions", "tool_names"):

@@ -1,6 +1,7 @@
 """Prune as a job: Hermes's prune run in short, journaled batches beside a writing gateway
 (or, with a verified backup, one session at a time), its progress and result kept for the
-job page. A mixin of Actions, which holds the writer, the lane and the delete. Each batch is
+job page. Actions holds one (``actions.pruning``), made with the Actions whose writer, lane,
+selection and delete it uses. Each batch is
 one unit of the lane (webui.db.changes), so a delete or a conversation moving to cold storage
 runs between two batches, never inside one."""
 
@@ -9,9 +10,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from flask import current_app
+from typing import TYPE_CHECKING, Any
 
 from webui import threads
 from webui.db import backup, sql
@@ -31,6 +30,9 @@ from webui.db.errors import NotFound
 from webui.db.writer import MESSAGE_BATCH, MESSAGE_BATCH_MAX, MESSAGE_BATCH_MIN, TooSlow
 from webui.hermes import pruning
 from webui.hermes.selection import Selection
+
+if TYPE_CHECKING:
+    from webui.db.actions import Actions
 
 # Sessions in a prune's first batch (then adapted to the time each batch took, 1 to 100; a
 # conversation is never cut, so a batch may hold more).
@@ -60,19 +62,27 @@ class PruneJob(Job):
 
 
 class Pruning:
-    """Prune jobs (``self.w``: the Writer; ``self.jobs``: the jobs of this server)."""
+    """Prune jobs of one Actions (its reader, writer, lane and delete); the jobs of this server
+    are kept in webui.db.changes.jobs."""
+
+    def __init__(self, actions: Actions):
+        self.actions = actions
+        self.r = actions.r
+        self.w = actions.w
+        self.lane = actions.lane
+        self.on_change = actions.on_change
+        self.context = actions.context
 
     def start_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:
         """Prune in a background thread. ``backup_to`` = (exporter, folder root): back every
         session up first and delete only what verifiably was (webui.db.backup)."""
         self.w.require_removals()
-        where, params = self._rule(sel)
+        where, params = self.actions.selected.rule(sel)
         total = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
         job = JOBS.add(PruneJob(selection=sel, total=total))
-        app = current_app._get_current_object()  # the pool lives in the app's context
 
         def work() -> None:
-            with app.app_context():
+            with self.context():  # the app's context, where its connection pool lives
                 if backup_to:
                     self._run_backed_up_prune(job, *backup_to)
                 else:
@@ -84,7 +94,7 @@ class Pruning:
     def run_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:
         """The same as start_prune, in the calling thread (CLI, tests)."""
         self.w.require_removals()
-        where, params = self._rule(sel)
+        where, params = self.actions.selected.rule(sel)
         job = JOBS.add(
             PruneJob(
                 selection=sel,
@@ -105,11 +115,11 @@ class Pruning:
         try:
             job.backup_folder = backup.new_folder(root, "prune")
             seen: set[str] = set()
-            for sid in self.prune_ids(job.selection):
+            for sid in self.actions.prune_ids(job.selection):
                 if sid in seen:
                     continue  # already gone as a subagent run of an earlier one
                 try:
-                    deleted, done = self._delete_into(sid, exporter, job.backup_folder, job)
+                    deleted, done = self.actions.delete_into(sid, exporter, job.backup_folder, job)
                 except ChangedSinceBackup:
                     job.kept.append(sid)
                     continue
@@ -136,9 +146,9 @@ class Pruning:
         state = {"msg_batch": MESSAGE_BATCH}
         cut = None  # the unit of a batch cut short (its entry finishes it later)
         batches = Batches(self.w, job=job, patience_s=LOCK_PATIENCE_S)
-        rules = self.rules
+        rules = self.actions.rules
         try:
-            chosen = self.prune_ids(job.selection)
+            chosen = self.actions.prune_ids(job.selection)
             job.total = len(chosen)
             links = self.r.run(
                 lambda c: selection_sql.compression_links(c, chosen), time_limit_s=120
@@ -158,11 +168,13 @@ class Pruning:
                     ]
                     if not ids:
                         continue
-                    unit.intend(self._newest(dict.fromkeys(ids)))
+                    unit.intend(self.actions.newest(dict.fromkeys(ids)))
                     removed, messages_gone, trimmed = self._prune_batch(batches, job, ids, state)
                     # As `hermes sessions prune`: the transcript files of what went.
                     if rules.removes_transcripts:
-                        job.files_removed += sum(self.remove_transcripts(sid) for sid in removed)
+                        job.files_removed += sum(
+                            self.actions.remove_transcripts(sid) for sid in removed
+                        )
                     if trimmed:
                         # A session that stopped matching between the steps (a new message
                         # resumed it) keeps its row and what is left of its transcript: named.
@@ -182,7 +194,7 @@ class Pruning:
             cut = None
             if rules.removes_unreferenced_prompts:
                 with self.lane.unit("prune", wait_s=None, job=job):
-                    job.prompts_removed += self._sweep_prompts(batches)
+                    job.prompts_removed += self.actions.sweep_prompts(batches)
         except Exception as exc:  # noqa: BLE001 - reported to the user through the job
             reason = (getattr(exc, "message", None) or str(exc)).split(";")[0].rstrip(".")
             pending = cut.entry if cut is not None else None
@@ -206,8 +218,8 @@ class Pruning:
     ) -> tuple[list[str], int, bool]:
         """One batch's transactions: (removed sessions, messages that went with their rows,
         whether some messages went ahead of the rows)."""
-        marks = ",".join("?" * len(ids))
-        sw, sp = selection_sql.where(self.r.schema, job.selection, "s", rules=self.rules)
+        marks = sql.in_list(len(ids))
+        sw, sp = selection_sql.where(self.r.schema, job.selection, "s", rules=self.actions.rules)
         pending = self.r.scalar(f"SELECT COUNT(*) FROM messages WHERE session_id IN ({marks})", ids)
         whole_at = ONE_TXN_MESSAGES
         slow = 0  # transactions that could not be cut smaller, rolled back in a row
@@ -273,7 +285,7 @@ class Pruning:
                 f"SELECT id FROM sessions s WHERE id IN ({marks}) AND {rule}", [*ids, *params]
             )
         ]
-        rules = self.rules
+        rules = self.actions.rules
         if going and rules.selection_whole_lineages:
             kept = pruning.kept(set(going), selection_sql.continuations(conn, going))
             going = [sid for sid in going if sid not in kept]
@@ -290,7 +302,7 @@ class Pruning:
         going = self._going(conn, ids, marks, rule, params)
         if not going:
             return 0
-        gm = ",".join("?" * len(going))
+        gm = sql.in_list(len(going))
         return conn.execute(
             f"DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id IN "
             f"({gm}) LIMIT ?)",
@@ -313,8 +325,12 @@ class Pruning:
         live = self._going(conn, ids, marks, rule, params, busy)
         if not live:
             return [], 0
-        lm = ",".join("?" * len(live))
-        hashes = prompts.referenced(conn, live) if self.rules.removes_unreferenced_prompts else []
+        lm = sql.in_list(len(live))
+        hashes = (
+            prompts.referenced(conn, live)
+            if self.actions.rules.removes_unreferenced_prompts
+            else []
+        )
         conn.execute(
             f"UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN ({lm})", live
         )

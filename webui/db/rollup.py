@@ -38,7 +38,7 @@ from webui.db import fts_record
 from webui.db import sql as sqlh
 from webui.db.errors import LogbookDBError, QueryTimeout
 from webui.db.reader import Reader
-from webui.db.rollup_follow import SessionFollowing
+from webui.db.rollup_follow import SessionFollowing, TimedReads
 from webui.db.rollup_panels import Panels
 from webui.db.rollup_schema import (
     DAILY_TABLES,
@@ -55,30 +55,44 @@ from webui.db.rollup_schema import (
     _chunks,
     _has_meta,
     _pick,
+    meta_of,
+    set_meta,
 )
 from webui.db.schema import readonly_uri
 
 log = logging.getLogger(__name__)
 
 
-class Rollup(SessionFollowing, Panels):
+class Rollup:
+    """The rollup file of one state.db: its timed reads of state.db (``reads``), how it follows
+    the sessions table (``following``) and the panels read from it (``panels``)."""
+
     def __init__(self, reader: Reader, path: Path, read_limit_s: float = 5.0):
         self.r = reader
         self.path = path
         # Every read of state.db has this time limit (the app's query limit); a batch is
         # sized to take half of it at most.
         self.read_limit_s = read_limit_s
-        # Grows when even the smallest read keeps running out of time (a busy machine, a cold
-        # disk): the pass must move forward, if more slowly; back to 1 after a good step.
-        self.patience = 1.0
+        self.reads = TimedReads(reader, read_limit_s)
+        self._read = self.reads.read
         self.read_target_s = min(READ_TARGET_S, read_limit_s / 2)
         self.lock = threading.Lock()
         self.has_tool_name = reader.schema.has("messages", "tool_name")
-        self._local = threading.local()  # a connection shared by panels (reading())
         self._batch = FIRST_BATCH
-        self.longest_read_s = 0.0  # the longest single read of state.db (a read transaction)
         self.warming = False  # the start-up pass is running: requests do not read batches
         self._fts = fts_record.index_table(reader)
+        self.following = SessionFollowing(self.reads, self._fts)
+        self.panels = Panels(reader, self._connect)
+        # The stats page's panels, read from the rollup file.
+        self.reading = self.panels.reading
+        self.tools = self.panels.tools
+        self.heatmap = self.panels.heatmap
+        self.messages_by_source = self.panels.messages_by_source
+
+    @property
+    def longest_read_s(self) -> float:
+        """The longest single read of state.db (a read transaction)."""
+        return self.reads.longest_read_s
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=5, isolation_level=None, check_same_thread=False)
@@ -103,7 +117,7 @@ class Rollup(SessionFollowing, Panels):
         return conn
 
     def _meta(self, conn: sqlite3.Connection) -> dict[str, str]:
-        return dict(conn.execute("SELECT key, value FROM main.meta").fetchall())
+        return meta_of(conn)
 
     def _reset(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN")
@@ -122,12 +136,7 @@ class Rollup(SessionFollowing, Panels):
         )
         conn.execute("COMMIT")
 
-    @staticmethod
-    def _set(conn: sqlite3.Connection, **values: Any) -> None:
-        conn.executemany(
-            "INSERT OR REPLACE INTO main.meta VALUES (?, ?)",
-            [(k, str(v)) for k, v in values.items()],
-        )
+    _set = staticmethod(set_meta)
 
     def coverage(self) -> Coverage:
         """How far the rollup has read, without waiting for a refresh that is under way."""
@@ -154,13 +163,15 @@ class Rollup(SessionFollowing, Panels):
                 try:
                     cov = self.refresh(budget_s)
                     failures = 0
-                    self.patience = 1.0
+                    self.reads.patience = 1.0
                 except (LogbookDBError, sqlite3.Error) as exc:
                     failures += 1
                     if isinstance(exc, QueryTimeout) and self._batch <= MIN_BATCH and failures >= 2:
                         # The smallest read did not fit twice: give reads more time (up to a
                         # minute) rather than retry the same read forever.
-                        self.patience = min(self.patience * 4, 60.0 / max(self.read_limit_s, 1e-3))
+                        self.reads.patience = min(
+                            self.reads.patience * 4, 60.0 / max(self.read_limit_s, 1e-3)
+                        )
                     self._batch = max(MIN_BATCH, self._batch // 4)  # a cold disk: smaller reads
                     if failures >= 20:
                         raise
@@ -202,7 +213,7 @@ class Rollup(SessionFollowing, Panels):
             if meta.get("version") != VERSION:
                 self._reset(conn)
                 meta = self._meta(conn)
-            self._follow_sessions(conn, meta)
+            self.following.follow_sessions(conn, meta)
             max_id = int(self._meta(conn)["max_id"])
             db_max = self.r.scalar("SELECT COALESCE(MAX(id), 0) FROM messages") or 0
             # At least one batch a refresh (sized to READ_TARGET_S), however small the budget.
@@ -223,7 +234,11 @@ class Rollup(SessionFollowing, Panels):
                     continue
                 max_id = hi
             meta = self._meta(conn)
-            if max_id >= db_max and "audit_after" not in meta and self._unexplained(conn, meta):
+            if (
+                max_id >= db_max
+                and "audit_after" not in meta
+                and self.following.unexplained(conn, meta)
+            ):
                 log.info("messages went away unexplained: checking every session's count")
                 self._set(conn, audit_after="")
                 meta = self._meta(conn)
@@ -315,7 +330,7 @@ class Rollup(SessionFollowing, Panels):
 
     def _known_sessions(self, ids: set[str]) -> list[dict[str, Any]]:
         """The filter columns of these sessions as state.db has them now."""
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
+        model = sqlh.col(self.r.schema, "model")
         out: list[dict[str, Any]] = []
         for chunk in _chunks(sorted(ids)):
             out += self._read(
@@ -330,7 +345,7 @@ class Rollup(SessionFollowing, Panels):
         (a start or source changed moves their counts to the right day)."""
         if not rows:
             return
-        self._add_sessions(conn, rows)
+        self.following.add_sessions(conn, rows)
         _pick(conn, (r["id"] for r in rows))
         kept = {
             k[0]: k[1:]
@@ -352,17 +367,17 @@ class Rollup(SessionFollowing, Panels):
                 )
         if moved:
             _pick(conn, (r["id"] for r in moved))
-            self._daily(conn, -1)
+            self.following.daily(conn, -1)
             conn.executemany(
                 "UPDATE main.sess SET started_at = ?, source = ?, model = ? WHERE session_id = ?",
                 [(r["started_at"], r["source"], r["model"], r["id"]) for r in moved],
             )
-            self._date_and_add_picked(conn)
+            self.following.date_and_add_picked(conn)
 
     def _recount(self, conn: sqlite3.Connection, session_id: str, upto: int) -> None:
         """One session's counts read again from its rows up to ``upto`` (through Hermes's
         (session_id, timestamp) index), inside the caller's transaction."""
-        self._drop(conn, [session_id], keep_session=True)
+        self.following.drop(conn, [session_id], keep_session=True)
         where, params = "m.session_id = ? AND m.id <= ?", [session_id, upto]
         total = self._apply(
             conn, self._grouped(where, params), self._tool_call_entries(where, params)
@@ -379,10 +394,10 @@ class Rollup(SessionFollowing, Panels):
             total += n
             roles[(r["session_id"], r["role"])] = roles.get((r["session_id"], r["role"]), 0) + n
             if r["tool_name"] and r["role"] == "tool":
-                k = (r["session_id"], r["tool_name"])
-                tools[k] = tools.get(k, 0) + n
-            k = (r["session_id"], r["dow"], r["hour"])
-            hours[k] = hours.get(k, 0) + n
+                tool = (r["session_id"], r["tool_name"])
+                tools[tool] = tools.get(tool, 0) + n
+            hour = (r["session_id"], r["dow"], r["hour"])
+            hours[hour] = hours.get(hour, 0) + n
         conn.executemany(
             "INSERT INTO main.calls VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n",
             [(*k, v) for k, v in calls.items()],
@@ -437,7 +452,7 @@ class Rollup(SessionFollowing, Panels):
             self._set(conn, audit_after=last)
         conn.execute("COMMIT")
         if last is None:
-            self._measure_base(conn)
+            self.following.measure_base(conn)
 
     def _add_daily(
         self, conn: sqlite3.Connection, roles: dict, tools: dict, calls: dict, hours: dict

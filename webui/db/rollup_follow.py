@@ -1,7 +1,7 @@
 """How the rollup follows the sessions table and notices rows that went: sessions copied by
 rowid in chunks, counted in the same snapshot, reconciled when the counts differ (a rowid
 reused), dropped with their daily sums, and deletions the rollup cannot place sent to the
-background audit. A mixin of Rollup."""
+background audit. Rollup holds one (``rollup.following``), over its timed reads of state.db."""
 
 from __future__ import annotations
 
@@ -10,21 +10,32 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from webui.db import fts_record
+from webui.db import fts_record, sql
+from webui.db.reader import Reader
 from webui.db.rollup_schema import (
     DAY_OF,
     PER_SESSION,
     SESSIONS_PER_READ,
     _pick,
+    meta_of,
+    set_meta,
 )
 
 
-class SessionFollowing:
-    """The sessions side of Rollup (``self.r``: the Reader; ``self._connect``: its file)."""
+class TimedReads:
+    """The rollup's reads of state.db: each its own read transaction under ``read_limit_s``
+    times ``patience`` (which the start-up pass raises on a busy machine), the longest one
+    remembered for the stats page."""
 
-    # -- reading state.db ----------------------------------------------------------------
+    def __init__(self, reader: Reader, read_limit_s: float):
+        self.r = reader
+        self.read_limit_s = read_limit_s
+        # Grows when even the smallest read keeps running out of time (a busy machine, a cold
+        # disk): the pass must move forward, if more slowly; back to 1 after a good step.
+        self.patience = 1.0
+        self.longest_read_s = 0.0  # the longest single read of state.db (a read transaction)
 
-    def _read(
+    def read(
         self, statement: str, params: Sequence[Any] = (), raw: bool = False
     ) -> list[dict[str, Any]]:
         """One statement on state.db (its own read transaction), timed. ``raw``: values as
@@ -44,7 +55,16 @@ class SessionFollowing:
         self.longest_read_s = max(self.longest_read_s, time.monotonic() - began)
         return rows
 
-    def _unexplained(self, conn: sqlite3.Connection, meta: dict[str, str]) -> bool:
+
+class SessionFollowing:
+    """The sessions side of Rollup: ``reads`` of state.db, ``fts`` its FTS index table."""
+
+    def __init__(self, reads: TimedReads, fts: str | None):
+        self.r = reads.r
+        self._read = reads.read
+        self._fts = fts
+
+    def unexplained(self, conn: sqlite3.Connection, meta: dict[str, str]) -> bool:
         """Did rows go away that no batch explained? Read once the rollup has caught up: the
         FTS index's row count against the messages counted, in a moment when no message is
         waiting to be read (a rewritten transcript's new rows, not read yet, would make its
@@ -62,9 +82,9 @@ class SessionFollowing:
             return False
         return total - counted != int(meta.get("fts_base", 0))
 
-    def _measure_base(self, conn: sqlite3.Connection) -> None:
+    def measure_base(self, conn: sqlite3.Connection) -> None:
         """After an audit the counts are exact: the index's difference from them, from now."""
-        meta = self._meta(conn)
+        meta = meta_of(conn)
         row = self._read(
             f"SELECT {fts_record.averages_sql(self._fts)} AS avg, "
             "(SELECT COUNT(*) FROM messages WHERE id > ?) AS tail",
@@ -73,13 +93,13 @@ class SessionFollowing:
         )[0]
         total = fts_record.row_count(row["avg"])
         if total is not None:
-            self._set(conn, fts_base=total - row["tail"] - int(meta["counted"]))
+            set_meta(conn, fts_base=total - row["tail"] - int(meta["counted"]))
 
-    def _follow_sessions(self, conn: sqlite3.Connection, meta: dict[str, str]) -> None:
+    def follow_sessions(self, conn: sqlite3.Connection, meta: dict[str, str]) -> None:
         """New sessions (rowids above the highest seen) into ``sess``; when the count says some
         went (or a rowid was reused), the lists are compared. One read gives both the count
         and the new rows, so they describe the same moment."""
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
+        model = sql.col(self.r.schema, "model")
         seen_rowid, seen_n = int(meta.get("sess_rowid", 0)), int(meta.get("sess_n", 0))
         added = 0
         # A first copy (200,000 sessions on ten million messages) in chunks, each its own
@@ -93,7 +113,7 @@ class SessionFollowing:
             if len(rows) < SESSIONS_PER_READ:
                 break
             conn.execute("BEGIN")
-            added += self._add_sessions(conn, rows)
+            added += self.add_sessions(conn, rows)
             seen_rowid = rows[-1]["rid"]
             conn.execute("COMMIT")
         rows = self._read(
@@ -106,14 +126,14 @@ class SessionFollowing:
         if total == seen_n and not new and not added:
             return
         conn.execute("BEGIN")
-        added += self._add_sessions(conn, new)
+        added += self.add_sessions(conn, new)
         top = max([seen_rowid, *(r["rid"] for r in new)])
         if total != seen_n + added:
-            self._reconcile_sessions(conn)
-        self._set(conn, sess_rowid=top, sess_n=total)
+            self.reconcile_sessions(conn)
+        set_meta(conn, sess_rowid=top, sess_n=total)
         conn.execute("COMMIT")
 
-    def _add_sessions(self, conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> int:
+    def add_sessions(self, conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> int:
         """Sessions into ``sess`` (those already there left alone); the counts rolled up for
         them before they were known go into the daily sums. Returns how many were new."""
         rows = list(rows)
@@ -127,10 +147,10 @@ class SessionFollowing:
             "ON CONFLICT DO NOTHING",
             [(r["id"], r["started_at"], r["source"], r["model"]) for r in rows],
         )
-        self._date_and_add_picked(conn)
+        self.date_and_add_picked(conn)
         return new
 
-    def _reconcile_sessions(self, conn: sqlite3.Connection) -> None:
+    def reconcile_sessions(self, conn: sqlite3.Connection) -> None:
         """Compare the sessions known with state.db's (one pass over the sessions' primary
         key): those gone leave every sum, those missing (a reused rowid) come in."""
         gone = [
@@ -141,21 +161,21 @@ class SessionFollowing:
             ).fetchall()
         ]
         if gone:
-            self._drop(conn, gone, keep_session=False)
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
+            self.drop(conn, gone, keep_session=False)
+        model = sql.col(self.r.schema, "model")
         missing = conn.execute(
             f"SELECT id, started_at, source, {model} FROM st.sessions WHERE id NOT IN "
             "(SELECT session_id FROM main.sess)"
         ).fetchall()
-        self._add_sessions(
+        self.add_sessions(
             conn,
             ({"id": m[0], "started_at": m[1], "source": m[2], "model": m[3]} for m in missing),
         )
 
-    def _drop(self, conn: sqlite3.Connection, ids: Sequence[str], keep_session: bool) -> None:
+    def drop(self, conn: sqlite3.Connection, ids: Sequence[str], keep_session: bool) -> None:
         """Take these sessions' counts out of every sum (inside the caller's transaction)."""
         _pick(conn, ids)
-        self._daily(conn, -1)
+        self.daily(conn, -1)
         n = conn.execute(
             "SELECT TOTAL(n) FROM main.roles WHERE session_id IN (SELECT session_id FROM temp.pick)"
         ).fetchone()[0]
@@ -167,19 +187,19 @@ class SessionFollowing:
             conn.execute(
                 "DELETE FROM main.sess WHERE session_id IN (SELECT session_id FROM temp.pick)"
             )
-        counted = int(self._meta(conn)["counted"]) - int(n)
-        self._set(conn, counted=counted)
+        counted = int(meta_of(conn)["counted"]) - int(n)
+        set_meta(conn, counted=counted)
 
-    def _date_and_add_picked(self, conn: sqlite3.Connection) -> None:
+    def date_and_add_picked(self, conn: sqlite3.Connection) -> None:
         """The sessions in temp.pick, their start just written: each one's day worked out
         from it, then their per-session rows added to the daily sums."""
         conn.execute(
             f"UPDATE main.sess SET day = {DAY_OF} "
             "WHERE session_id IN (SELECT session_id FROM temp.pick)"
         )
-        self._daily(conn, +1)
+        self.daily(conn, +1)
 
-    def _daily(self, conn: sqlite3.Connection, sign: int) -> None:
+    def daily(self, conn: sqlite3.Connection, sign: int) -> None:
         """Add (``sign`` +1) or take away (-1) the per-session rows of the sessions in
         temp.pick to or from the daily sums, by each session's day and source."""
         picked = "SELECT session_id FROM temp.pick"

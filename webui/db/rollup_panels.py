@@ -1,23 +1,33 @@
 """The stats panels read from the rollup: tool usage, the weekday x hour heatmap and messages
 per source, for whole days from the daily sums and for the period's first and last day
-session by session; one connection shared by a report's panels. A mixin of Rollup."""
+session by session; one connection shared by a report's panels. Rollup holds one
+(``rollup.panels``), over its reader and the way it opens its file."""
 
 from __future__ import annotations
 
 import math
+import sqlite3
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from webui.db.reader import Reader
 from webui.db.rollup_schema import (
     DAY_S,
 )
 
 
 class Panels:
-    """Reads of the rollup (``self._connect``: its file)."""
+    """Reads of the rollup: ``connect`` opens its file (state.db attached), ``reader`` gives
+    the time limit of a query."""
+
+    def __init__(self, reader: Reader, connect: Callable[[], sqlite3.Connection]):
+        self.r = reader
+        self.connect = connect
+        self._local = threading.local()  # a connection shared by panels (reading())
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -26,7 +36,7 @@ class Panels:
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        self._local.conn = self._connect()
+        self._local.conn = self.connect()
         try:
             yield
         finally:
@@ -36,7 +46,7 @@ class Panels:
     def query(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         # No lock: readers of our own file run side by side (WAL); only refresh() serialises.
         shared = getattr(self._local, "conn", None)
-        conn = shared or self._connect()
+        conn = shared or self.connect()
         try:
             deadline = time.monotonic() + self.r.time_limit_s
             conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 VERSION = "5"  # 3: hours in UTC, tool-call entries; 4: daily sums; 5: followed by what changed
 DAY_S = 86400
@@ -70,6 +71,18 @@ class Coverage:
     @property
     def complete(self) -> bool:
         return self.seen_max_id >= self.db_max_id and not self.auditing
+
+
+def meta_of(conn: sqlite3.Connection) -> dict[str, str]:
+    """The rollup file's own notes (how far it read, what it counted)."""
+    return dict(conn.execute("SELECT key, value FROM main.meta").fetchall())
+
+
+def set_meta(conn: sqlite3.Connection, **values: Any) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO main.meta VALUES (?, ?)",
+        [(k, str(v)) for k, v in values.items()],
+    )
 
 
 def _has_meta(conn: sqlite3.Connection) -> bool:

@@ -117,15 +117,6 @@ class Schema:
     def is_newer_than_known(self) -> bool:
         return self.version is not None and self.version > NEWEST_KNOWN_VERSION
 
-    def as_dict(self) -> dict:
-        return {
-            "version": self.version,
-            "tables": sorted(self.tables),
-            "extra_session_columns": list(self.extra_session_columns),
-            "fts": self.has_fts,
-            "trigram": self.has_trigram,
-        }
-
 
 def readonly_uri(path: str | os.PathLike, immutable: bool = False) -> str:
     uri = "file:" + pathname2url(os.path.abspath(os.fspath(path))) + "?mode=ro"

@@ -18,10 +18,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from webui import keep
+from webui.db import search_plan, sql
 from webui.db.errors import BadRequest, LogbookDBError
 from webui.db.reader import Reader
 from webui.db.search_across import Across
@@ -60,7 +62,11 @@ from webui.hermes.search import Plan, explain_fts_problem
 HIDDEN_ROW_TEST = "COALESCE(m.display_kind, '') <> 'hidden'"
 
 
-class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
+class SearchStore:
+    """Search of one file: its filters and FTS routes here; the reads of hits (``reading``),
+    the CJK index (``cjk_route``), the substring route (``substring``), hits narrowed by
+    scope (``scope``) and one store's part of a search across stores (``across``)."""
+
     def __init__(
         self,
         reader: Reader,
@@ -81,6 +87,31 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
         self._older_newest = keep.VersionedCache(64)
         # (newest id read, ids of display_kind='hidden' rows up to it): Hermes 0.22's hidden rows
         self._display_hidden: tuple[int, frozenset[int]] = (0, frozenset())
+        self.reading = HitReading(reader)
+        self.cjk_route = CjkRoute(self)
+        self.substring = SubstringRoute(self)
+        self.scope = Scoping(self)
+        self.across = Across(self)
+
+    def plan(self, query: str, f: SearchFilters | None = None, sort: str | None = None) -> Plan:
+        return search_plan.plan_for(self, query, f, sort)
+
+    def search(
+        self,
+        query: str,
+        f: SearchFilters,
+        page: int,
+        sort: str | None = None,
+        slot: Callable[[Plan], AbstractContextManager[Any]] | None = None,
+    ) -> tuple[SearchResult, str, Plan]:
+        """Planned here: (result, searched, plan). ``slot(plan)``: what a search waits for (the
+        web layer's few search slots) unless the newest messages answer it (run_recent)."""
+        p = self.plan(query, f, sort)
+        if (quick := run_recent(self, p, f, page)) is not None:
+            return (*quick, p)
+        with slot(p) if slot is not None else nullcontext():
+            result, searched = run(self, p, f, page)
+        return result, searched, p
 
     # -- filters -------------------------------------------------------------------------
 
@@ -162,20 +193,20 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
         clauses: list[str] = []
         params: list[Any] = []
         if f.sources:
-            clauses.append(f"s.source IN ({','.join('?' * len(f.sources))})")
+            clauses.append(f"s.source IN ({sql.in_list(len(f.sources))})")
             params += f.sources
         if f.exclude_sources:
-            clauses.append(f"s.source NOT IN ({','.join('?' * len(f.exclude_sources))})")
+            clauses.append(f"s.source NOT IN ({sql.in_list(len(f.exclude_sources))})")
             params += f.exclude_sources
         if f.roles:
-            clauses.append(f"m.role IN ({','.join('?' * len(f.roles))})")
+            clauses.append(f"m.role IN ({sql.in_list(len(f.roles))})")
             params += f.roles
         if f.session:
             clauses.append("m.session_id = ?")
             params.append(f.session)
         if f.session_key:
             # A chat's sessions, found on Hermes's (session_key, started_at) index.
-            column = "session_key" if self.schema.has("sessions", "session_key") else "NULL"
+            column = sql.col(self.schema, "session_key")
             clauses.append(f"m.session_id IN (SELECT id FROM sessions WHERE {column} = ?)")
             params.append(f.session_key)
         dc, dp = date_range("m.timestamp", f.since, f.until)
@@ -284,7 +315,7 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
         candidates = candidates[:wanted]
         if not candidates:
             return []
-        kept = self._passing(candidates, where, params)
+        kept = self.scope.passing(candidates, where, params)
         survivors = [i for i in candidates if i in kept]
         if len(survivors) < needed and beyond:
             return None  # the page may hold hits past the candidates: the full query decides
@@ -365,7 +396,7 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
         if literal_terms:
             # The literal fallback: every word as typed must be in the message (an FTS5
             # phrase ignores punctuation, so "100%" would also match a bare "100").
-            like_sql, like_params = self._like_clauses(literal_terms, any_term=False)
+            like_sql, like_params = self.substring.like_clauses(literal_terms, any_term=False)
             user_where += f" AND {like_sql}"
             params = [*params, *like_params]
         active = self._active_clause()
@@ -397,13 +428,14 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
             self.prefix_words(table, expression) if not literal_terms and bounds is None else None
         )
         one_pass = None
+        ids: list[int] | None
         if not literal_terms and not sort:
             if bounds is not None:
-                one_pass = self._in_scope(
+                one_pass = self.scope.in_scope(
                     table, expression, bounds, f, row_where, row_params, offset
                 )
             else:
-                one_pass = self._by_source(table, expression, f, where, params, offset, wide)
+                one_pass = self.scope.by_source(table, expression, f, where, params, offset, wide)
         if one_pass is not None:
             n, ids = one_pass
         else:
@@ -433,8 +465,8 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
             ]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
-        snippets = self._snippets(table, expression, ids) if ids else {}
-        rows = self._hydrate(ids)
+        snippets = self.reading.snippets(table, expression, ids) if ids else {}
+        rows = self.reading.hydrate(ids)
         for row in rows:
             row["snippet"] = snippets.get(row["message_id"], "")
         if ranked:
@@ -469,9 +501,9 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
     if plan.route in ("fts", "trigram"):
         way = resolve(store, plan, notices)
         if way.route == "like":
-            result = store.like(way.terms, f, page, any_term=True, include_inactive=True)
+            result = store.substring.like(way.terms, f, page, any_term=True, include_inactive=True)
             result.notices = [n for n in notices + result.notices if n]
-            store.contexts(result.rows)
+            store.reading.contexts(result.rows)
             return result, searched
         if way.route == "none":
             return SearchResult([], 0, False, False, False, notices), searched
@@ -481,11 +513,11 @@ def run(store: SearchStore, plan: Plan, f: SearchFilters, page: int) -> tuple[Se
     else:
         if plan.sanitize_note:
             notices.append(plan.sanitize_note)
-        result = store.like(
+        result = store.substring.like(
             plan.terms, f, page, any_term=plan.like_any, include_inactive=plan.like_inactive
         )
         if plan.like_any and page == 1:
-            store.learn_recent_bound()  # for the next search of this kind (like_recent)
+            store.substring.learn_recent_bound()  # for the next search of this kind (like_recent)
     return _finish(store, result, notices), searched
 
 
@@ -540,7 +572,7 @@ def run_recent(
     (see SearchStore.like_recent); None otherwise. Cheap: needs no search slot."""
     if plan.route != "like" or page != 1 or len(plan.terms) > RECENT_TERMS:
         return None
-    result = store.like_recent(
+    result = store.substring.like_recent(
         plan.terms,
         f,
         any_term=plan.like_any,
@@ -555,7 +587,7 @@ def run_recent(
 
 def _finish(store: SearchStore, result: SearchResult, notices: list[str]) -> SearchResult:
     result.notices = [n for n in notices + result.notices if n]
-    store.contexts(result.rows)
+    store.reading.contexts(result.rows)
     for row in result.rows:
         if row.get("snippet") is None:
             continue

@@ -1,36 +1,45 @@
 """One store's part of a search across stores: how many hits it has, its best ones with their
 scores (or its newest ones), and what their bm25 is made of (webui.db.bm25), so that the hits
-of every store can be put in one order. A mixin of SearchStore."""
+of every store can be put in one order. SearchStore holds one (``search.across``)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webui.db import bm25, sql
 from webui.db.search_limits import SearchFilters
 
+if TYPE_CHECKING:
+    from webui.db.search import SearchStore
+
 
 class Across:
-    """(``self.r``: the Reader; the filters and reads of SearchStore.)"""
+    """One store's hits, counted and read for a search across stores."""
+
+    def __init__(self, store: SearchStore):
+        # The store's reader, filters and reads of hits (webui.db.search).
+        self.store = store
+        self.r = store.r
+        self.schema = store.schema
 
     def _across_where(
         self, table: str, f: SearchFilters, literal: list[str] | None
     ) -> tuple[str, list[Any], str, list[Any]]:
         """(the user's filters without the active clause, their parameters, all of them)."""
-        user_where, params = self._filters(f, include_inactive=True)
+        user_where, params = self.store._filters(f, include_inactive=True)
         if literal:
-            like_sql, like_params = self._like_clauses(literal, any_term=False)
+            like_sql, like_params = self.store.substring.like_clauses(literal, any_term=False)
             user_where += f" AND {like_sql}"
             params = [*params, *like_params]
-        active = self._active_clause()
+        active = self.store._active_clause()
         return user_where, params, user_where + (f" AND {active}" if active else ""), params
 
     def hit_count(self, table: str, expression: str, f: SearchFilters, literal=None) -> int:
         """Matches, up to RANK_CAP + 1 (as a search of this store alone counts them)."""
         user_where, params, _w, _p = self._across_where(table, f, literal)
-        wide = self.prefix_words(table, expression) if not literal else None
-        return self._count(table, wide or expression, user_where, params)
+        wide = self.store.prefix_words(table, expression) if not literal else None
+        return self.store._count(table, wide or expression, user_where, params)
 
     def best_hits(
         self,
@@ -44,7 +53,7 @@ class Across:
         """The store's first ``depth`` hits: by bm25 (``score``) or newest first (by id, as
         a search of one file pages them), each with its time and session."""
         _uw, _up, where, params = self._across_where(table, f, literal)
-        wide = None if ranked or literal else self.prefix_words(table, expression)
+        wide = None if ranked or literal else self.store.prefix_words(table, expression)
         order = "score, m.id" if ranked else f"{table}.rowid DESC"
         return self.r.rows(
             f"SELECT m.id AS id, m.timestamp AS ts, m.session_id AS session_id, "
@@ -61,7 +70,9 @@ class Across:
         out: list[dict[str, Any]] = []
         page = 1
         while len(out) < depth:
-            result = self.like(terms, f, page, any_term=any_term, include_inactive=inactive)
+            result = self.store.substring.like(
+                terms, f, page, any_term=any_term, include_inactive=inactive
+            )
             out += [
                 {"id": r["message_id"], "ts": r.get("timestamp"), "session_id": r["session_id"]}
                 for r in result.rows
@@ -119,13 +130,13 @@ class Across:
         session names, context)."""
         if not ids:
             return []
-        rows = self._hydrate(ids)
+        rows = self.store.reading.hydrate(ids)
         if like_terms is not None:
             for row in rows:
                 row["snippet"] = None
                 row["match_terms"] = like_terms
         else:
-            snippets = self._snippets(table, expression, ids)
+            snippets = self.store.reading.snippets(table, expression, ids)
             for row in rows:
                 row["snippet"] = snippets.get(row["message_id"], "")
         return rows

@@ -1,5 +1,5 @@
 """Hermes 0.22's CJK bigram index (``messages_fts_cjk``) answered without its tokenizer, and
-the FTS markers Hermes leaves in ``state_meta``. A mixin of SearchStore.
+the FTS markers Hermes leaves in ``state_meta``. SearchStore holds one (``search.cjk_route``).
 
 SQLite cannot open an FTS5 table whose tokenizer is not loaded ("no such tokenizer:
 cjk_unicode61"), and Logbook does not load extensions. The index's answer is read instead
@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webui.db import deadline as request_deadline
+from webui.db import sql
 from webui.db.errors import QueryTimeout
 from webui.db.reader import TOOK_TOO_LONG
 from webui.db.search_limits import MAX_RESULTS, PAGE_SIZE, SearchFilters, SearchResult
 from webui.db.sessions import like_escape
 from webui.hermes import cjk_bigram
 from webui.hermes.search import IndexState
+
+if TYPE_CHECKING:
+    from webui.db.search import SearchStore
 
 CJK_TABLE = "messages_fts_cjk"
 CJK_SOURCE = "messages_fts_cjk_src"
@@ -41,7 +45,13 @@ MARKERS = (
 
 
 class CjkRoute:
-    """The CJK bigram index's answers and the index markers (``self.r``: the Reader)."""
+    """The CJK bigram index's answers and the index markers."""
+
+    def __init__(self, store: SearchStore):
+        # The store's reader, filters and reads of hits (webui.db.search).
+        self.store = store
+        self.r = store.r
+        self.schema = store.schema
 
     def index_state(self) -> IndexState:
         """What Hermes says of its indexes in this file (point reads of state_meta)."""
@@ -50,7 +60,7 @@ class CjkRoute:
         meta = {
             r["key"]: r["value"]
             for r in self.r.rows(
-                f"SELECT key, value FROM state_meta WHERE key IN ({','.join('?' * len(MARKERS))})",
+                f"SELECT key, value FROM state_meta WHERE key IN ({sql.in_list(len(MARKERS))})",
                 MARKERS,
             )
         }
@@ -81,7 +91,7 @@ class CjkRoute:
         found, hits = self._cjk_scan(query)
         if not found:
             return SearchResult([], 0, False, False, False, [])
-        where, params = self._filters(f)
+        where, params = self.store._filters(f)
         shown = self._cjk_shown(list(found), where, params)
         rows_total, tokens_total = cjk_bigram.averages(
             _blob(self.r.scalar(f"SELECT hex(block) FROM {CJK_TABLE}_data WHERE id = 1"))
@@ -100,7 +110,7 @@ class CjkRoute:
             ranked.sort(key=lambda r: (r[0], r[1]))
         ids = [mid for _, mid, _ in ranked[offset : offset + PAGE_SIZE + 1]]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
-        rows = self._hydrate(ids[:PAGE_SIZE], around=_first_cjk(query.texts))
+        rows = self.store.reading.hydrate(ids[:PAGE_SIZE], around=_first_cjk(query.texts))
         for row in rows:
             # No FTS5 snippet without the tokenizer: presentation cuts one around the words.
             row["snippet"] = None

@@ -39,15 +39,15 @@ def _attempt(store, p: Plan, f: SearchFilters, page: int) -> tuple[SearchResult,
     if p.route == "like_bool":
         if p.sanitize_note:
             said.append(p.sanitize_note)
-        return store.like_groups(p.groups, f, page, p.sort), p.searched, said, False
+        return store.substring.like_groups(p.groups, f, page, p.sort), p.searched, said, False
     if p.route == "like":
         if p.sanitize_note:
             said.append(p.sanitize_note)
-        result = store.like(
+        result = store.substring.like(
             p.terms, f, page, any_term=p.like_any, include_inactive=False, ties="ASC"
         )
         if p.like_any and page == 1:
-            store.learn_recent_bound()
+            store.substring.learn_recent_bound()
         return result, p.searched, said, False
     if p.route == "cjk":
         try:
@@ -64,7 +64,7 @@ def _attempt(store, p: Plan, f: SearchFilters, page: int) -> tuple[SearchResult,
                 "cannot load that index's tokenizer, so it found the same messages from their "
                 "text and ranked them as the index does."
             )
-        result = _with_gap(store, p, f, page, lambda n: store.cjk(p.match, f, n, p.sort))
+        result = _with_gap(store, p, f, page, lambda n: store.cjk_route.cjk(p.match, f, n, p.sort))
         return result, p.searched, said, False
     table = TABLES[p.route]
     expression, searched, literal = p.match, p.searched, None
@@ -104,16 +104,16 @@ def _with_gap(
     """The route's page, then — while Hermes's rebuild of its indexes is pending — the
     messages it has not indexed yet that hold every word, newest first (Hermes's top-up)."""
     result = main(page)
-    span = store.index_state().rebuild if p.gap_terms else None
+    span = store.cjk_route.index_state().rebuild if p.gap_terms else None
     if span is None or result.capped:
         return result
     offset = (page - 1) * PAGE_SIZE
     shown = len(result.rows)
     before = result.total  # exact below the cap
     take = 0 if result.has_more else PAGE_SIZE + 1 - shown
-    n, ids = store.unindexed_hits(p.gap_terms, f, span, max(0, offset - before), take)
+    n, ids = store.substring.unindexed_hits(p.gap_terms, f, span, max(0, offset - before), take)
     room = PAGE_SIZE - shown
-    rows = result.rows + store._substring_page(ids[:room], 0, p.gap_terms).rows
+    rows = result.rows + store.substring.substring_page(ids[:room], 0, p.gap_terms).rows
     has_more = result.has_more or len(ids) > room
     result.notices.append(
         f"{p.hermes} is still rebuilding this file's search index ({span[0]:,} of "

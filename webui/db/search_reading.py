@@ -1,5 +1,5 @@
 """What a page of hits shows: FTS5 snippets for the rows on the page only, each hit's session
-and origin, and the messages around it. A mixin of SearchStore."""
+and origin, and the messages around it. SearchStore holds one (``search.reading``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from webui.db import deadline as request_deadline
 from webui.db import snippet_source, sql
 from webui.db.errors import QueryTimeout
-from webui.db.reader import TOOK_TOO_LONG
+from webui.db.reader import TOOK_TOO_LONG, Reader
 from webui.db.search_limits import MARK_END, MARK_START, SNIPPET_TOKENS
 from webui.db.snippets import mirror_declaration
 from webui.db.snippets import snippets as mirror_snippets
@@ -23,15 +23,19 @@ TEXT_LEAD = 4_000
 
 
 class HitReading:
-    """Snippets, rows and context of a page of hits (``self.r``: the Reader)."""
+    """Snippets, rows and context of a page of hits, read with ``reader``."""
+
+    def __init__(self, reader: Reader):
+        self.r = reader
+        self.schema = reader.schema
 
     # -- shared --------------------------------------------------------------------------
 
     @property
     def _content(self) -> str:
-        return "m.content" if self.schema.has("messages", "content") else "NULL"
+        return sql.col(self.schema, "content", "m", "messages")
 
-    def _snippets(self, table: str, expression: str, ids: list[int]) -> dict[int, str]:
+    def snippets(self, table: str, expression: str, ids: list[int]) -> dict[int, str]:
         """rowid -> snippet for a page's hits: from a mirror of the page's rows
         (webui.db.snippets) when the table's declaration can be copied, else from the table.
         Either way a row whose matches may be many is never given to snippet() whole
@@ -80,7 +84,7 @@ class HitReading:
         out.update((r["id"], r["snippet"]) for r in rows)
         return out
 
-    def _hydrate(self, ids: list[int], around: str | None = None) -> list[dict[str, Any]]:
+    def hydrate(self, ids: list[int], around: str | None = None) -> list[dict[str, Any]]:
         """The page's hits with their sessions. A hit's own text (``_text``: what presentation
         cuts a snippet from and reads a tool result's fields in) is at most TEXT_CHARS of it:
         from its start, or from shortly before ``around`` (the substring route's first term)
@@ -98,9 +102,9 @@ class HitReading:
             text = f"substr({content}, {start}, {TEXT_CHARS})"
         else:
             text, ids_params = "NULL", list(ids)
-        title = "s.title" if self.schema.has("sessions", "title") else "NULL"
-        model = "s.model" if self.schema.has("sessions", "model") else "NULL"
-        tool_calls = "m.tool_calls" if self.schema.has("messages", "tool_calls") else "NULL"
+        title = sql.col(self.schema, "title", "s")
+        model = sql.col(self.schema, "model", "s")
+        tool_calls = sql.col(self.schema, "tool_calls", "m", "messages")
         tool_name = "m.tool_name" if self.schema.has("messages", "tool_name") else "NULL"
         rows = self.r.rows(
             f"SELECT m.id AS message_id, m.session_id AS session_id, m.role AS role, "
@@ -112,7 +116,7 @@ class HitReading:
             f"END AS session_preview, "
             f"s.started_at AS session_started, {self._origin_columns()} FROM messages m "
             "JOIN sessions s ON "
-            f"s.id = m.session_id WHERE m.id IN ({','.join('?' * len(ids))})",
+            f"s.id = m.session_id WHERE m.id IN ({sql.in_list(len(ids))})",
             ids_params,
         )
         by_id = {r["message_id"]: r for r in rows}

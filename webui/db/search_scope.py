@@ -1,13 +1,15 @@
 """Search hits narrowed by what the index does not hold: a source (through the source map,
 walking the index newest first), a session or chat's id range, dates and roles; each filter's
-hits checked against the messages table in bounded batches. A mixin of SearchStore."""
+hits checked against the messages table in bounded batches. SearchStore holds one
+(``search.scope``)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from webui.db import sql
 from webui.db.search_limits import (
     HIDDEN_MAX,
     OVERFETCH_HITS,
@@ -16,11 +18,20 @@ from webui.db.search_limits import (
     SearchFilters,
 )
 
+if TYPE_CHECKING:
+    from webui.db.search import SearchStore
+
 
 class Scoping:
-    """Hits within filters (``self.r``: the Reader)."""
+    """Hits within filters."""
 
-    def _by_source(
+    def __init__(self, store: SearchStore):
+        # The store's reader, filters and reads of hits (webui.db.search).
+        self.store = store
+        self.r = store.r
+        self.schema = store.schema
+
+    def by_source(
         self,
         table: str,
         expression: str,
@@ -37,14 +48,14 @@ class Scoping:
         every hit of the index. Same order as the full query: (rank, id), or newest first
         past RANK_CAP. None when this route cannot answer (other filters, no map yet, too
         many hidden messages, or a page the map got wrong): the full query does."""
-        if self.sources is None or not (f.sources or f.exclude_sources):
+        if self.store.sources is None or not (f.sources or f.exclude_sources):
             return None
         if f.roles or f.session or f.session_key or f.since or f.until:
             return None
-        hidden = self._hidden_ids()
-        if len(hidden) > HIDDEN_MAX or not self.sources.current():
+        hidden = self.store._hidden_ids()
+        if len(hidden) > HIDDEN_MAX or not self.store.sources.current():
             return None
-        keep = self.sources.keep(f.sources, f.exclude_sources)
+        keep = self.store.sources.keep(f.sources, f.exclude_sources)
         cap = RANK_CAP + 1 + len(hidden)
 
         def matches(
@@ -61,7 +72,7 @@ class Scoping:
         # share of messages that pass, they would reach half of it. Otherwise they are
         # counted first, and ranked only if they are under the cap.
         expect_under = min(OVERFETCH_HITS, int(RANK_CAP / 2 / max(keep.share, 1e-9)))
-        every = self._index_hits(table, wide or expression, max(expect_under, RANK_CAP) + 1)
+        every = self.store._index_hits(table, wide or expression, max(expect_under, RANK_CAP) + 1)
         if every <= max(expect_under, RANK_CAP):
             ranked = self.r.run(
                 lambda raw: matches(raw, f"SELECT rank, rowid {passing} LIMIT ?", cap, ranking=True)
@@ -79,7 +90,7 @@ class Scoping:
             ]
         # Hits newer than the map (written since it caught up) are checked in SQL.
         unknown = [i for i in hits if i > keep.top]
-        wrong = set(unknown) - self._passing(unknown, where, params) if unknown else set()
+        wrong = set(unknown) - self.passing(unknown, where, params) if unknown else set()
         left_out = hidden | wrong
         n = sum(1 for i in hits if i not in left_out)
         if n <= RANK_CAP:
@@ -101,11 +112,11 @@ class Scoping:
         page = ordered[offset : offset + PAGE_SIZE + 1]
         # The rows shown are checked against every filter in SQL (the hidden ids are shared
         # for a few seconds; a message rewound since then must not be shown).
-        if page and len(self._passing(page, where, params)) != len(page):
+        if page and len(self.passing(page, where, params)) != len(page):
             return None
         return n, page
 
-    def _in_scope(
+    def in_scope(
         self,
         table: str,
         expression: str,
@@ -121,13 +132,13 @@ class Scoping:
         against any other filter in SQL. Same order as the full query: (rank, id), or newest
         first past RANK_CAP. A prefix that expands to half the vocabulary is expanded once,
         as in the same search over everything, not once to count and once to rank."""
-        column = "session_key" if self.schema.has("sessions", "session_key") else "NULL"
+        column = sql.col(self.schema, "session_key")
         scope, scope_params = (
             ("session_id = ?", [f.session])
             if f.session
             else (f"session_id IN (SELECT id FROM sessions WHERE {column} = ?)", [f.session_key])
         )
-        active = self._active_clause().replace("m.", "")
+        active = self.store._active_clause().replace("m.", "")
         own = {
             r["id"]
             for r in self.r.rows(
@@ -148,7 +159,7 @@ class Scoping:
         ]
         others = f.roles or f.since or f.until or f.sources or f.exclude_sources
         if others and hits:
-            kept = self._passing([i for _, i in hits], where, params)
+            kept = self.passing([i for _, i in hits], where, params)
             hits = [h for h in hits if h[1] in kept]
         n = len(hits)
         ordered = (
@@ -158,7 +169,7 @@ class Scoping:
         )
         return n, ordered[offset : offset + PAGE_SIZE + 1]
 
-    def _passing(self, ids: list[int], where: str, params: list[Any]) -> set[int]:
+    def passing(self, ids: list[int], where: str, params: list[Any]) -> set[int]:
         """Those of ``ids`` whose message and session pass ``where`` (the filters in SQL)."""
         return {
             r["id"]

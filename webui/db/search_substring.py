@@ -1,10 +1,10 @@
 """The substring route: searches the index cannot answer (short CJK words, invalid FTS5 read
 literally, databases without an FTS table) as LIKE scans, bounded, and answered from the
-newest messages first when they prove the page. A mixin of SearchStore."""
+newest messages first when they prove the page. SearchStore holds one (``search.substring``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webui.db.errors import LogbookDBError
 from webui.db.search_limits import (
@@ -17,13 +17,22 @@ from webui.db.search_limits import (
 )
 from webui.db.sessions import like_escape
 
+if TYPE_CHECKING:
+    from webui.db.search import SearchStore
+
 
 class SubstringRoute:
-    """LIKE searches (``self.r``: the Reader)."""
+    """LIKE searches."""
+
+    def __init__(self, store: SearchStore):
+        # The store's reader, filters and reads of hits (webui.db.search).
+        self.store = store
+        self.r = store.r
+        self.schema = store.schema
 
     # -- substring route -----------------------------------------------------------------
 
-    def _like_clauses(self, terms: list[str], *, any_term: bool) -> tuple[str, list[Any]]:
+    def like_clauses(self, terms: list[str], *, any_term: bool) -> tuple[str, list[Any]]:
         """Each term as a substring of the content, tool name or tool calls; ALL terms or ANY."""
         columns = ["m.content"] if self.schema.has("messages", "content") else []
         if self.schema.has("messages", "tool_name"):
@@ -56,11 +65,11 @@ class SubstringRoute:
         equal times come oldest id first)."""
         if not terms:
             return SearchResult([], 0, False, False, False, [])
-        where, params = self._filters(f, include_inactive=include_inactive)
+        where, params = self.store._filters(f, include_inactive=include_inactive)
         if id_floor is not None:
             where += " AND m.id > ?"
             params.append(id_floor)
-        like_sql, like_params = self._like_clauses(terms, any_term=any_term)
+        like_sql, like_params = self.like_clauses(terms, any_term=any_term)
         base = f"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {like_sql}{where}"
         offset = (page - 1) * PAGE_SIZE
         # Newest first. By id, the scan walks the table backwards and stops after one page;
@@ -75,7 +84,7 @@ class SubstringRoute:
         ]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
-        rows = self._hydrate(ids, around=terms[0] if terms else None)
+        rows = self.store.reading.hydrate(ids, around=terms[0] if terms else None)
         for row in rows:
             # No snippet() on this route: presentation cuts one around the terms.
             row["snippet"] = None
@@ -114,7 +123,7 @@ class SubstringRoute:
     ) -> SearchResult:
         """The stored-rows route (Hermes 0.22's tool searches, a file whose index Hermes marked
         stale): newest first (oldest with ``sort="oldest"``) by time, then id."""
-        where, params = self._filters(f)
+        where, params = self.store._filters(f)
         test, test_params = self._group_clauses(groups)
         way = "ASC" if sort == "oldest" else "DESC"
         offset = (page - 1) * PAGE_SIZE
@@ -126,7 +135,7 @@ class SubstringRoute:
                 [*test_params, *params, PAGE_SIZE + 1, offset],
             )
         ]
-        return self._substring_page(ids, offset, [t for g in groups for t, x in g if not x])
+        return self.substring_page(ids, offset, [t for g in groups for t, x in g if not x])
 
     def unindexed_hits(
         self, terms: list[str], f: SearchFilters, span: tuple[int, int], skip: int, take: int
@@ -134,8 +143,8 @@ class SubstringRoute:
         """While Hermes's FTS rebuild is pending: (how many, the ids from ``skip``, at most
         ``take``) of the messages in ``span`` = (indexed up to, high water], which the index
         does not hold yet, holding every term, newest first by time (Hermes's top-up)."""
-        where, params = self._filters(f)
-        like_sql, like_params = self._like_clauses(terms, any_term=False)
+        where, params = self.store._filters(f)
+        like_sql, like_params = self.like_clauses(terms, any_term=False)
         base = (
             "FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id > ? AND m.id <= ? "
             f"AND {like_sql}{where}"
@@ -151,10 +160,10 @@ class SubstringRoute:
         ]
         return n, ids
 
-    def _substring_page(self, ids: list[int], offset: int, terms: list[str]) -> SearchResult:
+    def substring_page(self, ids: list[int], offset: int, terms: list[str]) -> SearchResult:
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
-        rows = self._hydrate(ids, around=terms[0] if terms else None)
+        rows = self.store.reading.hydrate(ids, around=terms[0] if terms else None)
         for row in rows:
             row["snippet"] = None
             row["match_terms"] = terms
@@ -170,12 +179,12 @@ class SubstringRoute:
         """Read the newest timestamp of the messages below the current floor, once (a scan
         of them: run it where a substring search already holds a search slot)."""
         floor = self._recent_floor()
-        if floor is not None and self._older_newest.peek(floor) is None:
+        if floor is not None and self.store._older_newest.peek(floor) is None:
             try:
                 newest = self.r.scalar("SELECT MAX(timestamp) FROM messages WHERE id <= ?", [floor])
             except LogbookDBError:
                 return  # out of this request's time: a later search learns it
-            self._older_newest.set(floor, newest)
+            self.store._older_newest.set(floor, newest)
 
     def like_recent(
         self,
@@ -191,7 +200,7 @@ class SubstringRoute:
         floor = self._recent_floor()
         if floor is None:
             return None
-        bound = self._older_newest.get(floor) if any_term else None
+        bound = self.store._older_newest.get(floor) if any_term else None
         if any_term and not isinstance(bound, (int, float)):
             return None  # not learnt yet, or text timestamps: SQLite orders text above numbers
         result = self.like(

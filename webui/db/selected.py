@@ -1,7 +1,7 @@
 """What a selection holds, read before anything changes: the prune/archive preview (its
 summary, one keyset page of its sessions, totals by source, model and month, the children it
 would orphan, what the file's Hermes spares and why) and the ids ``hermes sessions prune
---dry-run`` lists, in its order. A mixin of Actions (``self.r``: the Reader; ``self.rules``)."""
+--dry-run`` lists, in its order. Actions holds one (``actions.selected``), over its reader."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from typing import Any
 from webui.db import selection as selection_sql
 from webui.db import sql
 from webui.db.errors import LogbookDBError
+from webui.db.reader import Reader
+from webui.hermes.rules import Rules, rules_for
 from webui.hermes.selection import Selection, describe
 
 # A prune or archive preview shows its sessions this many at a time (all reachable, in order).
@@ -26,9 +28,16 @@ class BadCursor(LogbookDBError):
 
 
 class SelectionReads:
-    """Reads of a selection (``self.r``: the Reader)."""
+    """Reads of a selection, by the rules of the file's Hermes."""
 
-    def _rule(self, sel: Selection, alias: str = "sessions") -> tuple[str, list]:
+    def __init__(self, reader: Reader):
+        self.r = reader
+
+    @property
+    def rules(self) -> Rules:
+        return rules_for(self.r.schema.version)
+
+    def rule(self, sel: Selection, alias: str = "sessions") -> tuple[str, list]:
         """Hermes's prune filter (webui.db.selection), ended sessions only, as the file's
         Hermes selects (0.22: pins spared, lineages whole)."""
         return selection_sql.lineage_where(self.r.schema, sel, alias, rules=self.rules)
@@ -48,7 +57,7 @@ class SelectionReads:
         """Exactly what `hermes sessions prune <same filters>` would delete (its --dry-run):
         ended sessions matching every filter. Active sessions never. The summary and totals
         cover every session; ``sessions`` is one keyset page of them, in Hermes's order."""
-        where, params = self._rule(sel, "s")
+        where, params = self.rule(sel, "s")
         s = self.r.schema
         cost = sql.cost(s, "s")
         tok = sql.tokens(s, "s")
@@ -68,8 +77,8 @@ class SelectionReads:
             or {}
         )
         page = self.selection_page(sel, cursor, limit, count=summary.get("count") or 0)
-        cw, cp = self._rule(sel, "p")
-        kw, kp = self._rule(sel, "c")
+        cw, cp = self.rule(sel, "p")
+        kw, kp = self.rule(sel, "c")
         title = "c.title" if s.has("sessions", "title") else "NULL"
         orphans = self.r.rows(
             f"SELECT c.id AS id, {title} AS title, c.parent_session_id AS parent FROM sessions c JOIN sessions p ON "
@@ -126,7 +135,7 @@ class SelectionReads:
         ``cursor``; with the position of its first row, the selection's ``count`` (counted
         here unless the caller knows it) and the next cursor. Keyset paging, so the last of
         100,000 sessions costs what the first does."""
-        where, params = self._rule(sel, "s")
+        where, params = self.rule(sel, "s")
         if count is None:
             count = self.r.scalar(f"SELECT COUNT(*) FROM sessions s WHERE {where}", params)
         s = self.r.schema
@@ -135,7 +144,7 @@ class SelectionReads:
         before = 0
         if cursor:
             after = _decode(cursor, len(keys))
-            marks = ", ".join("?" * len(after))
+            marks = sql.in_list(len(after))
             before = self.r.scalar(
                 f"SELECT COUNT(*) FROM sessions s WHERE ({where}) AND {row_key} <= ({marks})",
                 [*params, *after],
@@ -175,7 +184,7 @@ class SelectionReads:
     def selection_totals(self, sel: Selection, top: int = 8) -> dict[str, list[dict]]:
         """The selection by source, model and month it started: sessions, messages and cost
         in each, largest first; past ``top`` groups the rest are summed as one "other"."""
-        where, params = self._rule(sel, "s")
+        where, params = self.rule(sel, "s")
         s = self.r.schema
         groups = {
             "source": "COALESCE(s.source, '')",
@@ -215,7 +224,7 @@ class SelectionReads:
     def prune_ids(self, sel: Selection) -> list[str]:
         """The ids `hermes sessions prune --dry-run` lists, in its order (oldest start first on
         0.19 files; least recently active first since 0.20)."""
-        where, params = self._rule(sel, "s")
+        where, params = self.rule(sel, "s")
         return [
             r["id"]
             for r in self.r.rows(

@@ -1,13 +1,16 @@
 """List orders no index serves (last activity, tokens, cost, messages), worked out once per
 filter and kept (webui.db.kept_order); when a gateway only appends messages, just the sessions
-that got them are moved. A mixin of SessionStore."""
+that got them are moved. SessionStore holds one (``store.orders``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from webui.db import sql
 from webui.db.kept_order import KeptOrder
+from webui.db.reader import Reader
+from webui.db.session_keeping import SessionKeeping
 from webui.db.session_query import (
     APPENDED_MAX,
     ORDER_MAX_AGE_S,
@@ -18,9 +21,20 @@ from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor, is_curso
 
 
 class KeptOrders:
-    """Pages in a kept order (``self.r``: the Reader)."""
+    """Pages in a kept order: ``keeping`` holds the orders and says when the file moved,
+    ``chains`` is the store's walk of Hermes's compression chains."""
 
-    def _walk_started(self, q: SessionQuery) -> bool:
+    def __init__(
+        self, reader: Reader, keeping: SessionKeeping, chains: Callable[[], dict[str, list[str]]]
+    ):
+        self.r = reader
+        self.shared = keeping.shared
+        self.order_marks = keeping.order_marks
+        self.chains = chains
+        # Kept orders of the list, a prune's batches clear them too.
+        self._order_cache = keeping.cache.versioned(8, purge_on_soft=True)
+
+    def walk_started(self, q: SessionQuery) -> bool:
         """Newest first within common sources: walking the start-time index and testing each
         row's source stops after a page's worth (about limit / share rows read), where the
         source index would read every row of the source to sort them (a third of the table
@@ -38,7 +52,7 @@ class KeptOrders:
         total = sum(sizes.values())
         return total > 0 and sum(sizes.get(src, 0) for src in q.sources) >= WALK_SHARE * total
 
-    def _kept_order_page(
+    def page(
         self,
         q: SessionQuery,
         source: tuple[str, str, list[Any]],
@@ -75,7 +89,7 @@ class KeptOrders:
                 lambda raw: raw.execute(statement, [*from_params, *params]).fetchall()
             )
             order = self._order_cache.set(cache_key, KeptOrder(pairs, q.descending), token)
-            hit = (token, order)
+            return order.page(decode_cursor(q.after) if q.after else None, q.limit + 1)
         return hit[1].page(decode_cursor(q.after) if q.after else None, q.limit + 1)
 
     def _order_after_appends(self, hit, token, source, where, params, key, q):

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as dtime
-from typing import Any
+from typing import Any, cast
 
 from webui.db.errors import BadRequest
 from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor, is_cursor  # noqa: F401 - the list's cursor
@@ -151,7 +151,8 @@ class SessionQuery:
         if cursor and not is_cursor(cursor):
             cursor = None
         elif cursor:
-            narrowing = args.copy()  # a MultiDict stays one: session= repeats
+            # A MultiDict stays one (session= repeats); a dict copies as a dict.
+            narrowing = cast(Any, args).copy()
             narrowing.pop("after", None)
         try:
             narrow = narrowing_from_args(narrowing)

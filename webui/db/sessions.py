@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -13,7 +12,7 @@ from webui.db import selection as selection_sql
 from webui.db import sql
 from webui.db.list_rules import ListRules
 from webui.db.reader import Reader
-from webui.db.session_keeping import CHAINS, Keeping, new_store_cache
+from webui.db.session_keeping import CHAINS, SessionKeeping, new_store_cache
 from webui.db.session_orders import KeptOrders
 from webui.db.session_query import (  # noqa: F401 - LIST_PARAMS, parse_day: imported from here
     COUNT_CAP,
@@ -33,8 +32,9 @@ from webui.hermes.selection import (
 from webui.keep import StoreCache
 
 
-class SessionStore(Keeping, KeptOrders, ListRules):
-    """Named queries over the sessions table, built from the columns that exist."""
+class SessionStore:
+    """Named queries over the sessions table, built from the columns that exist: what it keeps
+    (``keeping``), the list's rules as SQL (``list_rules``) and its kept orders (``orders``)."""
 
     def __init__(self, reader: Reader, cache: StoreCache | None = None):
         self.r = reader
@@ -42,19 +42,20 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         # Whose list this is (webui.hermes.rules): the Hermes that wrote the file.
         self.rules = rules_for(self.schema.version)
         self.cache = cache or new_store_cache()
-        # Kept orders of the list (session_orders), a prune's batches clear them too.
-        self._order_cache = self.cache.versioned(8, purge_on_soft=True)
-        # The sessions token as last read, under the file's data_version at that moment.
-        self._token_kept = self.cache.versioned(1, purge_on_soft=True)
-        self._token_lock = threading.Lock()
+        self.keeping = SessionKeeping(reader, self.cache)
+        # What the other stores and the pages ask of it by name.
+        self.invalidate = self.keeping.invalidate
+        self.cached = self.keeping.cached
+        self.shared = self.keeping.shared
+        self.change_token = self.keeping.change_token
+        self.list_rules = ListRules(reader, self.rules, self.shared)
+        self.last_active_of = self.list_rules.last_active_of
+        self.orders = KeptOrders(reader, self.keeping, self.chains)
         # Every chain's tip as JSON, for the chains walk it was made from (source_sql).
         self._tips_json = self.cache.versioned(1, identity=True)
-        # An older file read beside a Hermes 0.19 history: listed as Hermes 0.19 lists it once
-        # it has opened (and migrated) the file (webui.hermes.listing.PROBABLE_SUBAGENT).
-        self.hide_probable_subagents = False
 
     def col(self, name: str, alias: str = "s") -> str:
-        return f"{alias}.{name}" if self.schema.has("sessions", name) else "NULL"
+        return sql.col(self.schema, name, alias)
 
     def num(self, name: str) -> str:
         return f"COALESCE({self.col(name)}, 0)"
@@ -135,7 +136,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
             and self.schema.has("sessions", "parent_session_id")
         ):
             return {}
-        token = self._sessions_token()
+        token = self.keeping.sessions_token()
         return self.cached("chains", (token.get("n"), token.get("s")), self._walk_chains, CHAINS)
 
     def _walk_chains(self) -> dict[str, list[str]]:
@@ -157,7 +158,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
             f"{self.col('ended_at', 'child')} AS ended_at, child.started_at AS started_at, "
             f"{self.last_active_of('child')} AS last_active "
             "FROM sessions parent JOIN sessions child ON child.parent_session_id = parent.id "
-            f"WHERE parent.end_reason = 'compression' AND {self.continuation_filter('child')}",
+            f"WHERE parent.end_reason = 'compression' AND {self.list_rules.continuation_filter('child')}",
             time_limit_s=time_limit_s,
         )
         return [
@@ -185,10 +186,10 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         params: list[Any] = []
         if q.sources and not skip_source:
             plus = "+" if walk_started else ""
-            clauses.append(f"{plus}s.source IN ({','.join('?' * len(q.sources))})")
+            clauses.append(f"{plus}s.source IN ({sql.in_list(len(q.sources))})")
             params += q.sources
         if q.conversations:
-            clauses.append(self.listable())
+            clauses.append(self.list_rules.listable())
             hidden = () if skip_source else listing.hidden_sources(q.sources)
             if hidden:
                 clauses.append(f"s.source NOT IN ({sql.in_list(len(hidden))})")
@@ -241,12 +242,12 @@ class SessionStore(Keeping, KeptOrders, ListRules):
             if getattr(q, name):
                 clauses.append(f"{self.col(column)} = ?")
                 params.append(getattr(q, name))
-        if self.schema.has("sessions", "archived") and self.archived_applies(q):
+        if self.schema.has("sessions", "archived") and self.list_rules.archived_applies(q):
             if q.archived == "hide":
                 clauses.append("COALESCE(s.archived, 0) = 0")
             elif q.archived == "only":
                 clauses.append("COALESCE(s.archived, 0) != 0")
-        for clause, values in (self.hidden_clause(q), self.pinned_clause(q)):
+        for clause, values in (self.list_rules.hidden_clause(q), self.list_rules.pinned_clause(q)):
             if clause is not None:
                 clauses.append(clause)
                 params += values
@@ -289,7 +290,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         )
         cols = [f"{self.col(c)} AS {c}" for c in wanted]
         cols.append(f"{self.last_active_expr} AS last_active")
-        cols.append(f"{self.preview_expr()} AS preview")
+        cols.append(f"{self.list_rules.preview_expr()} AS preview")
         cols.append(
             "(SELECT COUNT(*) FROM sessions c WHERE c.parent_session_id = s.id) AS child_count"
         )
@@ -310,14 +311,14 @@ class SessionStore(Keeping, KeptOrders, ListRules):
 
     def page(self, q: SessionQuery) -> tuple[list[dict[str, Any]], str | None]:
         """One keyset page: the rows and the cursor of the next page (or None)."""
-        where, params = self.where(q, walk_started=self._walk_started(q))
+        where, params = self.where(q, walk_started=self.orders.walk_started(q))
         key = self.sort_expr(q.sort_key, q)
         with_sql, from_sql, from_params = self.source_sql(q, where + key)
         where_only, where_params = where, list(params)
         direction = "DESC" if q.descending else "ASC"
         op = "<" if q.descending else ">"
         if q.sort_key in KEPT_ORDERS:
-            ids = self._kept_order_page(
+            ids = self.orders.page(
                 q, (with_sql, from_sql, from_params), where, params, key, direction
             )
         else:
@@ -355,6 +356,8 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         chains = self.chains() if q.conversations else {}
         tips = {i: chains[i][-1] for i in wanted if len(chains.get(i, ())) > 1}
         by_id = self.details(wanted + list(tips.values()))
+        # Every chain on the page summed in one grouped query, not one query per chain.
+        totals = self.chains_totals({i: chains[i] for i in tips})
         rows = []
         for r in ids:
             row = by_id.get(r["id"])
@@ -364,35 +367,46 @@ class SessionStore(Keeping, KeptOrders, ListRules):
                 row = listing.project(
                     row, by_id[tips[r["id"]]], root_title=self.rules.tip_takes_root_title
                 )
-                row["chain"] = self._chain_totals(chains[r["id"]])
+                row["chain"] = totals[r["id"]]
             row["_sort_key"] = r["k"]  # lets pages from several databases merge
             row["_sort_id"] = r["id"]  # the keyset's id (a chain's root, shown as its tip)
             rows.append(row)
         cursor = encode_cursor(ids[-1]["k"], ids[-1]["id"]) if more else None
         return rows, cursor
 
-    def _chain_totals(self, members: list[str]) -> dict[str, Any]:
+    def chain_totals(self, members: list[str]) -> dict[str, Any]:
+        """One chain's totals (its members, root first)."""
+        return self.chains_totals({members[0]: members})[members[0]]
+
+    def chains_totals(self, chains: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+        """Each chain's totals (root -> its members, root first), in one query grouped by the
+        chain's root: the page's chains together."""
+        if not chains:
+            return {}
         summed = ("message_count", *sql.TOKEN_COLUMNS)
-        row = (
-            self.r.one(
-                "SELECT "
-                + ", ".join(f"TOTAL({self.num(c)}) AS {c}" for c in summed)
-                + f", TOTAL({self.cost_expr}) AS cost, COUNT(*) AS sessions, "
-                f"{sql.price_counts(self.schema, 's')} FROM sessions s WHERE s.id IN "
-                f"({sql.in_list(len(members))})",
-                members,
-            )
-            or {}
+        pairs = [[m, root] for root, members in chains.items() for m in dict.fromkeys(members)]
+        rows = self.r.rows(
+            "SELECT json_extract(cm.value, '$[1]') AS chain_root, "
+            + ", ".join(f"TOTAL({self.num(c)}) AS {c}" for c in summed)
+            + f", TOTAL({self.cost_expr}) AS cost, COUNT(*) AS sessions, "
+            f"{sql.price_counts(self.schema, 's')} FROM json_each(?) cm JOIN sessions s "
+            "ON s.id = json_extract(cm.value, '$[0]') GROUP BY chain_root",
+            [json.dumps(pairs)],
         )
-        out: dict[str, Any] = {c: int(row.get(c) or 0) for c in summed}
-        out["cost"] = row.get("cost") or 0.0
-        # The chain as a group for present.filters.cost: segments of no dollar figure named.
-        for k in ("sessions", "included_sessions", "unpriced_sessions"):
-            out[k] = int(row.get(k) or 0)
-        out["segments"] = len(members)
-        out["root"] = members[0]
-        out["members"] = list(members)
-        return out
+        found = {r["chain_root"]: r for r in rows}
+        result = {}
+        for root, members in chains.items():
+            row = found.get(root) or {}
+            out: dict[str, Any] = {c: int(row.get(c) or 0) for c in summed}
+            out["cost"] = row.get("cost") or 0.0
+            # The chain as a group for present.filters.cost: segments of no dollar figure named.
+            for k in ("sessions", "included_sessions", "unpriced_sessions"):
+                out[k] = int(row.get(k) or 0)
+            out["segments"] = len(members)
+            out["root"] = members[0]
+            out["members"] = list(members)
+            result[root] = out
+        return result
 
     def count(self, q: SessionQuery) -> tuple[int, bool]:
         """The number of matching rows, capped: (n, capped?)."""
@@ -402,20 +416,8 @@ class SessionStore(Keeping, KeptOrders, ListRules):
             f"{with_sql}SELECT COUNT(*) FROM (SELECT 1 FROM {from_sql} WHERE {where} "
             f"LIMIT {COUNT_CAP + 1})"
         )
-        n = self._shared(statement, [*from_params, *params], self.r.scalar)
+        n = self.keeping.shared_statement(statement, [*from_params, *params], self.r.scalar)
         return min(n, COUNT_CAP), n > COUNT_CAP
-
-    def matching_ids(self, q: SessionQuery) -> list[str]:
-        """The ids of the rows ``q`` lists (at most COUNT_CAP + 1), shared like its count:
-        for folding the copies a merged page over several stores leaves out."""
-        where, params = self.where(q)
-        with_sql, from_sql, from_params = self.source_sql(q, where)
-        statement = f"{with_sql}SELECT s.id FROM {from_sql} WHERE {where} LIMIT {COUNT_CAP + 1}"
-        return self._shared(
-            statement,
-            [*from_params, *params],
-            lambda st, ps: [r[0] for r in self.r.run(lambda raw: raw.execute(st, ps).fetchall())],
-        )
 
     def count_among(self, q: SessionQuery, ids: Sequence[str]) -> int:
         """How many of these sessions ``q`` lists (the copies a merged list folds away)."""
@@ -445,7 +447,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         with_sql, from_sql, from_params = self.source_sql(q, where)
         counts = {
             r["source"]: r["n"]
-            for r in self._shared(
+            for r in self.keeping.shared_statement(
                 f"{with_sql}SELECT s.source AS source, COUNT(*) AS n FROM {from_sql} "
                 f"WHERE {where} GROUP BY s.source",
                 [*from_params, *params],

@@ -6,7 +6,7 @@ each hit to its message row and then to its session costs ~1.3 µs a hit on a mi
 ``deploy*`` has tens of thousands of hits: 60 ms to count them, and as much again to rank them
 all before filtering. With this map, a hit's source is one array lookup inside SQLite (a
 function the search statement calls), and only the hits that pass are ranked
-(webui.db.search.SearchStore._by_source).
+(webui.db.search_scope.Scoping.by_source).
 
 Two bytes a message (a code per source; 2 MB for a million). It is read once in the
 background (one statement per source, from the sources' index to Hermes's

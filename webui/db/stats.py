@@ -91,7 +91,7 @@ class StatsStore:
         self.rules = rules_for(self.schema.version)
 
     def col(self, name: str) -> str:
-        return name if self.schema.has("sessions", name) else "NULL"
+        return sql.col(self.schema, name)
 
     def num(self, name: str) -> str:
         return f"COALESCE({self.col(name)}, 0)"
@@ -111,7 +111,8 @@ class StatsStore:
     ) -> tuple[str, list[Any]]:
         """``ident``: how the session's id is named where the clause is used (a bare ``id``
         is ambiguous beside the lineage's ``fam``)."""
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if q.exclude:
             clauses.append(f"{ident} NOT IN (SELECT value FROM json_each(?))")
             params.append(json.dumps(list(q.exclude)))
@@ -125,10 +126,10 @@ class StatsStore:
             clauses.append("started_at < ?")
             params.append(q.end)
         if q.sources:
-            clauses.append(f"source IN ({','.join('?' * len(q.sources))})")
+            clauses.append(f"source IN ({sql.in_list(len(q.sources))})")
             params += q.sources
         if q.models and self.schema.has("sessions", "model"):
-            clauses.append(f"model IN ({','.join('?' * len(q.models))})")
+            clauses.append(f"model IN ({sql.in_list(len(q.models))})")
             params += q.models
         if self.schema.has("sessions", "archived") and q.archived in ("hide", "only"):
             test = "= 0" if q.archived == "hide" else "!= 0"
@@ -232,13 +233,13 @@ class StatsStore:
                 add(table, "(none)" if key is None else key, values)
             add(status, g["g_cost_status"] or "none", values)
         totals: dict[str, Any] = dict(zip(keys, total, strict=True))
-        tables = {
+        tables: dict[str, dict[Any, dict[str, Any]]] = {
             dim: {
                 key: {"key": key, **dict(zip(keys, sums, strict=True))} for key, sums in t.items()
             }
             for dim, t in by.items()
         }
-        status = {k: dict(zip(keys, sums, strict=True)) for k, sums in status.items()}
+        by_status = {k: dict(zip(keys, sums, strict=True)) for k, sums in status.items()}
         totals["total_tokens"] = sum(totals.get(k, 0) for k in TOKEN_KINDS[:4])
         totals["cost_by_status"] = sorted(
             (
@@ -251,7 +252,7 @@ class StatsStore:
                     "included_sessions": v["included_sessions"],
                     "unpriced_sessions": v["unpriced_sessions"],
                 }
-                for k, v in status.items()
+                for k, v in by_status.items()
             ),
             key=lambda r: -(r["cost_usd"] or 0),
         )
@@ -291,7 +292,7 @@ class StatsStore:
         where, params = self.where(q)
         start = q.start if q.start is not None else (first if first is not None else q.now)
         local = tz.local_seconds("started_at", tz.zone(q.tz), start, q.end or q.now)
-        stack = stack_by if self.schema.has("sessions", stack_by) else "NULL"
+        stack = sql.col(self.schema, stack_by)
         token_sums = ", ".join(f"{_total(self.col(k))} AS {k}" for k in TOKEN_KINDS)
         return self.r.rows(
             f"SELECT {BUCKET_SQL[bucket].format(t=local)} AS bucket, COALESCE({stack}, '(none)') AS stack, "

@@ -181,9 +181,9 @@ def by_model(
         row["cost_usd"] = actual if actual > 0 else estimate
         rows[key] = row
     for a in aux:
-        row = rows.get(a["model"])
-        if row is not None:
-            row["aux_tasks"].append({k: a[k] for k in ("task", *AUX_KEYS)})
+        held = rows.get(a["model"])
+        if held is not None:
+            held["aux_tasks"].append({k: a[k] for k in ("task", *AUX_KEYS)})
     for row in rows.values():
         row["main"] = {
             k: (row[k] or 0) - sum(a[k] or 0 for a in row["aux_tasks"]) for k in AUX_KEYS

@@ -238,7 +238,7 @@ def read_summary(lb: Logbook, sig: tuple, time_limit_s: float = SUMMARY_S) -> Su
         links=links(lb, time_limit_s=left()),
         listed=lb.sessions.source_facets(SessionQuery()),
         every_row=lb.sessions.source_facets(SessionQuery(rows="all")),
-        hides_subagents=lb.sessions.hide_probable_subagents,
+        hides_subagents=lb.sessions.list_rules.hide_probable_subagents,
     )
     return summary
 
@@ -258,8 +258,8 @@ def dangling(lb: Logbook, time_limit_s: float | None = None) -> list[list]:
         f"SELECT s.id AS id, s.parent_session_id AS parent, {col('end_reason')} AS end_reason, "
         f"{col('ended_at')} AS ended_at, s.started_at AS started_at, "
         f"{s.last_active_of('s')} AS last_active, s.source AS source, "
-        f"{s._marker('s', '_branched_from')} AS branched, "
-        f"{s._marker('s', '_delegate_from')} AS delegate "
+        f"{s.list_rules.marker('s', '_branched_from')} AS branched, "
+        f"{s.list_rules.marker('s', '_delegate_from')} AS delegate "
         "FROM sessions s WHERE s.parent_session_id IS NOT NULL AND NOT EXISTS "
         "(SELECT 1 FROM sessions p WHERE p.id = s.parent_session_id)",
         time_limit_s=time_limit_s,
@@ -314,7 +314,7 @@ def _num(value: Any) -> float | None:
 def read_or_load(lb: Logbook, folder: Path, path: Path, sig: tuple) -> Summary:
     """The summary kept for this signature, else read now (and kept)."""
     kept = load_summary(folder, path, sig)
-    if kept is not None and kept.hides_subagents == lb.sessions.hide_probable_subagents:
+    if kept is not None and kept.hides_subagents == lb.sessions.list_rules.hide_probable_subagents:
         return kept
     try:
         summary = read_summary(lb, sig)

@@ -403,7 +403,7 @@ def prepare_store_logbook(lb: Logbook, live_schema: int | None) -> None:
     lb.reader.watch_files = True
     lb.exporter.time_limit_s = STORE_EXPORT_LIMIT_S
     older = lb.schema.version is not None and lb.schema.version < 16
-    lb.sessions.hide_probable_subagents = older and (live_schema or 0) >= 22
+    lb.sessions.list_rules.hide_probable_subagents = older and (live_schema or 0) >= 22
 
 
 def _identity(path: Path | None) -> tuple[int, int] | None:

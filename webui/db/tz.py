@@ -29,7 +29,8 @@ LATEST = 253402214400.0  # 9999-12-31 00:00 UTC: the last day every zone can sti
 
 
 def _offset(tz: ZoneInfo, ts: float) -> int:
-    return int(dt.datetime.fromtimestamp(ts, dt.UTC).astimezone(tz).utcoffset().total_seconds())
+    offset = dt.datetime.fromtimestamp(ts, dt.UTC).astimezone(tz).utcoffset()
+    return int(offset.total_seconds()) if offset is not None else 0
 
 
 def offsets(tz: ZoneInfo, start: float, end: float) -> list[tuple[float, int]]:
@@ -38,7 +39,7 @@ def offsets(tz: ZoneInfo, start: float, end: float) -> list[tuple[float, int]]:
     # A damaged row's time (-1e20, 1e308) is no reason to walk the calendar past its ends.
     start = int(min(max(start, 0.0), LATEST))
     end = int(min(max(end, start), LATEST)) + 1
-    out = [(start, _offset(tz, start))]
+    out: list[tuple[float, int]] = [(start, _offset(tz, start))]
     t = start
     while t < end:
         nxt = min(t + _DAY, end)
@@ -66,10 +67,3 @@ def local_seconds(column: str, tz: ZoneInfo, start: float, end: float) -> str:
         for (_, off), (nxt, _) in zip(steps, steps[1:], strict=False)
     )
     return f"({column} + CASE {cases} ELSE {steps[-1][1]} END)"
-
-
-def local_midnight(day_iso: str, tz: ZoneInfo, *, next_day: bool = False) -> float:
-    """Epoch seconds of 00:00 on ``day_iso`` (YYYY-MM-DD) in ``tz`` (of the next day with
-    ``next_day``: an inclusive 'until')."""
-    d = dt.date.fromisoformat(day_iso) + dt.timedelta(days=1 if next_day else 0)
-    return dt.datetime.combine(d, dt.time(), tzinfo=tz).timestamp()

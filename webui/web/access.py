@@ -108,7 +108,8 @@ def change_refusal() -> str | None:
             f"This is kept in “{pin}”, which Logbook only reads: changes apply to the live "
             "database. Move it back from cold storage to change it there."
         )
-    from webui.db import LogbookDBError, get_logbook
+    from webui.db import LogbookDBError
+    from webui.web.logbooks import get_logbook
 
     try:
         writer_refusal = get_logbook().actions.w.refusal
@@ -134,7 +135,8 @@ def removal_refusal() -> str | None:
     reason = change_refusal()
     if reason:
         return reason
-    from webui.db import LogbookDBError, get_logbook
+    from webui.db import LogbookDBError
+    from webui.web.logbooks import get_logbook
 
     try:
         return get_logbook().actions.w.removal_refusal
@@ -145,8 +147,9 @@ def removal_refusal() -> str | None:
 def changes_line() -> str:
     """Which changes this file takes here and why, in one line (the navigation and every
     page's foot; the start-up line says the same)."""
-    from webui.db import LogbookDBError, get_logbook
+    from webui.db import LogbookDBError
     from webui.hermes.changes import changes_line as line
+    from webui.web.logbooks import get_logbook
 
     cfg = current_app.config
     try:

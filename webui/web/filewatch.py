@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from flask import Flask, current_app, request
 
-from webui.db import build_logbook, check_database, get_logbook
+from webui.db import build_logbook, check_database
+from webui.web.logbooks import get_logbook
 
 
 def init_app(app: Flask) -> None:

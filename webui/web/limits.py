@@ -42,6 +42,7 @@ def init_app(app: Flask) -> None:
                 waited = 0.0
         # waitress's check of the connection (the loop reads on while a request is answered,
         # webui.serve): a client that leaves stops its request's queries.
+        request_deadline.open_memo()
         request_deadline.begin(
             seconds - waited, gone=request.environ.get("waitress.client_disconnected")
         )

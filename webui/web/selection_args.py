@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from flask import abort
 
-from webui.db import BadRequest, get_logbook
+from webui.db import BadRequest
 from webui.hermes.selection import (
     PARAMS,
     TIME_PARAMS,
@@ -18,6 +18,7 @@ from webui.hermes.selection import (
     SelectionError,
     selection_from_args,
 )
+from webui.web.logbooks import get_logbook
 
 
 def selection(args, command: str) -> Selection:

@@ -115,11 +115,6 @@ def unreadable(stores: list[Store]) -> list[str]:
     return [f"{s.name}: {s.message or s.status}" for s in stores if s.logbook is None]
 
 
-def spans_several(live: Logbook) -> bool:
-    """More than one readable store in this request (then pages merge them)."""
-    return len(readable(request_stores(live))) > 1
-
-
 def pinned(live: Logbook) -> Store | None:
     """The one store this request is pinned to (``store=<name>``, not live), or None."""
     name = g.get("store_pin")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.request import pathname2url
 
+from webui.db import sql
 from webui.db.changes import tokenizer
 from webui.db.errors import LogbookDBError
 
@@ -198,7 +199,7 @@ def create_like(live_path: Path, path: Path) -> Identity:
                 cur = src.execute(f'SELECT * FROM "{table}"')
                 names = [d[0] for d in cur.description]
                 cols = ", ".join(f'"{n}"' for n in names)
-                marks = ", ".join("?" * len(names))
+                marks = sql.in_list(len(names))
                 got = cur.fetchall()
                 if table == "state_meta" and "key" in names:
                     at = names.index("key")

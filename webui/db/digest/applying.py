@@ -9,6 +9,7 @@ import sqlite3
 from collections import defaultdict
 from typing import Any
 
+from webui.db import sql
 from webui.db.digest.reading import Reading, facts
 from webui.db.digest.tables import NO_MODEL, SIZES, chunks, day_of, month_of, pick
 from webui.hermes import file_changes as fc
@@ -35,7 +36,7 @@ class Applier:
                 for r in self.conn.execute(
                     "SELECT session_id, source, month, workspace, cwd, day, model FROM main.sess "
                     "WHERE "
-                    f"session_id IN ({','.join('?' * len(part))})",
+                    f"session_id IN ({sql.in_list(len(part))})",
                     part,
                 )
             )
@@ -164,7 +165,7 @@ class Applier:
         for part in chunks(sorted(sessions)):
             for r in self.conn.execute(
                 "SELECT session_id, tool, sig, length, first_message, last_message, loop_id "
-                f"FROM main.runs WHERE session_id IN ({','.join('?' * len(part))})",
+                f"FROM main.runs WHERE session_id IN ({sql.in_list(len(part))})",
                 part,
             ):
                 out[r[0]] = list(r[1:])
@@ -318,7 +319,7 @@ class Applier:
                 out |= set(
                     self.conn.execute(
                         "SELECT session_id, message_id FROM main.failed_turns WHERE session_id = ? "
-                        f"AND message_id IN ({','.join('?' * len(part))})",
+                        f"AND message_id IN ({sql.in_list(len(part))})",
                         [sid, *part],
                     ).fetchall()
                 )
@@ -333,7 +334,7 @@ class Applier:
             for part in chunks(cids):
                 for r in self.conn.execute(
                     "SELECT call_id, message_id, tool FROM main.pending WHERE session_id = ? "
-                    f"AND call_id IN ({','.join('?' * len(part))})",
+                    f"AND call_id IN ({sql.in_list(len(part))})",
                     [sid, *part],
                 ):
                     out[(sid, r[0])] = (r[1], r[2])
@@ -410,7 +411,7 @@ class Applier:
             have = {
                 x[0]
                 for x in self.conn.execute(
-                    f"SELECT session_id FROM main.sess WHERE session_id IN ({','.join('?' * len(part))})",
+                    f"SELECT session_id FROM main.sess WHERE session_id IN ({sql.in_list(len(part))})",
                     part,
                 )
             }

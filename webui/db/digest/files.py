@@ -34,7 +34,8 @@ class ChangeQuery:
     limit: int = PAGE
 
     def where(self) -> tuple[str, list[Any]]:
-        clauses, params = ["1"], []
+        clauses: list[str] = ["1"]
+        params: list[Any] = []
         if self.workspace is not None:
             if self.workspace == NO_WORKSPACE:
                 clauses.append("c.workspace IS NULL")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from webui import threads
-from webui.db import fts_record
+from webui.db import fts_record, sql
 from webui.db.digest.applying import Applier
 from webui.db.digest.objects import Objects
 from webui.db.digest.reading import Reading
@@ -317,7 +317,7 @@ class Digest:
             have |= {
                 r[0]
                 for r in conn.execute(
-                    f"SELECT session_id FROM main.sess WHERE session_id IN ({','.join('?' * len(part))})",
+                    f"SELECT session_id FROM main.sess WHERE session_id IN ({sql.in_list(len(part))})",
                     part,
                 )
             }
@@ -327,7 +327,7 @@ class Digest:
         out: list[dict[str, Any]] = []
         for part in chunks(sorted(ids)):
             out += self._read(
-                f"SELECT {self._session_sql()} FROM sessions WHERE id IN ({','.join('?' * len(part))})",
+                f"SELECT {self._session_sql()} FROM sessions WHERE id IN ({sql.in_list(len(part))})",
                 part,
             )
         return out
@@ -339,13 +339,13 @@ class Digest:
         if not rows:
             return
         applier.add_sessions(rows)
-        kept = {}
+        kept: dict[str, Any] = {}
         for part in chunks([r["id"] for r in rows]):
             kept.update(
                 (k[0], k[1:])
                 for k in conn.execute(
                     "SELECT session_id, source, started_at, model, workspace, cwd FROM "
-                    f"main.sess WHERE session_id IN ({','.join('?' * len(part))})",
+                    f"main.sess WHERE session_id IN ({sql.in_list(len(part))})",
                     part,
                 )
             )
@@ -409,7 +409,7 @@ class Digest:
             before.update(
                 conn.execute(
                     "SELECT session_id, n FROM main.sess WHERE n > 0 AND session_id IN "
-                    f"({','.join('?' * len(part))})",
+                    f"({sql.in_list(len(part))})",
                     part,
                 ).fetchall()
             )
@@ -421,7 +421,7 @@ class Digest:
                 (r["session_id"], r["n"])
                 for r in self._read(
                     "SELECT session_id, COUNT(*) AS n FROM messages WHERE session_id IN "
-                    f"({','.join('?' * len(part))}) AND id <= ? GROUP BY 1",
+                    f"({sql.in_list(len(part))}) AND id <= ? GROUP BY 1",
                     [*part, lo],
                 )
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from webui.db import sql
 from webui.db.digest.tables import ARGS_CHUNK, ARGS_MAX, chunks
 from webui.db.schema import Schema
 from webui.hermes.file_changes import FILE_TOOLS
@@ -126,7 +127,7 @@ class Reading:
                     "json_extract(j.value, '$.function.arguments') AS args FROM messages m, "
                     "json_each(CASE WHEN json_valid(m.tool_calls) AND json_type(m.tool_calls) = "
                     "'array' THEN m.tool_calls ELSE '[]' END) j "
-                    f"WHERE m.id IN ({','.join('?' * len(part))}) AND json_type(j.value) = 'object'",
+                    f"WHERE m.id IN ({sql.in_list(len(part))}) AND json_type(j.value) = 'object'",
                     part,
                 ):
                     if (r["message_id"], r["idx"]) in keep:

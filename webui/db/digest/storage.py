@@ -210,7 +210,7 @@ def estimate(conn: sqlite3.Connection, catalogue: list[dict], pages: dict, ids: 
         "WHERE s.session_id IN (SELECT value FROM json_each(?))",
         (json.dumps(sorted(set(ids))),),
     ).fetchone()
-    g = {k: int(v) for k, v in zip(("sessions", *SIZES, "all_b"), row, strict=True)}
+    g: dict[str, Any] = {k: int(v) for k, v in zip(("sessions", *SIZES, "all_b"), row, strict=True)}
     g["share"] = shares.of(g)
     g["asked"] = len(set(ids))
     return g

@@ -3,9 +3,9 @@ template (or one of its blocks for an htmx request, or JSON for ?format=json).""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
-from flask import render_template
+from flask import abort, render_template
 from htmx_flask import request
 from jinja2_fragments.flask import render_block
 
@@ -48,3 +48,8 @@ def refuse_unknown(allowed: frozenset[str] | set[str]) -> None:
             f"This page has no option {names}, so nothing was filtered by it. The options "
             "every list and export shares are in the README's “Selection” section."
         )
+
+
+def no_session(session_id: str) -> NoReturn:
+    """The one answer to an id no store holds: 404, naming it."""
+    abort(404, description=f"No session has the id “{session_id}”.")

@@ -3,7 +3,6 @@ CSRF token, refused when changes are off (read-only, remote without admin, newer
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from flask import (
@@ -21,7 +20,6 @@ from flask import (
 from htmx_flask import make_response, request
 from markupsafe import escape
 
-from webui.db import BadRequest, get_logbook, live_logbook
 from webui.db.actions import NotFound, TitleInUse
 from webui.db.backup import BackupFailed, ChangedSinceBackup
 from webui.db.changes.guards import ActiveSession
@@ -30,18 +28,18 @@ from webui.db.stores import LIVE
 from webui.hermes.changes import HELD_STORE_OVERRIDE
 from webui.hermes.selection import (
     Selection,
-    archive_problem,
     as_args,
 )
 from webui.hermes.titles import TitleError
 from webui.present.rows import session_label
 from webui.web.access import change_required, removal_refusal, removal_required, safe_next
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.selection_args import chosen as _chosen
 from webui.web.selection_args import cutoff as _cutoff
 from webui.web.selection_args import selection as _selection
 from webui.web.selection_args import spared_json as _spared_json
 from webui.web.stores import find_session
-from webui.web.views import render_page, wants_json
+from webui.web.views import no_session, render_page, wants_json
 from webui.web.views.storage import freed
 
 bp = Blueprint("actions", __name__)
@@ -79,7 +77,7 @@ def _session_or_404(session_id: str) -> dict:
                 "reads: nothing was changed. Changes apply to the live database (move it back "
                 "from cold storage first).",
             )
-        abort(404, description=f"No session has the id “{session_id}”.")
+        no_session(session_id)
     return row
 
 
@@ -244,7 +242,7 @@ def delete(session_id: str):
         except ActiveSession as exc:
             return _refused(exc)
     if not deleted:
-        abort(404, description=f"No session has the id “{session_id}”.")
+        no_session(session_id)
     message = f"Deleted “{label}”" + _extras(deleted) + backed_up
     if deleted.warning:
         message += f". {deleted.warning}"
@@ -451,41 +449,6 @@ def prune_run():
     return redirect(url_for("actions.prune_job", job_id=job.id))
 
 
-@bp.route("/archive", methods=["GET"])
-def archive_form():
-    """Preview of `hermes sessions archive <filters>` (or the reverse with unarchive=1)."""
-    lb = get_logbook()
-    if not lb.schema.has("sessions", "archived"):
-        abort(404, description="This database has no archive (Hermes added it in a later schema).")
-    unarchive = request.args.get("unarchive") in ("1", "true", "yes", "on")
-    sel = _archive_selection(request.args, unarchive)
-    chosen = _chosen(request.args)
-    problem = archive_problem(sel) if chosen or wants_json() else None
-    preview = None if problem or not chosen else _preview(sel)
-    if wants_json():
-        if problem:
-            raise BadRequest(problem)
-        return jsonify(
-            {
-                "count": preview["count"],
-                "sessions": lb.actions.prune_ids(sel),
-                "filters": preview["described"],
-                "totals": preview["totals"],
-                "unarchive": unarchive,
-                "selection": as_args(sel),
-                "spared": _spared_json(preview),
-            }
-        )
-    return _selection_page(
-        "archive.html",
-        "archive-preview",
-        sel,
-        preview,
-        problem=problem,
-        unarchive=unarchive,
-    )
-
-
 def _preview(sel: Selection) -> dict:
     """The whole preview, or for its "show more" row only the next page of sessions."""
     lb = get_logbook()
@@ -514,51 +477,6 @@ def _selection_page(template: str, target: str, sel: Selection, preview, **extra
         sources=get_logbook().sessions.all_sources(),
         **extra,
     )
-
-
-def _archive_selection(args, unarchive: bool) -> Selection:
-    sel = _selection(args, "archive")
-    if sel.include_pinned:
-        raise BadRequest(
-            "Archive always spares pinned sessions (Hermes's archive has no --include-pinned): "
-            "unpin them first."
-        )
-    # Unarchiving picks among archived sessions; archiving among the others (Hermes).
-    return replace(sel, archived=unarchive)
-
-
-@bp.post("/archive")
-@change_required
-def archive_run():
-    lb = get_logbook()
-    if not lb.schema.has("sessions", "archived"):
-        abort(404, description="This database has no archive (Hermes added it in a later schema).")
-    if request.form.get("confirm") != "yes":
-        abort(400, description="Confirm (confirm=yes) after checking the preview.")
-    unarchive = request.form.get("unarchive") in ("1", "true", "yes", "on")
-    sel = _archive_selection(request.form, unarchive)
-    problem = archive_problem(sel)
-    if problem:
-        raise BadRequest(problem)
-    # Sessions named by id are taken as they are, archived or not: archiving one twice says
-    # "nothing changed" rather than "nothing matches".
-    chosen = replace(sel, archived=None) if sel.sessions else sel
-    matched, changed = lb.actions.set_archived(lb.actions.prune_ids(chosen), not unarchive)
-    message = archive_words(matched, changed, unarchive)
-    if request.htmx:
-        return _toast(f'<p class="notice" role="status">{escape(message)}</p>', message)
-    if wants_json() or not _browser_form():
-        return jsonify(
-            {
-                "matched": matched,
-                "rows_changed": changed,
-                "unarchive": unarchive,
-                "message": message,
-            }
-        )
-    flash(message)
-    back = safe_next(request.form.get("next"), url_for("actions.archive_form"))
-    return redirect(back)
 
 
 def archive_words(matched: int, changed: int, unarchive: bool) -> str:

@@ -11,11 +11,12 @@ from flask import Blueprint, abort, current_app, jsonify, redirect, render_templ
 from htmx_flask import make_response, request
 
 from webui import threads
-from webui.db import BadRequest, live_logbook
+from webui.db import BadRequest
 from webui.db import coldstore as cold
 from webui.db import deadline as request_deadline
 from webui.hermes.selection import as_args
 from webui.web.access import removal_required
+from webui.web.logbooks import live_logbook
 from webui.web.stores import archive_dirs, store_set
 from webui.web.views import render_page, wants_json
 from webui.web.views.actions import _browser_form, _chosen, _selection, held_store

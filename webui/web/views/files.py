@@ -10,13 +10,14 @@ from typing import Any
 from flask import Blueprint, Response, abort, current_app, g, jsonify, url_for
 from htmx_flask import request
 
-from webui.db import BadRequest, Logbook, LogbookDBError, get_logbook, live_logbook
+from webui.db import BadRequest, Logbook, LogbookDBError
 from webui.db import digest as dg
 from webui.db.digest import files as fq
 from webui.db.stores import LIVE
 from webui.hermes import file_changes as fc
 from webui.hermes.shell_edits import FORMS
 from webui.web import digests
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import readable, request_stores, store_set
 from webui.web.views import refuse_unknown, render_page, wants_json

@@ -9,8 +9,8 @@ from __future__ import annotations
 from flask import Blueprint, abort, flash, jsonify, redirect, render_template, url_for
 from htmx_flask import request
 
-from webui.db import get_logbook
 from webui.web.access import change_required, safe_next
+from webui.web.logbooks import get_logbook
 from webui.web.views import wants_json
 from webui.web.views.actions import _browser_form, _session_or_404, _toast
 

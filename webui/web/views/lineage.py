@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, g, jsonify, redirect, url_for
 
-from webui.db import get_logbook, live_logbook
 from webui.db.lineage import tree_across
 from webui.db.sql import SESSION_FIGURES
 from webui.db.stores import LIVE
 from webui.present.lineage_layout import clip, layout
 from webui.present.rows import session_label, with_origin
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.stores import elsewhere, find_session
-from webui.web.views import query_args, render_page, wants_json
+from webui.web.views import no_session, query_args, render_page, wants_json
 
 bp = Blueprint("lineage", __name__)
 
@@ -66,7 +66,7 @@ def lineage(session_id: str):
                     **{**query_args(), "store": holder.name},
                 )
             )
-        abort(404, description=f"No session has the id “{session_id}”.")
+        no_session(session_id)
     everywhere = elsewhere(live_logbook(), g.get("store_pin") or LIVE)
     if everywhere:
         # A family split across stores (an archive holds its older segments): followed into

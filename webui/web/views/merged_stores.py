@@ -364,7 +364,7 @@ def _whole_conversations(
         where, segment = parts[-1]
         try:
             tip = books[where].sessions.details([segment[-1]]).get(segment[-1])
-            totals = [books[n].sessions._chain_totals(ids) for n, ids in parts]
+            totals = [books[n].sessions.chain_totals(ids) for n, ids in parts]
         except (LogbookDBError, sqlite3.Error) as exc:
             line = f"{where}: a conversation's newest part could not be read ({exc})"
             if line not in missing:

@@ -8,13 +8,14 @@ from flask import Blueprint, abort, g, jsonify, redirect, url_for
 from htmx_flask import request
 
 from webui import keep
-from webui.db import BadRequest, LogbookDBError, get_logbook, live_logbook
+from webui.db import BadRequest, LogbookDBError
 from webui.db.history import history_of, store_answer
 from webui.db.origins import PAGE as CHATS_PAGE
 from webui.db.sql import decode_cursor, encode_cursor
 from webui.db.stores import LIVE
 from webui.hermes.origin import distinct_labels
 from webui.present.rows import message_json
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.stores import OUT_OF_TIME, elsewhere, request_stores, short_of_time
 from webui.web.views import render_page, wants_json
 from webui.web.views.conversation import prepare_messages

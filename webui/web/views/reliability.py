@@ -12,12 +12,13 @@ from typing import Any
 from flask import current_app, request, url_for
 
 from webui import keep
-from webui.db import Logbook, LogbookDBError, get_logbook, tz
+from webui.db import Logbook, LogbookDBError, tz
 from webui.db.digest import reliability as rel
 from webui.db.stats import BUCKET_SQL, StatsQuery, bucket_for
 from webui.present import charts
 from webui.present.filters import num
 from webui.web import digests
+from webui.web.logbooks import get_logbook
 from webui.web.stores import readable, request_stores
 
 
@@ -95,7 +96,7 @@ def store_rows(q: StatsQuery) -> list[dict[str, Any]]:
     than one (an archive's own digest; a store that cannot answer says so)."""
     from flask import g
 
-    from webui.db import live_logbook
+    from webui.web.logbooks import live_logbook
 
     if g.get("all_profiles") or g.get("store_pin"):
         return []

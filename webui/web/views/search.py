@@ -6,12 +6,13 @@ import itertools
 
 from flask import Blueprint, current_app, g, jsonify, redirect, request, url_for
 
-from webui.db import BadRequest, LogbookDBError, SearchFilters, get_logbook, live_logbook
-from webui.db.search import SearchResult, run, run_recent
+from webui.db import BadRequest, LogbookDBError, SearchFilters, search_plan
+from webui.db.search import SearchResult, run
 from webui.db.stores import LIVE
-from webui.hermes.search import plan, query_problem
+from webui.hermes.search import query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
 from webui.web.limits import search_slot
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import find_session, readable, request_stores, unreadable
 from webui.web.views import render_page, wants_json
@@ -48,17 +49,9 @@ def _page() -> int:
 
 
 def search_facts(book, index: bool = True) -> dict:
-    """The database's indexes and its Hermes's search rules (and, for Hermes 0.20+, what
-    Hermes's markers say of its indexes: a point read of state_meta)."""
-    facts = {
-        "has_fts": book.schema.has_fts,
-        "has_trigram": book.schema.has_trigram,
-        "dialect": book.rules.search,
-        "rules": book.rules,
-    }
-    if index and book.rules.search == "v26":
-        facts["index"] = book.search.index_state()
-    return facts
+    """The database's indexes and its Hermes's search rules (webui.db.search_plan): how the
+    server's dispatcher classes a search before it runs."""
+    return search_plan.facts(book.search, index)
 
 
 SORTS = ("newest", "oldest")
@@ -74,22 +67,6 @@ def _sort() -> str | None:
     return value
 
 
-def _plan(book, query: str, f: SearchFilters | None = None, sort: str | None = None):
-    """The plan for this database: its indexes, and the search rules of its Hermes."""
-    found = plan(
-        query,
-        **search_facts(book),
-        roles=f.roles if f else (),
-        sources=f.sources if f else (),
-        sort=sort,
-    )
-    if sort and not book.rules.search_sorts:
-        found.notices.append(
-            f"{book.rules.hermes} ranks its hits by relevance only, so they are ranked here too."
-        )
-    return found
-
-
 def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "profile"):
     """Each profile's own ranked page, interleaved (rank 1 of each, then rank 2, …): the
     profiles are separate histories, so their ranks are set side by side, not compared. (The
@@ -99,7 +76,7 @@ def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "p
     total, capped, more, notices, searched, p = 0, False, False, [], query, None
     for i, (name, book) in enumerate(books):
         try:
-            p = _plan(book, query, f, _sort())
+            p = book.search.plan(query, f, _sort())
             res, searched = run(book.search, p, f, page)
         except LogbookDBError as exc:
             if not i:
@@ -162,25 +139,26 @@ def search():
             return redirect(url_for("search.search", **_args_with(store=holder.name)))
     stores = _across(lb) if not f.session else None
     sort = _sort()
-    p = None if g.get("all_profiles") or stores else _plan(lb, query, f, sort)
     heavy = is_heavy(request.path, request.query_string.decode("latin-1"), search_facts(lb))
-    # A substring search's first page often lies among the newest messages: answered from
-    # them without a slot when they prove it (webui.db.search.run_recent).
-    quick = run_recent(lb.search, p, f, page) if p is not None else None
-    if quick is not None:
-        result, searched = quick
-        complete_snippets(result.rows)
+    if stores:
+        with search_slot(heavy=heavy):
+            result, searched, p = search_stores(query, f, page, stores[0], list(stores[1]))
+        if p is None:
+            p = lb.search.plan(query)
+    elif g.get("all_profiles"):
+        with search_slot(heavy=heavy):
+            result, searched, p = _merged(query, f, page)
     else:
-        with search_slot(heavy=heavy or (p is not None and p.route == "like")):
-            if stores:
-                result, searched, p = search_stores(query, f, page, stores[0], list(stores[1]))
-                if p is None:
-                    p = _plan(lb, query)
-            elif p is None:
-                result, searched, p = _merged(query, f, page)
-            else:
-                result, searched = run(lb.search, p, f, page)
-                complete_snippets(result.rows)
+        # The store plans and answers; a substring search's first page often lies among the
+        # newest messages and is answered from them without a slot (webui.db.search).
+        result, searched, p = lb.search.search(
+            query,
+            f,
+            page,
+            sort,
+            slot=lambda plan: search_slot(heavy=heavy or plan.route == "like"),
+        )
+        complete_snippets(result.rows)
     args = {
         k: request.args.getlist(k)
         for k in request.args

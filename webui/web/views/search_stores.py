@@ -141,7 +141,7 @@ def _part(
             n = _ask(
                 s,
                 ("search-n", table, p.match, repr(fs)),
-                lambda: book.search.hit_count(table, p.match, fs),
+                lambda: book.search.across.hit_count(table, p.match, fs),
             )
             way = Way("fts", table, p.match)
             notices += [p.sanitize_note] if p.sanitize_note else []
@@ -166,14 +166,14 @@ def _part(
             else _ask(
                 s,
                 ("search-n", way.table, way.expression, repr(fs)),
-                lambda: book.search.hit_count(way.table, way.expression, fs, way.literal),
+                lambda: book.search.across.hit_count(way.table, way.expression, fs, way.literal),
             )
         )
         if copies:
             every = _ask(
                 s,
                 ("search-n", way.table, way.expression, repr(f)),
-                lambda: book.search.hit_count(way.table, way.expression, f, way.literal),
+                lambda: book.search.across.hit_count(way.table, way.expression, f, way.literal),
             )
             part.folded = max(0, every - part.n)
     elif way.route == "like":
@@ -198,14 +198,16 @@ def _fetch(p: Part, depth: int, ranked: bool) -> None:
         p.rows = _ask(
             p,
             ("search-like", tuple(way.terms), repr(fs), depth, any_term, inactive),
-            lambda: book.search.newest_like(way.terms, fs, depth, any_term, inactive),
+            lambda: book.search.across.newest_like(way.terms, fs, depth, any_term, inactive),
         )
         p.n = len(p.rows) + (1 if len(p.rows) >= depth else 0)
         return
     p.rows = _ask(
         p,
         ("search-best", way.table, way.expression, repr(fs), depth, ranked),
-        lambda: book.search.best_hits(way.table, way.expression, fs, depth, ranked, way.literal),
+        lambda: book.search.across.best_hits(
+            way.table, way.expression, fs, depth, ranked, way.literal
+        ),
     )
 
 
@@ -271,7 +273,7 @@ def _part_statistics(p: Part, phrase_list: list[str]):
     table, expression, search = p.way.table, p.way.expression, p.book.search
     ids = [r["id"] for r in p.rows]  # none for a store without hits: its figures only
     mark = (len(ids), hash(tuple(ids)))
-    figures = _ask(p, ("bm25-index", table), lambda: search.index_figures(table))
+    figures = _ask(p, ("bm25-index", table), lambda: search.across.index_figures(table))
     if figures is None:
         return None
     hits: dict[str, int] = {}
@@ -286,9 +288,11 @@ def _part_statistics(p: Part, phrase_list: list[str]):
         hits[phrase], scores[phrase] = _ask(
             p,
             ("bm25-phrase", table, phrase, *mark),
-            lambda phrase=phrase, alone=alone: search.phrase_figures(table, phrase, ids, alone),
+            lambda phrase=phrase, alone=alone: search.across.phrase_figures(
+                table, phrase, ids, alone
+            ),
         )
-    lengths = _ask(p, ("bm25-lengths", table, *mark), lambda: search.doc_lengths(table, ids))
+    lengths = _ask(p, ("bm25-lengths", table, *mark), lambda: search.across.doc_lengths(table, ids))
     return bm.FileStats(figures[0], figures[1], hits), scores, lengths
 
 
@@ -352,8 +356,8 @@ def _rows(parts: list[Part], chosen: list[tuple[Part, dict]], missing: list[str]
             continue
         try:
             like = p.way.terms if p.way.route == "like" else None
-            rows = p.book.search.page_hits(p.way.table, p.way.expression, ids, like)
-            p.book.search.contexts(rows)
+            rows = p.book.search.across.page_hits(p.way.table, p.way.expression, ids, like)
+            p.book.search.reading.contexts(rows)
         except (LogbookDBError, sqlite3.Error) as exc:
             _missing(missing, p.store, exc)
             continue

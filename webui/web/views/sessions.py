@@ -9,7 +9,7 @@ from flask import Blueprint, abort, current_app, g, jsonify, redirect, render_te
 from htmx_flask import request
 
 from webui import threads
-from webui.db import BadRequest, SessionQuery, get_logbook, live_logbook
+from webui.db import BadRequest, SessionQuery
 from webui.db import deadline as request_deadline
 from webui.db.errors import DatabaseBusy
 from webui.db.lineage import tree_across
@@ -22,6 +22,7 @@ from webui.hermes.imports import imported_from
 from webui.hermes.records import tool_list
 from webui.present.relatives import chain_summary, child_groups, crumbs
 from webui.present.rows import session_json, session_label, with_origin
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import (
     elsewhere,
@@ -34,6 +35,7 @@ from webui.web.stores import (
 from webui.web.views import (
     merged,
     merged_stores,
+    no_session,
     query_args,
     refuse_unknown,
     render_page,
@@ -409,7 +411,7 @@ def tail(session_id: str):
                     "sessions.tail", session_id=session_id, **{**query_args(), "store": holder.name}
                 )
             )
-        abort(404, description=f"No session has the id “{session_id}”.")
+        no_session(session_id)
     after = request.args.get("after")
     page = lb.messages.tail(session_id, after)
     ended = session.get("ended_at")

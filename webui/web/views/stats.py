@@ -12,7 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from webui import keep, threads
-from webui.db import BadRequest, get_logbook, live_logbook, stats_models, tz
+from webui.db import BadRequest, stats_models, tz
 from webui.db.rollup import Coverage
 from webui.db.sessions import parse_day
 from webui.db.stats import (
@@ -27,6 +27,7 @@ from webui.hermes import listing
 from webui.present import charts, fragments
 from webui.present.filters import axis_money, compact, group_cost, money, num
 from webui.present.headline import headline, leaders
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import request_stores
 from webui.web.views import reliability, render_page, wants_json

@@ -10,10 +10,11 @@ from typing import Any
 
 from flask import Blueprint, current_app, g, jsonify, url_for
 
-from webui.db import Logbook, LogbookDBError, get_logbook, live_logbook
+from webui.db import Logbook, LogbookDBError
 from webui.db import digest as dg
 from webui.db.digest import storage as st
 from webui.web import digests
+from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import request_stores
 from webui.web.views import refuse_unknown, render_page, wants_json

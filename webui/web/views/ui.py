@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, redirect, request, url_for
 
-from webui.db import get_logbook
 from webui.web.access import safe_next
+from webui.web.logbooks import get_logbook
 
 bp = Blueprint("ui", __name__)
 
