@@ -1,23 +1,29 @@
 """The stats panels read from the rollup: tool usage, the weekday x hour heatmap and messages
 per source, for whole days from the daily sums and for the period's first and last day
-session by session; one connection shared by a report's panels. A mixin of Rollup."""
+session by session; one connection shared by a report's panels."""
 
 from __future__ import annotations
 
 import math
+import sqlite3
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from webui.db.rollup_schema import (
-    DAY_S,
-)
+from webui.db.reader import Reader
+from webui.db.rollup_schema import DAY_S
 
 
 class Panels:
-    """Reads of the rollup (``self._connect``: its file)."""
+    """Reads of the rollup's file (``connect`` opens one), under the reader's query limit."""
+
+    def __init__(self, reader: Reader, connect: Callable[[], sqlite3.Connection]):
+        self.r = reader
+        self._connect = connect
+        self._local = threading.local()  # a connection shared by panels (reading())
 
     @contextmanager
     def reading(self) -> Iterator[None]:
