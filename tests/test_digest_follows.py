@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 
 import pytest
 
 from support import copy_fixture, make_app, sql
+from support.following import delete_session, follow_every_change, moved_forward, watch_while
 from webui.db import get_logbook
 from webui.db.digest import Digest
 from webui.db.errors import QueryTimeout
@@ -127,10 +127,7 @@ def _rewrite(conn):
 
 
 def _delete_session(conn):
-    sid = _busiest(conn, 1)
-    conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,))
-    conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    delete_session(conn, _busiest(conn, 1))
 
 
 def _delete_rows_only(conn):
@@ -153,9 +150,7 @@ def _reuse_a_rowid(conn):
     rowid, sid = conn.execute(
         "SELECT rowid, id FROM sessions ORDER BY rowid DESC LIMIT 1"
     ).fetchone()
-    conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,))
-    conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    delete_session(conn, sid)
     # SQLite gives a new row max(rowid) + 1: the same rowid when the newest row went
     conn.execute(
         "INSERT INTO sessions (rowid, id, source, started_at) VALUES (?, 'reused_rowid', 'discord', 1.91e9)",
@@ -171,24 +166,8 @@ CHANGES = [_append, _new_session, _rewrite, _delete_session, _delete_rows_only,
 @pytest.mark.parametrize("name", ["hermes-v22-tools.db", "hermes-v31-tools.db", "hermes-v11.db"])
 def test_a_followed_digest_holds_what_a_fresh_one_does(tmp_path, name):
     db = copy_fixture(name, tmp_path)
-    app = make_app(db, tmp_path / "inst")
-    with app.app_context():
-        reader = get_logbook().reader
-        followed = Digest(reader, tmp_path / "followed.sqlite")
-        complete(followed)
-        for n, change in enumerate(CHANGES):
-            conn = sqlite3.connect(db)
-            with conn:
-                change(conn)
-            conn.close()
-            complete(followed)
-            fresh = Digest(reader, tmp_path / f"fresh-{n}.sqlite")
-            complete(fresh)
-            assert dump(followed, db) == dump(fresh, db), change.__name__
-            truth = sql(
-                db, "SELECT COUNT(*) FROM messages WHERE session_id IN (SELECT id FROM sessions)"
-            )[0][0]
-            assert int(dump(followed, db)["counted"]) == truth, change.__name__
+    truth = "SELECT COUNT(*) FROM messages WHERE session_id IN (SELECT id FROM sessions)"
+    follow_every_change(db, tmp_path, Digest, complete, dump, CHANGES, truth)
 
 
 def test_pages_see_a_change_at_once(tmp_path):
@@ -283,20 +262,15 @@ def test_the_digest_completes_on_a_file_too_big_to_read_in_time(tmp_path):
         with app.app_context():
             lb.digest.warm(budget_s=0.05)
 
-    warmer = threading.Thread(target=warm)
-    warmer.start()
-    seen = []
-    while warmer.is_alive():
+    def look():
         body = client.get("/files?format=json").get_json()
-        seen.extend((c.get("complete"), c.get("messages_seen_up_to_id")) for c in body["coverage"])
         assert client.get("/sessions?format=json").status_code == 200
-        time.sleep(0.05)
-    warmer.join(timeout=300)
+        return [(c.get("complete"), c.get("messages_seen_up_to_id")) for c in body["coverage"]]
+
+    seen = watch_while(warm, look, bound_s=300)
     rel = client.get("/stats?format=json&period=all").get_json()["reliability"]
     terminal = next(t for t in rel["tools"] if t["tool"] == "terminal")
     truth = sql(db, "SELECT COUNT(*) FROM messages WHERE role = 'tool' AND tool_name = 'terminal' "
                 "AND json_extract(content, '$.exit_code') != 0")[0][0]  # fmt: skip
     assert terminal["failures"] == truth and truth >= 60_000 // 4
-    partial = [s for complete_, s in seen if not complete_]
-    assert partial, "the pass was over before a page saw it partial"
-    assert partial == sorted(partial)
+    moved_forward(seen)

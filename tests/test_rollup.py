@@ -9,12 +9,12 @@ big to count within the query limit, the statistics still complete and pages ans
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 
 import pytest
 
 from support import FIXTURE_NAMES, copy_fixture, make_app, sql
+from support.following import delete_session, follow_every_change, moved_forward, watch_while
 from webui.db import fts_record, get_logbook
 from webui.db.errors import QueryTimeout
 from webui.db.rollup import Rollup
@@ -150,9 +150,7 @@ def _delete_session(conn):
     sid = conn.execute(
         "SELECT session_id FROM messages GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1 OFFSET 1"
     ).fetchone()[0]
-    conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,))
-    conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    delete_session(conn, sid)
 
 
 def _delete_rows_only(conn):
@@ -188,9 +186,7 @@ def _reuse_a_rowid(conn):
     rowid, sid = conn.execute(
         "SELECT rowid, id FROM sessions ORDER BY rowid DESC LIMIT 1"
     ).fetchone()
-    conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,))
-    conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    delete_session(conn, sid)
     conn.execute(
         "INSERT INTO sessions (id, source, started_at) VALUES ('reused_rowid', 'discord', 1.91e9)"
     )
@@ -214,22 +210,9 @@ CHANGES = [
 @pytest.mark.parametrize("name", ["hermes-v11.db", "hermes-v22-extended.db"])
 def test_a_followed_rollup_holds_what_a_fresh_one_does(tmp_path, name):
     db = copy_fixture(name, tmp_path)
-    app = make_app(db, tmp_path / "inst")
-    with app.app_context():
-        reader = get_logbook().reader
-        followed = Rollup(reader, tmp_path / "followed.sqlite")
-        _complete(followed)
-        for n, change in enumerate(CHANGES):
-            conn = sqlite3.connect(db)
-            with conn:
-                change(conn)
-            conn.close()
-            _complete(followed)
-            fresh = Rollup(reader, tmp_path / f"fresh-{n}.sqlite")
-            _complete(fresh)
-            assert _dump(followed, db) == _dump(fresh, db), change.__name__
-            truth = sql(db, "SELECT COUNT(*) FROM messages")[0][0]
-            assert int(_dump(followed, db)["counted"]) == truth, change.__name__
+    follow_every_change(
+        db, tmp_path, Rollup, _complete, _dump, CHANGES, "SELECT COUNT(*) FROM messages"
+    )
 
 
 def test_a_rollup_left_half_way_resumes_where_it_stopped(tmp_path):
@@ -313,21 +296,16 @@ def test_statistics_complete_on_a_file_too_big_to_count_in_time(tmp_path):
         with app.app_context():
             lb.rollup.warm(budget_s=0.05)
 
-    warmer = threading.Thread(target=warm)
-    warmer.start()
-    answered = []
-    while warmer.is_alive():
+    def look():
         body = client.get("/stats?period=all&format=json").get_json()
-        answered.append((body["coverage"]["complete"], body["coverage"]["messages_seen_up_to_id"]))
         assert client.get("/sessions?format=json").status_code == 200
-        time.sleep(0.05)
-    warmer.join(timeout=240)
+        return [(body["coverage"]["complete"], body["coverage"]["messages_seen_up_to_id"])]
+
+    answered = watch_while(warm, look, bound_s=240)
     truth = sql(db, "SELECT COUNT(*) FROM messages")[0][0]
     body = client.get("/stats?period=all&format=json").get_json()
     assert body["coverage"]["complete"] and body["overview"]["messages"] == truth
     tools = {t["tool"]: t["calls"] for t in body["tools"]}
     assert tools["grown_tool"] == 100_000
-    partial = [seen for complete, seen in answered if not complete]
-    assert partial, "the pass was over before a page could see it partial"
-    assert partial == sorted(partial), "the pages saw it move forward"
+    moved_forward(answered)
     assert lb.rollup.longest_read_s < max(4 * limit, 0.05), lb.rollup.longest_read_s

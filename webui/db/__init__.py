@@ -6,7 +6,6 @@ Views ask :func:`get_logbook` for the stores and call their named queries.
 from __future__ import annotations
 
 import hashlib
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from webui.db.errors import (
     StartupError,
 )
 from webui.db.export import Exporter
+from webui.db.ledger_file import instance_file
 from webui.db.lineage import LineageStore
 from webui.db.maintenance import Maintenance
 from webui.db.messages import MessageStore
@@ -178,7 +178,8 @@ def build_logbook(
     values (the instance folder's own by default)."""
     reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"], engine=engine)
     digest = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
-    rollup_path = _rollup_path(home or Path(app.instance_path), digest, opened.path)
+    # The stats rollup of this file, named by its path and inode (webui.db.following).
+    rollup_path = instance_file(home or Path(app.instance_path), "rollup", opened.path, digest)
     # One keeper of kept values per store (webui.keep); a few kept across restarts too.
     keeper = new_keeper(rollup_path.with_name(rollup_path.stem.replace("rollup-", "kept-")))
     sessions = SessionStore(reader, keeper)
@@ -219,33 +220,6 @@ def build_logbook(
     )
     logbook.digest.objects.read_limit_s = app.config.get("LOGBOOK_STORAGE_READ_LIMIT") or 20.0
     return logbook
-
-
-def _rollup_path(folder: Path, digest: str, db: Path) -> Path:
-    """The stats rollup of this file: named by its path and its inode, so a file replaced by
-    a backup gets a rollup of its own (the old one is removed: it describes a file that is
-    gone)."""
-    try:
-        inode = db.stat().st_ino
-    except OSError:
-        inode = 0
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        folder = Path(tempfile.gettempdir())
-    path = folder / f"rollup-{digest}-{inode}.sqlite"
-    for old in [*folder.glob(f"rollup-{digest}-*.sqlite"), folder / f"rollup-{digest}.sqlite"]:
-        if old != path:
-            for leftover in (
-                old,
-                old.with_name(old.name + "-wal"),
-                old.with_name(old.name + "-shm"),
-            ):
-                try:
-                    leftover.unlink(missing_ok=True)
-                except OSError:
-                    pass
-    return path
 
 
 def live_logbook() -> Logbook:

@@ -31,24 +31,22 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from webui import threads
 from webui.db import fts_record
 from webui.db import sql as sqlh
 from webui.db.errors import LogbookDBError, QueryTimeout
+from webui.db.ledger_file import Coverage, chunks, known, meta, set_meta
 from webui.db.reader import Reader
-from webui.db.schema import OpenedDatabase, readonly_uri
 
 log = logging.getLogger(__name__)
 
 SESSIONS_PER_READ = 20_000  # sessions copied per read while catching up
 SESSIONS_PER_AUDIT_STEP = 2_000
 REWRITE_CHECK_MAX = 1_000  # sessions checked for a rewritten transcript on one batch, at most
-IN_CHUNK = 500  # ids per IN (...) list
 
 
 @dataclass(frozen=True)
@@ -64,133 +62,6 @@ class Pace:
     # minute at most; a read that ran out of time and any other failure each have theirs.
     timeout_doublings: int = 3
     error_doublings: int = 7
-
-
-@dataclass
-class Coverage:
-    seen_max_id: int
-    db_max_id: int
-    messages: int
-    auditing: bool = False  # some rows went away unexplained: every session is being checked
-
-    @property
-    def complete(self) -> bool:
-        return self.seen_max_id >= self.db_max_id and not self.auditing
-
-    @property
-    def share(self) -> float:
-        """How much of the messages (by id) has been read, 0..1."""
-        if self.db_max_id <= 0:
-            return 1.0
-        return min(1.0, self.seen_max_id / self.db_max_id)
-
-    def as_json(self) -> dict:
-        return {
-            "complete": self.complete,
-            "messages_seen_up_to_id": self.seen_max_id,
-            "newest_message_id": self.db_max_id,
-            "messages_read": self.messages,
-            "auditing": self.auditing,
-        }
-
-
-# -- the ledger's own file ----------------------------------------------------------------------
-
-
-def has_meta(conn: sqlite3.Connection) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-        ).fetchone()
-        is not None
-    )
-
-
-def meta(conn: sqlite3.Connection) -> dict[str, str]:
-    return dict(conn.execute("SELECT key, value FROM main.meta").fetchall())
-
-
-def set_meta(conn: sqlite3.Connection, **values: Any) -> None:
-    conn.executemany(
-        "INSERT OR REPLACE INTO main.meta VALUES (?, ?)",
-        [(k, str(v)) for k, v in values.items()],
-    )
-
-
-def chunks(ids: Sequence, size: int = IN_CHUNK) -> Iterator[list]:
-    ids = list(ids)
-    for i in range(0, len(ids), size):
-        yield ids[i : i + size]
-
-
-def pick(conn: sqlite3.Connection, ids: Iterable[str]) -> None:
-    """temp.pick: the sessions the next statements work on."""
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS pick (session_id TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM temp.pick")
-    conn.executemany("INSERT OR IGNORE INTO temp.pick VALUES (?)", ((i,) for i in ids))
-
-
-def open_own_file(
-    path: Path, opened: OpenedDatabase, version: str, schema: str
-) -> sqlite3.Connection:
-    """A connection to a ledger's file, state.db attached read-only as ``st`` (so its tables
-    join to sessions). A file of another version is emptied (it is only a cache)."""
-    conn = sqlite3.connect(path, timeout=5, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a crash costs a re-read, not data
-    stored = (
-        conn.execute("SELECT value FROM main.meta WHERE key = 'version'").fetchone()
-        if has_meta(conn)
-        else None
-    )
-    if stored is None or stored[0] != version:
-        conn.execute("PRAGMA journal_mode = WAL")  # kept by the file: readers beside the pass
-        if stored is not None:
-            for (name,) in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            ).fetchall():
-                conn.execute(f"DROP TABLE IF EXISTS main.{name}")
-        conn.executescript(schema)
-    conn.execute("ATTACH DATABASE ? AS st", (readonly_uri(opened.path, opened.immutable),))
-    return conn
-
-
-def instance_file(folder: Path, prefix: str, opened_path: Path, key: str) -> Path:
-    """``folder/<prefix>-<key>-<inode>.sqlite``: a ledger's file for this database, named by its
-    path (``key``) and inode, so a file replaced by a backup gets one of its own; the older
-    ones of the same path are removed (they describe a file that is gone)."""
-    try:
-        inode = opened_path.stat().st_ino
-    except OSError:
-        inode = 0
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        import tempfile
-
-        folder = Path(tempfile.gettempdir())
-    path = folder / f"{prefix}-{key}-{inode}.sqlite"
-    for old in [*folder.glob(f"{prefix}-{key}-*.sqlite"), folder / f"{prefix}-{key}.sqlite"]:
-        if old != path:
-            for leftover in (
-                old,
-                old.with_name(old.name + "-wal"),
-                old.with_name(old.name + "-shm"),
-            ):
-                try:
-                    leftover.unlink(missing_ok=True)
-                except OSError:
-                    pass
-    return path
-
-
-def sessions_gone(conn: sqlite3.Connection) -> list[str]:
-    """The sessions a ledger knows (its ``sess``) that state.db no longer has."""
-    return [
-        r[0]
-        for r in conn.execute(
-            "SELECT session_id FROM main.sess WHERE session_id NOT IN (SELECT id FROM st.sessions)"
-        ).fetchall()
-    ]
 
 
 # -- reading state.db ---------------------------------------------------------------------------
@@ -225,6 +96,22 @@ class Reads:
             rows = self.r.rows(statement, params, time_limit_s=limit)
         self.longest_s = max(self.longest_s, time.monotonic() - began)
         return rows
+
+
+class Via:
+    """An attribute of a composed part, read and set through the whole: ``_batch =
+    Via("follower", "batch")`` on a class whose objects hold a ``follower``."""
+
+    def __init__(self, part: str, name: str):
+        self.part, self.name = part, name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(getattr(obj, self.part), self.name)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(getattr(obj, self.part), self.name, value)
 
 
 class Ledger(Protocol):
@@ -414,17 +301,7 @@ class Follower:
 
     def unknown(self, conn: sqlite3.Connection, ids: set[str]) -> set[str]:
         """Of these sessions, those the ledger does not know yet."""
-        have: set[str] = set()
-        for part in chunks(sorted(ids)):
-            have |= {
-                r[0]
-                for r in conn.execute(
-                    "SELECT session_id FROM main.sess WHERE session_id IN "
-                    f"({sqlh.in_list(len(part))})",
-                    part,
-                )
-            }
-        return ids - have
+        return ids - known(conn, ids)
 
     def _follow_sessions(self, conn: sqlite3.Connection, m: dict[str, str]) -> None:
         """New sessions (rowids above the highest seen) to the ledger; when the count says some
@@ -515,18 +392,22 @@ class Follower:
 
     # -- rows that went away unexplained ------------------------------------------------------
 
+    def _with_index_count(self, column: str, max_id: int) -> dict[str, Any]:
+        """One read: the FTS index's record (``avg``, its row count: fts_record) and
+        ``column`` (SQL taking ``max_id``), in the same moment."""
+        return self.reads(
+            f"SELECT {fts_record.averages_sql(self._fts)} AS avg, {column}", [max_id], raw=True
+        )[0]
+
     def _unexplained(self, m: dict[str, str]) -> bool:
         """Did rows go away that no batch explained? Read once caught up: the FTS index's row
         count against the messages counted, in a moment when no message is waiting to be read
         (a rewritten transcript's new rows, not read yet, would make its deleted ones look
         unexplained). The difference measured after an audit (an index out of step with the
         table) is the one expected from then on."""
-        row = self.reads(
-            f"SELECT {fts_record.averages_sql(self._fts)} AS avg, "
-            "EXISTS (SELECT 1 FROM messages WHERE id > ?) AS waiting",
-            [int(m["max_id"])],
-            raw=True,
-        )[0]
+        row = self._with_index_count(
+            "EXISTS (SELECT 1 FROM messages WHERE id > ?) AS waiting", int(m["max_id"])
+        )
         total = fts_record.row_count(row["avg"])
         if total is None or row["waiting"]:
             return False
@@ -566,12 +447,9 @@ class Follower:
     def _measure_base(self, conn: sqlite3.Connection) -> None:
         """After an audit the counts are exact: the index's difference from them, from now."""
         m = meta(conn)
-        row = self.reads(
-            f"SELECT {fts_record.averages_sql(self._fts)} AS avg, "
-            "(SELECT COUNT(*) FROM messages WHERE id > ?) AS tail",
-            [int(m["max_id"])],
-            raw=True,
-        )[0]
+        row = self._with_index_count(
+            "(SELECT COUNT(*) FROM messages WHERE id > ?) AS tail", int(m["max_id"])
+        )
         total = fts_record.row_count(row["avg"])
         if total is not None:
             set_meta(conn, fts_base=total - row["tail"] - int(m["counted"]))

@@ -32,7 +32,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from webui.db.following import Follower, Reads, meta
+from webui.db.following import Follower, Reads, Via
+from webui.db.ledger_file import meta
 from webui.db.reader import Reader
 from webui.db.rollup_ledger import RollupLedger
 from webui.db.rollup_panels import Panels
@@ -64,41 +65,20 @@ class Rollup:
     def _meta(self, conn: sqlite3.Connection) -> dict[str, str]:
         return meta(conn)
 
-    # -- the engine's state, as the rollup has always shown it ------------------------------
+    # -- the engine, read through the rollup -------------------------------------------------
 
-    @property
-    def _batch(self) -> int:
-        return self.follower.batch
-
-    @_batch.setter
-    def _batch(self, ids: int) -> None:
-        self.follower.batch = ids
-
-    @property
-    def warming(self) -> bool:
-        """The start-up pass is running: requests do not read batches."""
-        return self.follower.warming
-
-    @property
-    def longest_read_s(self) -> float:
-        """The longest single read of state.db (a read transaction)."""
-        return self.reads.longest_s
-
-    # -- following the file ---------------------------------------------------------------
-
-    def coverage(self) -> Coverage:
-        """How far the rollup has read, without waiting for a refresh that is under way."""
-        return self.follower.coverage()
+    _batch = Via("follower", "batch")  # ids in the next read
+    warming = Via("follower", "warming")  # the start-up pass runs: requests read no batches
+    longest_read_s = Via("reads", "longest_s")  # the longest single read of state.db
+    # How far it read, without waiting for a refresh under way (Follower.coverage); up to date
+    # or as far as the budget allows, ``wait=False`` for a request (Follower.refresh).
+    coverage = Via("follower", "coverage")
+    refresh = Via("follower", "refresh")
 
     def warm(self, budget_s: float = 0.25, pause_s: float = 0.02) -> Coverage:
         """Read the whole history into the rollup in short steps (a background thread from
         start-up), so the first stats page finds it complete (webui.db.following)."""
         return self.follower.warm(budget_s, pause_s)
-
-    def refresh(self, budget_s: float = 0.4, wait: bool = True) -> Coverage:
-        """Bring the rollup up to date, or as far as the budget allows; ``wait=False`` (a
-        request): answer at once with how far it got when another thread is at it."""
-        return self.follower.refresh(budget_s, wait)
 
     # -- the panels -------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from webui.db.following import Reads, meta, open_own_file, pick, sessions_gone, set_meta
+from webui.db.following import Reads
+from webui.db.ledger_file import meta, open_own_file, pick, sessions_gone, set_meta
 from webui.db.reader import Reader
 from webui.db.rollup_schema import DAILY_TABLES, DAY_OF, PER_SESSION, SCHEMA, VERSION
 

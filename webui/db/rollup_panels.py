@@ -4,7 +4,6 @@ session by session; one connection shared by a report's panels."""
 
 from __future__ import annotations
 
-import math
 import sqlite3
 import threading
 import time
@@ -13,8 +12,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from webui.db.daily_sums import EDGE, Span, days
 from webui.db.reader import Reader
-from webui.db.rollup_schema import DAY_S
 
 
 class Panels:
@@ -56,28 +55,11 @@ class Panels:
 
     # -- panels ------------------------------------------------------------------------
 
-    @staticmethod
-    def _days(span: tuple[float | None, float | None]) -> tuple[str, list[Any], list[Any]]:
-        """For a period [start, end): the condition on the daily sums (the days strictly
-        inside it) and the days (first, last) whose sessions are counted one by one, with
-        the exact time test; sessions with no day always are."""
-        start, end = span
-        first = None if start is None else math.floor(start / DAY_S)
-        last = None if end is None else math.floor(end / DAY_S)
-        clauses, params = ["1"], []
-        if first is not None:
-            clauses.append("day > ?")
-            params.append(first)
-        if last is not None:
-            clauses.append("day < ?")
-            params.append(last)
-        return " AND ".join(clauses), params, [first, last]
-
     def tools(
         self,
         where: str,
         params: list[Any],
-        span: tuple[float | None, float | None] | None = None,
+        span: Span | None = None,
     ) -> list[dict[str, Any]]:
         """Per tool, as Hermes's analytics count it: the larger of its tool-result rows and
         its entries in assistants' tool_calls (both also given). ``span`` (start, end), when
@@ -101,9 +83,8 @@ class Panels:
         if span is None:
             results, entries = per_tool("tools"), per_tool("calls")
         else:
-            inside, inside_params, edges = self._days(span)
-            edge = "(s.day IS NULL OR s.day IN (?, ?)) AND "
-            results, entries = per_tool("tools", edge, edges), per_tool("calls", edge, edges)
+            inside, inside_params, edges = days(span)
+            results, entries = per_tool("tools", EDGE, edges), per_tool("calls", EDGE, edges)
             for r in self.query(
                 "SELECT tool_name AS tool, SUM(results) AS results, SUM(entries) AS entries "
                 f"FROM main.tools_day WHERE {inside} GROUP BY 1",
@@ -128,7 +109,7 @@ class Panels:
         where: str,
         params: list[Any],
         offset_s: int = 0,
-        span: tuple[float | None, float | None] | None = None,
+        span: Span | None = None,
     ) -> list[dict[str, Any]]:
         """Messages per weekday and hour, counted in UTC and shown in the reader's zone
         (shifted by its offset now: an hour off for the part of the year on the other side
@@ -141,10 +122,10 @@ class Panels:
         if span is None:
             rows = self.query(per_session.format(extra="", where=where), params)
         else:
-            inside, inside_params, edges = self._days(span)
+            inside, inside_params, edges = days(span)
             cells: Counter = Counter()
             for r in self.query(
-                per_session.format(extra="(s.day IS NULL OR s.day IN (?, ?)) AND ", where=where),
+                per_session.format(extra=EDGE, where=where),
                 [*edges, *params],
             ):
                 cells[(r["dow"], r["hour"])] += r["messages"]

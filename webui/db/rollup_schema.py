@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from webui.db.following import Coverage, Pace
+from webui.db.daily_sums import DAY_S
+from webui.db.following import Pace
+from webui.db.ledger_file import Coverage
 
 __all__ = [
     "VERSION",
@@ -17,7 +19,6 @@ __all__ = [
 ]
 
 VERSION = "5"  # 3: hours in UTC, tool-call entries; 4: daily sums; 5: followed by what changed
-DAY_S = 86400
 # The batches of new ids (webui.db.following): each sized so that reading it takes about
 # the pace's read target (its read transaction that long at most: Hermes's checkpoints wait for no
 # reader longer).

@@ -33,15 +33,8 @@ from webui.db.digest.applying import Applier
 from webui.db.digest.objects import Objects
 from webui.db.digest.reading import Reading
 from webui.db.digest.tables import PACE, SCHEMA, VERSION, Coverage
-from webui.db.following import (
-    Follower,
-    Reads,
-    chunks,
-    meta,
-    open_own_file,
-    sessions_gone,
-    set_meta,
-)
+from webui.db.following import Follower, Reads, Via
+from webui.db.ledger_file import chunks, known, meta, open_own_file, sessions_gone, set_meta
 from webui.db.reader import Reader
 from webui.hermes.file_changes import FILE_TOOLS
 from webui.hermes.tool_results import generation
@@ -78,33 +71,16 @@ class Digest:
     def meta(self, conn: sqlite3.Connection) -> dict[str, str]:
         return meta(conn)
 
-    # -- the engine's state ------------------------------------------------------------------
+    # -- the engine's state, read through the digest ----------------------------------------
 
-    @property
-    def _batch(self) -> int:
-        return self.follower.batch
-
-    @_batch.setter
-    def _batch(self, ids: int) -> None:
-        self.follower.batch = ids
-
-    @property
-    def warming(self) -> bool:
-        return self.follower.warming
-
-    @property
-    def longest_read_s(self) -> float:
-        return self.reads.longest_s
-
-    @property
-    def refreshed_at(self) -> float | None:
-        """When the digest last caught up with the file."""
-        return self.follower.refreshed_at
+    _batch = Via("follower", "batch")  # ids in the next read
+    warming = Via("follower", "warming")  # the background pass runs
+    refreshed_at = Via("follower", "refreshed_at")  # when it last caught up with the file
+    longest_read_s = Via("reads", "longest_s")  # the longest single read of state.db
+    coverage = Via("follower", "coverage")  # how far it read (Follower.coverage)
+    refresh = Via("follower", "refresh")  # up to date, as far as a budget allows
 
     # -- bringing it up to date ---------------------------------------------------------------
-
-    def coverage(self) -> Coverage:
-        return self.follower.coverage()
 
     def warm(self, budget_s: float = 0.25, pause_s: float = 0.02) -> Coverage:
         """Read the whole history in short steps (a background thread), then measure the
@@ -127,11 +103,6 @@ class Digest:
                     app.logger.exception("the digest could not be built in the background")
 
         self.thread = threads.start(work, f"digest-{self.path.stem}")
-
-    def refresh(self, budget_s: float = 0.4, wait: bool = True) -> Coverage:
-        """Up to date, or as far as the budget allows; ``wait=False`` (a page): when the
-        background pass is running, answer at once with how far it got."""
-        return self.follower.refresh(budget_s, wait)
 
 
 class DigestLedger:
@@ -254,16 +225,7 @@ class DigestLedger:
 
     def kept(self, conn: sqlite3.Connection, ids: set[str]) -> set[str]:
         """Only the messages of sessions the digest knows are counted."""
-        have: set[str] = set()
-        for part in chunks(sorted(ids)):
-            have |= {
-                r[0]
-                for r in conn.execute(
-                    f"SELECT session_id FROM main.sess WHERE session_id IN ({sqlh.in_list(len(part))})",
-                    part,
-                )
-            }
-        return have
+        return known(conn, ids)
 
     def recount(self, conn: sqlite3.Connection, sid: str, upto: int) -> None:
         """One session read again, its messages up to ``upto`` (inside the caller's

@@ -3,7 +3,9 @@ version, the sizes of its reads, and the small helpers every part of it uses."""
 
 from __future__ import annotations
 
-from webui.db.following import Coverage, Pace, chunks, pick
+from webui.db.daily_sums import DAY_S
+from webui.db.following import Pace
+from webui.db.ledger_file import Coverage, chunks, pick
 
 __all__ = ["Coverage", "PACE", "SCHEMA", "VERSION", "chunks", "pick"]
 
@@ -93,7 +95,6 @@ CREATE TABLE IF NOT EXISTS objects (name TEXT PRIMARY KEY, type TEXT, tbl_name T
 PER_SESSION = ("tool_use", "failed_turns", "pending", "runs", "loops", "changes")
 
 
-DAY_S = 86400
 LATEST = 253402300799.0  # the last second a calendar shows (9999-12-31)
 
 

@@ -1,0 +1,73 @@
+"""What the tests of a ledger that follows state.db (the stats rollup, the digest:
+webui.db.following) share: every kind of change applied to a copy of a real Hermes database,
+after each the ledger that followed along compared with one built from scratch; a session
+deleted whole as Hermes deletes it; and a background pass watched by pages while it runs."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from support import make_app, sql
+
+
+def delete_session(conn: sqlite3.Connection, sid: str) -> None:
+    """A session removed whole, as Hermes's delete_session does (its children unlinked)."""
+    conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
+    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,))
+    conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+
+
+def follow_every_change(
+    db: Path,
+    tmp_path: Path,
+    new: Callable[[Any, Path], Any],
+    complete: Callable[[Any], None],
+    dump: Callable[[Any, Path], dict],
+    changes: Sequence[Callable[[sqlite3.Connection], None]],
+    truth: str,
+) -> None:
+    """``new(reader, path)`` makes a ledger; after each change written to ``db`` the one that
+    followed along holds what a fresh one does (``dump``), and has counted what ``truth`` (a
+    COUNT over the file) says."""
+    from webui.db import get_logbook
+
+    app = make_app(db, tmp_path / "inst")
+    with app.app_context():
+        reader = get_logbook().reader
+        followed = new(reader, tmp_path / "followed.sqlite")
+        complete(followed)
+        for n, change in enumerate(changes):
+            conn = sqlite3.connect(db)
+            with conn:
+                change(conn)
+            conn.close()
+            complete(followed)
+            fresh = new(reader, tmp_path / f"fresh-{n}.sqlite")
+            complete(fresh)
+            assert dump(followed, db) == dump(fresh, db), change.__name__
+            assert int(dump(followed, db)["counted"]) == sql(db, truth)[0][0], change.__name__
+
+
+def watch_while(work: Callable[[], None], look: Callable[[], Iterable], bound_s: float) -> list:
+    """Run ``work`` in a thread and, until it is over, ``look`` (a page's view of it) every
+    50 ms; returns all that was seen, in order."""
+    worker = threading.Thread(target=work)
+    worker.start()
+    seen: list = []
+    while worker.is_alive():
+        seen.extend(look())
+        time.sleep(0.05)
+    worker.join(timeout=bound_s)
+    return seen
+
+
+def moved_forward(seen: list[tuple[bool, int]]) -> None:
+    """Pages saw the pass partial (complete False) at least once, and always further on."""
+    partial = [upto for complete, upto in seen if not complete]
+    assert partial, "the pass was over before a page saw it partial"
+    assert partial == sorted(partial), "the pages saw it move forward"
