@@ -15,7 +15,13 @@ import time
 import pytest
 
 from support import copy_fixture, make_app, sql
-from support.following import delete_session, follow_every_change, moved_forward, watch_while
+from support.following import (
+    delete_session,
+    follow_every_change,
+    moved_forward,
+    refresh_to_the_end,
+    watch_while,
+)
 from webui.db import get_logbook
 from webui.db.digest import Digest
 from webui.db.errors import QueryTimeout
@@ -55,10 +61,7 @@ def dump(d: Digest, db) -> dict:
 
 
 def complete(d: Digest) -> None:
-    for _ in range(500):
-        if d.refresh(5.0).complete:
-            return
-    raise AssertionError("the digest never completed")
+    refresh_to_the_end(d, tries=500)
 
 
 def _turn(conn, sid, n, start, tool="terminal", fail=False):

@@ -14,7 +14,13 @@ import time
 import pytest
 
 from support import FIXTURE_NAMES, copy_fixture, make_app, sql
-from support.following import delete_session, follow_every_change, moved_forward, watch_while
+from support.following import (
+    delete_session,
+    follow_every_change,
+    moved_forward,
+    refresh_to_the_end,
+    watch_while,
+)
 from webui.db import fts_record, get_logbook
 from webui.db.errors import QueryTimeout
 from webui.db.rollup import Rollup
@@ -49,10 +55,7 @@ def _dump(rollup: Rollup, db) -> dict:
 
 
 def _complete(rollup: Rollup) -> None:
-    for _ in range(200):
-        if rollup.refresh(5.0).complete:
-            return
-    raise AssertionError("the rollup never completed")
+    refresh_to_the_end(rollup, tries=200)
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)

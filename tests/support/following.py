@@ -22,6 +22,14 @@ def delete_session(conn: sqlite3.Connection, sid: str) -> None:
     conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
 
 
+def refresh_to_the_end(followed: Any, tries: int) -> None:
+    """Refreshed (a budget of 5 s each time) until complete, ``tries`` times at most."""
+    for _ in range(tries):
+        if followed.refresh(5.0).complete:
+            return
+    raise AssertionError(f"{type(followed).__name__} never completed")
+
+
 def follow_every_change(
     db: Path,
     tmp_path: Path,

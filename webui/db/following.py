@@ -117,9 +117,12 @@ class Via:
 class Ledger(Protocol):
     """What the engine asks of the tables it keeps (the rollup's, the digest's)."""
 
-    version: str
-    tables: Sequence[str]  # emptied on a reset
-    raw: bool  # how its reads of state.db take values (Reads)
+    @property
+    def version(self) -> str: ...  # another in the file's meta: the file is emptied
+    @property
+    def tables(self) -> Sequence[str]: ...  # emptied on a reset
+    @property
+    def raw(self) -> bool: ...  # how its reads of state.db take values (Reads)
 
     def connect(self) -> sqlite3.Connection: ...
     def session_columns(self) -> list[tuple[str, str]]: ...  # (name, SQL over sessions)

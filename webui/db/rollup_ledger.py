@@ -125,10 +125,10 @@ class RollupLedger:
             total += n
             roles[(r["session_id"], r["role"])] = roles.get((r["session_id"], r["role"]), 0) + n
             if r["tool_name"] and r["role"] == "tool":
-                k = (r["session_id"], r["tool_name"])
-                tools[k] = tools.get(k, 0) + n
-            k = (r["session_id"], r["dow"], r["hour"])
-            hours[k] = hours.get(k, 0) + n
+                tool = (r["session_id"], r["tool_name"])
+                tools[tool] = tools.get(tool, 0) + n
+            cell = (r["session_id"], r["dow"], r["hour"])
+            hours[cell] = hours.get(cell, 0) + n
         conn.executemany(
             "INSERT INTO main.calls VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n",
             [(*k, v) for k, v in calls.items()],

@@ -60,8 +60,7 @@ class Digest:
         self.reading = self.ledger.reading
         self.generation = self.ledger.generation
         self.thread: threading.Thread | None = None
-        self.objects = Objects(reader)
-        self.objects.connect = self.connect
+        self.objects = Objects(reader, self.ledger.connect)
         # Set while the start-up warmer reads the statistics first: the pass waits its turn.
         self.held = False
 
@@ -162,7 +161,7 @@ class DigestLedger:
             return
         applier = self._applier(conn)
         applier.add_sessions(rows)
-        kept = {}
+        kept: dict[str, tuple] = {}
         for part in chunks([r["id"] for r in rows]):
             kept.update(
                 (k[0], k[1:])
