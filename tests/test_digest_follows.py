@@ -18,6 +18,7 @@ from support import copy_fixture, make_app, sql
 from support.following import (
     delete_session,
     follow_every_change,
+    ledger_rows,
     moved_forward,
     refresh_to_the_end,
     watch_while,
@@ -42,22 +43,14 @@ COMPARED = {
 
 
 def dump(d: Digest, db) -> dict:
-    live = {r[0] for r in sql(db, "SELECT id FROM sessions")}
-    conn = d.connect()
-    try:
-        out = {}
-        for table, cols in COMPARED.items():
-            what, _, where = cols.partition(" WHERE ")
-            rows = conn.execute(
-                f"SELECT {what} FROM main.{table}" + (f" WHERE {where}" if where else "")
-            ).fetchall()
-            if table not in ("bytes_month", "tool_day", "model_day"):
-                rows = [r for r in rows if r[0] in live]
-            out[table] = sorted(rows, key=repr)
-        out["counted"] = d.meta(conn)["counted"]
-    finally:
-        conn.close()
-    return out
+    statements = {}
+    for table, cols in COMPARED.items():
+        what, _, where = cols.partition(" WHERE ")
+        statements[table] = f"SELECT {what} FROM main.{table}" + (
+            f" WHERE {where}" if where else ""
+        )
+    summed = {"bytes_month", "tool_day", "model_day"}  # by day or month: no session to check
+    return ledger_rows(d.connect, db, statements, set(COMPARED) - summed)
 
 
 def complete(d: Digest) -> None:

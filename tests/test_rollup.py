@@ -17,6 +17,7 @@ from support import FIXTURE_NAMES, copy_fixture, make_app, sql
 from support.following import (
     delete_session,
     follow_every_change,
+    ledger_rows,
     moved_forward,
     refresh_to_the_end,
     watch_while,
@@ -38,20 +39,10 @@ NON_ZERO = {
 
 def _dump(rollup: Rollup, db) -> dict:
     """Everything the panels read, zero rows left out, sessions limited to the file's."""
-    live = {r[0] for r in sql(db, "SELECT id FROM sessions")}
-    conn = rollup._connect()
-    try:
-        out = {
-            t: sorted(conn.execute(f"SELECT * FROM main.{t} WHERE {cond}").fetchall(), key=repr)
-            for t, cond in NON_ZERO.items()
-        }
-        out["sess"] = sorted(
-            r for r in conn.execute("SELECT * FROM main.sess").fetchall() if r[0] in live
-        )
-        out["counted"] = rollup._meta(conn)["counted"]
-    finally:
-        conn.close()
-    return out
+    statements = {t: f"SELECT * FROM main.{t} WHERE {cond}" for t, cond in NON_ZERO.items()}
+    return ledger_rows(
+        rollup._connect, db, {**statements, "sess": "SELECT * FROM main.sess"}, {"sess"}
+    )
 
 
 def _complete(rollup: Rollup) -> None:

@@ -22,6 +22,32 @@ def delete_session(conn: sqlite3.Connection, sid: str) -> None:
     conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
 
 
+def ledger_rows(
+    connect: Callable[[], sqlite3.Connection],
+    db: Path,
+    statements: dict[str, str],
+    per_session: set[str],
+) -> dict:
+    """What a ledger holds: each statement's rows (a SELECT over its file), sorted; in the
+    ``per_session`` ones only the rows of sessions the file still has (their first column);
+    and what it counted."""
+    live = {r[0] for r in sql(db, "SELECT id FROM sessions")}
+    conn = connect()
+    try:
+        out: dict[str, Any] = {}
+        for name, statement in statements.items():
+            rows = conn.execute(statement).fetchall()
+            if name in per_session:
+                rows = [r for r in rows if r[0] in live]
+            out[name] = sorted(rows, key=repr)
+        out["counted"] = conn.execute(
+            "SELECT value FROM main.meta WHERE key = 'counted'"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    return out
+
+
 def refresh_to_the_end(followed: Any, tries: int) -> None:
     """Refreshed (a budget of 5 s each time) until complete, ``tries`` times at most."""
     for _ in range(tries):
