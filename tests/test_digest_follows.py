@@ -16,6 +16,7 @@ import pytest
 
 from support import copy_fixture, make_app, sql
 from support.following import (
+    app_reading_within,
     delete_session,
     follow_every_change,
     ledger_rows,
@@ -25,7 +26,6 @@ from support.following import (
 )
 from webui.db import get_logbook
 from webui.db.digest import Digest
-from webui.db.errors import QueryTimeout
 
 COMPARED = {
     "sess": "*",
@@ -244,26 +244,18 @@ def test_the_digest_completes_on_a_file_too_big_to_read_in_time(tmp_path):
     whole = time.perf_counter() - began
     conn.close()
     limit = whole / 3
-    app = make_app(db, tmp_path / "inst", LOGBOOK_ROLLUP_READ_LIMIT=limit, LOGBOOK_STATS_REUSE_S=0)
-    client = app.test_client()
-    with app.app_context():
-        lb = get_logbook()
-        with pytest.raises(QueryTimeout):  # the premise: one read of everything does not fit
-            lb.reader.scalar(
-                "SELECT TOTAL(length(CAST(content AS BLOB))), COUNT(json_valid(content)) FROM messages",
-                time_limit_s=limit,
-            )
-
-    def warm():
-        with app.app_context():
-            lb.digest.warm(budget_s=0.05)
+    # the premise: one read of everything does not fit
+    everything = (
+        "SELECT TOTAL(length(CAST(content AS BLOB))), COUNT(json_valid(content)) FROM messages"
+    )
+    app, client, lb = app_reading_within(db, tmp_path, limit, too_long=everything)
 
     def look():
         body = client.get("/files?format=json").get_json()
         assert client.get("/sessions?format=json").status_code == 200
         return [(c.get("complete"), c.get("messages_seen_up_to_id")) for c in body["coverage"]]
 
-    seen = watch_while(warm, look, bound_s=300)
+    seen = watch_while(app, lambda: lb.digest.warm(budget_s=0.05), look, bound_s=300)
     rel = client.get("/stats?format=json&period=all").get_json()["reliability"]
     terminal = next(t for t in rel["tools"] if t["tool"] == "terminal")
     truth = sql(db, "SELECT COUNT(*) FROM messages WHERE role = 'tool' AND tool_name = 'terminal' "

@@ -15,6 +15,7 @@ import pytest
 
 from support import FIXTURE_NAMES, copy_fixture, make_app, sql
 from support.following import (
+    app_reading_within,
     delete_session,
     follow_every_change,
     ledger_rows,
@@ -23,7 +24,6 @@ from support.following import (
     watch_while,
 )
 from webui.db import fts_record, get_logbook
-from webui.db.errors import QueryTimeout
 from webui.db.rollup import Rollup
 
 NON_ZERO = {
@@ -279,23 +279,15 @@ def test_statistics_complete_on_a_file_too_big_to_count_in_time(tmp_path):
     db = copy_fixture("hermes-v22.db", tmp_path)
     _grow(db, 400_000)
     limit = _count_time(db) / 3
-    app = make_app(db, tmp_path / "inst", LOGBOOK_ROLLUP_READ_LIMIT=limit, LOGBOOK_STATS_REUSE_S=0)
-    client = app.test_client()
-    with app.app_context():
-        lb = get_logbook()
-        with pytest.raises(QueryTimeout):  # the premise: a full count does not fit
-            lb.reader.scalar(COUNT_ALL, time_limit_s=limit)
-
-    def warm():
-        with app.app_context():
-            lb.rollup.warm(budget_s=0.05)
+    # the premise: a full count does not fit
+    app, client, lb = app_reading_within(db, tmp_path, limit, too_long=COUNT_ALL)
 
     def look():
         body = client.get("/stats?period=all&format=json").get_json()
         assert client.get("/sessions?format=json").status_code == 200
         return [(body["coverage"]["complete"], body["coverage"]["messages_seen_up_to_id"])]
 
-    answered = watch_while(warm, look, bound_s=240)
+    answered = watch_while(app, lambda: lb.rollup.warm(budget_s=0.05), look, bound_s=240)
     truth = sql(db, "SELECT COUNT(*) FROM messages")[0][0]
     body = client.get("/stats?period=all&format=json").get_json()
     assert body["coverage"]["complete"] and body["overview"]["messages"] == truth

@@ -87,10 +87,33 @@ def follow_every_change(
             assert int(dump(followed, db)["counted"]) == sql(db, truth)[0][0], change.__name__
 
 
-def watch_while(work: Callable[[], None], look: Callable[[], Iterable], bound_s: float) -> list:
-    """Run ``work`` in a thread and, until it is over, ``look`` (a page's view of it) every
-    50 ms; returns all that was seen, in order."""
-    worker = threading.Thread(target=work)
+def app_reading_within(db: Path, tmp_path: Path, limit: float, too_long: str) -> tuple:
+    """(app, client, logbook) over ``db`` whose ledgers read state.db within ``limit`` seconds
+    a read (statistics never reused); the premise checked: ``too_long`` does not fit."""
+    import pytest
+
+    from webui.db import get_logbook
+    from webui.db.errors import QueryTimeout
+
+    app = make_app(db, tmp_path / "inst", LOGBOOK_ROLLUP_READ_LIMIT=limit, LOGBOOK_STATS_REUSE_S=0)
+    with app.app_context():
+        lb = get_logbook()
+        with pytest.raises(QueryTimeout):
+            lb.reader.scalar(too_long, time_limit_s=limit)
+    return app, app.test_client(), lb
+
+
+def watch_while(
+    app: Any, work: Callable[[], Any], look: Callable[[], Iterable], bound_s: float
+) -> list:
+    """Run ``work`` in a thread (in ``app``'s context) and, until it is over, ``look`` (a
+    page's view of it) every 50 ms; returns all that was seen, in order."""
+
+    def run() -> None:
+        with app.app_context():
+            work()
+
+    worker = threading.Thread(target=run)
     worker.start()
     seen: list = []
     while worker.is_alive():
