@@ -219,15 +219,24 @@ class Follower:
     def refresh(self, budget_s: float = 0.4, wait: bool = True) -> Coverage:
         """Up to date, or as far as the budget allows. ``wait=False`` (a page): when another
         thread is refreshing, or the background pass runs, answer at once with how far it
-        got instead of queueing behind it."""
+        got instead of queueing behind it; and when a read runs out of time (a tight read
+        limit, a busy disk), the same: the page is partial, never failed, and the background
+        pass (which retries with more patience) goes on."""
         if not wait and self.warming:
             return self.coverage()
         if not self.lock.acquire(blocking=wait):
             return self.coverage()
         try:
             return self._refresh(budget_s)
+        except QueryTimeout:
+            if wait:
+                raise
+            log.info(
+                "%s: a page's read ran out of time; it answers with what is read", self.pace.name
+            )
         finally:
             self.lock.release()
+        return self.coverage()
 
     def _refresh(self, budget_s: float) -> Coverage:
         deadline = time.monotonic() + budget_s
