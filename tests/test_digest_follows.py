@@ -14,16 +14,7 @@ import time
 
 import pytest
 
-from support import copy_fixture, make_app, sql
-from support.following import (
-    app_reading_within,
-    delete_session,
-    follow_every_change,
-    ledger_rows,
-    moved_forward,
-    refresh_to_the_end,
-    watch_while,
-)
+from support import copy_fixture, following, make_app, sql
 from webui.db import get_logbook
 from webui.db.digest import Digest
 
@@ -50,11 +41,11 @@ def dump(d: Digest, db) -> dict:
             f" WHERE {where}" if where else ""
         )
     summed = {"bytes_month", "tool_day", "model_day"}  # by day or month: no session to check
-    return ledger_rows(d.connect, db, statements, set(COMPARED) - summed)
+    return following.ledger_rows(d.connect, db, statements, set(COMPARED) - summed)
 
 
 def complete(d: Digest) -> None:
-    refresh_to_the_end(d, tries=500)
+    following.refresh_to_the_end(d, tries=500)
 
 
 def _turn(conn, sid, n, start, tool="terminal", fail=False):
@@ -123,7 +114,7 @@ def _rewrite(conn):
 
 
 def _delete_session(conn):
-    delete_session(conn, _busiest(conn, 1))
+    following.delete_session(conn, _busiest(conn, 1))
 
 
 def _delete_rows_only(conn):
@@ -146,7 +137,7 @@ def _reuse_a_rowid(conn):
     rowid, sid = conn.execute(
         "SELECT rowid, id FROM sessions ORDER BY rowid DESC LIMIT 1"
     ).fetchone()
-    delete_session(conn, sid)
+    following.delete_session(conn, sid)
     # SQLite gives a new row max(rowid) + 1: the same rowid when the newest row went
     conn.execute(
         "INSERT INTO sessions (rowid, id, source, started_at) VALUES (?, 'reused_rowid', 'discord', 1.91e9)",
@@ -163,7 +154,7 @@ CHANGES = [_append, _new_session, _rewrite, _delete_session, _delete_rows_only,
 def test_a_followed_digest_holds_what_a_fresh_one_does(tmp_path, name):
     db = copy_fixture(name, tmp_path)
     truth = "SELECT COUNT(*) FROM messages WHERE session_id IN (SELECT id FROM sessions)"
-    follow_every_change(db, tmp_path, Digest, complete, dump, CHANGES, truth)
+    following.follow_every_change(db, tmp_path, Digest, complete, dump, CHANGES, truth)
 
 
 def test_pages_see_a_change_at_once(tmp_path):
@@ -192,14 +183,7 @@ def test_a_digest_left_half_way_resumes(tmp_path):
     app = make_app(db, tmp_path / "inst")
     with app.app_context():
         reader = get_logbook().reader
-        first = Digest(reader, tmp_path / "kept.sqlite")
-        first._batch = 500
-        first.refresh(0.0)
-        conn = first.connect()
-        stopped = int(first.meta(conn)["max_id"])
-        conn.close()
-        top = sql(db, "SELECT MAX(id) FROM messages")[0][0]
-        assert 0 < stopped < top
+        following.stopped_after_one_batch(Digest, reader, tmp_path / "kept.sqlite", db)
         again = Digest(reader, tmp_path / "kept.sqlite")
         complete(again)
         whole = Digest(reader, tmp_path / "whole.sqlite")
@@ -248,17 +232,17 @@ def test_the_digest_completes_on_a_file_too_big_to_read_in_time(tmp_path):
     everything = (
         "SELECT TOTAL(length(CAST(content AS BLOB))), COUNT(json_valid(content)) FROM messages"
     )
-    app, client, lb = app_reading_within(db, tmp_path, limit, too_long=everything)
+    app, client, lb = following.app_reading_within(db, tmp_path, limit, too_long=everything)
 
     def look():
         body = client.get("/files?format=json").get_json()
         assert client.get("/sessions?format=json").status_code == 200
         return [(c.get("complete"), c.get("messages_seen_up_to_id")) for c in body["coverage"]]
 
-    seen = watch_while(app, lambda: lb.digest.warm(budget_s=0.05), look, bound_s=300)
+    seen = following.watch_while(app, lambda: lb.digest.warm(budget_s=0.05), look, bound_s=300)
     rel = client.get("/stats?format=json&period=all").get_json()["reliability"]
     terminal = next(t for t in rel["tools"] if t["tool"] == "terminal")
     truth = sql(db, "SELECT COUNT(*) FROM messages WHERE role = 'tool' AND tool_name = 'terminal' "
                 "AND json_extract(content, '$.exit_code') != 0")[0][0]  # fmt: skip
     assert terminal["failures"] == truth and truth >= 60_000 // 4
-    moved_forward(seen)
+    following.moved_forward(seen)

@@ -13,16 +13,7 @@ import time
 
 import pytest
 
-from support import FIXTURE_NAMES, copy_fixture, make_app, sql
-from support.following import (
-    app_reading_within,
-    delete_session,
-    follow_every_change,
-    ledger_rows,
-    moved_forward,
-    refresh_to_the_end,
-    watch_while,
-)
+from support import FIXTURE_NAMES, copy_fixture, following, make_app, sql
 from webui.db import fts_record, get_logbook
 from webui.db.rollup import Rollup
 
@@ -40,13 +31,13 @@ NON_ZERO = {
 def _dump(rollup: Rollup, db) -> dict:
     """Everything the panels read, zero rows left out, sessions limited to the file's."""
     statements = {t: f"SELECT * FROM main.{t} WHERE {cond}" for t, cond in NON_ZERO.items()}
-    return ledger_rows(
+    return following.ledger_rows(
         rollup._connect, db, {**statements, "sess": "SELECT * FROM main.sess"}, {"sess"}
     )
 
 
 def _complete(rollup: Rollup) -> None:
-    refresh_to_the_end(rollup, tries=200)
+    following.refresh_to_the_end(rollup, tries=200)
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -144,7 +135,7 @@ def _delete_session(conn):
     sid = conn.execute(
         "SELECT session_id FROM messages GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1 OFFSET 1"
     ).fetchone()[0]
-    delete_session(conn, sid)
+    following.delete_session(conn, sid)
 
 
 def _delete_rows_only(conn):
@@ -180,7 +171,7 @@ def _reuse_a_rowid(conn):
     rowid, sid = conn.execute(
         "SELECT rowid, id FROM sessions ORDER BY rowid DESC LIMIT 1"
     ).fetchone()
-    delete_session(conn, sid)
+    following.delete_session(conn, sid)
     conn.execute(
         "INSERT INTO sessions (id, source, started_at) VALUES ('reused_rowid', 'discord', 1.91e9)"
     )
@@ -204,7 +195,7 @@ CHANGES = [
 @pytest.mark.parametrize("name", ["hermes-v11.db", "hermes-v22-extended.db"])
 def test_a_followed_rollup_holds_what_a_fresh_one_does(tmp_path, name):
     db = copy_fixture(name, tmp_path)
-    follow_every_change(
+    following.follow_every_change(
         db, tmp_path, Rollup, _complete, _dump, CHANGES, "SELECT COUNT(*) FROM messages"
     )
 
@@ -216,14 +207,7 @@ def test_a_rollup_left_half_way_resumes_where_it_stopped(tmp_path):
     app = make_app(db, tmp_path / "inst")
     with app.app_context():
         reader = get_logbook().reader
-        first = Rollup(reader, tmp_path / "kept.sqlite")
-        first._batch = 500
-        first.refresh(0.0)  # one batch, then the "restart"
-        conn = first._connect()
-        stopped = int(first._meta(conn)["max_id"])
-        conn.close()
-        top = sql(db, "SELECT MAX(id) FROM messages")[0][0]
-        assert 0 < stopped < top
+        top = following.stopped_after_one_batch(Rollup, reader, tmp_path / "kept.sqlite", db)
         again = Rollup(reader, tmp_path / "kept.sqlite")
         again._batch = 100_000
         cov = again.refresh(5.0)
@@ -280,18 +264,18 @@ def test_statistics_complete_on_a_file_too_big_to_count_in_time(tmp_path):
     _grow(db, 400_000)
     limit = _count_time(db) / 3
     # the premise: a full count does not fit
-    app, client, lb = app_reading_within(db, tmp_path, limit, too_long=COUNT_ALL)
+    app, client, lb = following.app_reading_within(db, tmp_path, limit, too_long=COUNT_ALL)
 
     def look():
         body = client.get("/stats?period=all&format=json").get_json()
         assert client.get("/sessions?format=json").status_code == 200
         return [(body["coverage"]["complete"], body["coverage"]["messages_seen_up_to_id"])]
 
-    answered = watch_while(app, lambda: lb.rollup.warm(budget_s=0.05), look, bound_s=240)
+    answered = following.watch_while(app, lambda: lb.rollup.warm(budget_s=0.05), look, bound_s=240)
     truth = sql(db, "SELECT COUNT(*) FROM messages")[0][0]
     body = client.get("/stats?period=all&format=json").get_json()
     assert body["coverage"]["complete"] and body["overview"]["messages"] == truth
     tools = {t["tool"]: t["calls"] for t in body["tools"]}
     assert tools["grown_tool"] == 100_000
-    moved_forward(answered)
+    following.moved_forward(answered)
     assert lb.rollup.longest_read_s < max(4 * limit, 0.05), lb.rollup.longest_read_s

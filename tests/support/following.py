@@ -48,6 +48,20 @@ def ledger_rows(
     return out
 
 
+def stopped_after_one_batch(
+    new: Callable[[Any, Path], Any], reader: Any, path: Path, db: Path
+) -> int:
+    """A first pass (``new(reader, path)``) stopped after one batch of 500 ids, then dropped as
+    by a restart; checked to have read part of the file. Returns the file's newest id."""
+    first = new(reader, path)
+    first._batch = 500
+    stopped = first.refresh(0.0).seen_max_id
+    top = sql(db, "SELECT MAX(id) FROM messages")[0][0]
+    assert 0 < stopped < top
+    assert first.coverage().seen_max_id == stopped  # kept in its file
+    return top
+
+
 def refresh_to_the_end(followed: Any, tries: int) -> None:
     """Refreshed (a budget of 5 s each time) until complete, ``tries`` times at most."""
     for _ in range(tries):
