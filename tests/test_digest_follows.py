@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 
 import pytest
 
-from support import copy_fixture, make_app, sql
+from support import copy_fixture, following, make_app, sql
+from webui.db import get_logbook
 from webui.db.digest import Digest
-from webui.db.errors import QueryTimeout
-from webui.web.logbooks import get_logbook
 
 COMPARED = {
     "sess": "*",
@@ -36,29 +34,18 @@ COMPARED = {
 
 
 def dump(d: Digest, db) -> dict:
-    live = {r[0] for r in sql(db, "SELECT id FROM sessions")}
-    conn = d.connect()
-    try:
-        out = {}
-        for table, cols in COMPARED.items():
-            what, _, where = cols.partition(" WHERE ")
-            rows = conn.execute(
-                f"SELECT {what} FROM main.{table}" + (f" WHERE {where}" if where else "")
-            ).fetchall()
-            if table not in ("bytes_month", "tool_day", "model_day"):
-                rows = [r for r in rows if r[0] in live]
-            out[table] = sorted(rows, key=repr)
-        out["counted"] = d.meta(conn)["counted"]
-    finally:
-        conn.close()
-    return out
+    statements = {}
+    for table, cols in COMPARED.items():
+        what, _, where = cols.partition(" WHERE ")
+        statements[table] = f"SELECT {what} FROM main.{table}" + (
+            f" WHERE {where}" if where else ""
+        )
+    summed = {"bytes_month", "tool_day", "model_day"}  # by day or month: no session to check
+    return following.ledger_rows(d.connect, db, statements, set(COMPARED) - summed)
 
 
 def complete(d: Digest) -> None:
-    for _ in range(500):
-        if d.refresh(5.0).complete:
-            return
-    raise AssertionError("the digest never completed")
+    following.refresh_to_the_end(d, tries=500)
 
 
 def _turn(conn, sid, n, start, tool="terminal", fail=False):
@@ -127,10 +114,7 @@ def _rewrite(conn):
 
 
 def _delete_session(conn):
-    sid = _busiest(conn, 1)
-    conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,))
-    conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    following.delete_session(conn, _busiest(conn, 1))
 
 
 def _delete_rows_only(conn):
@@ -153,9 +137,7 @@ def _reuse_a_rowid(conn):
     rowid, sid = conn.execute(
         "SELECT rowid, id FROM sessions ORDER BY rowid DESC LIMIT 1"
     ).fetchone()
-    conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,))
-    conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    following.delete_session(conn, sid)
     # SQLite gives a new row max(rowid) + 1: the same rowid when the newest row went
     conn.execute(
         "INSERT INTO sessions (rowid, id, source, started_at) VALUES (?, 'reused_rowid', 'discord', 1.91e9)",
@@ -171,24 +153,8 @@ CHANGES = [_append, _new_session, _rewrite, _delete_session, _delete_rows_only,
 @pytest.mark.parametrize("name", ["hermes-v22-tools.db", "hermes-v31-tools.db", "hermes-v11.db"])
 def test_a_followed_digest_holds_what_a_fresh_one_does(tmp_path, name):
     db = copy_fixture(name, tmp_path)
-    app = make_app(db, tmp_path / "inst")
-    with app.app_context():
-        reader = get_logbook().reader
-        followed = Digest(reader, tmp_path / "followed.sqlite")
-        complete(followed)
-        for n, change in enumerate(CHANGES):
-            conn = sqlite3.connect(db)
-            with conn:
-                change(conn)
-            conn.close()
-            complete(followed)
-            fresh = Digest(reader, tmp_path / f"fresh-{n}.sqlite")
-            complete(fresh)
-            assert dump(followed, db) == dump(fresh, db), change.__name__
-            truth = sql(
-                db, "SELECT COUNT(*) FROM messages WHERE session_id IN (SELECT id FROM sessions)"
-            )[0][0]
-            assert int(dump(followed, db)["counted"]) == truth, change.__name__
+    truth = "SELECT COUNT(*) FROM messages WHERE session_id IN (SELECT id FROM sessions)"
+    following.follow_every_change(db, tmp_path, Digest, complete, dump, CHANGES, truth)
 
 
 def test_pages_see_a_change_at_once(tmp_path):
@@ -217,14 +183,7 @@ def test_a_digest_left_half_way_resumes(tmp_path):
     app = make_app(db, tmp_path / "inst")
     with app.app_context():
         reader = get_logbook().reader
-        first = Digest(reader, tmp_path / "kept.sqlite")
-        first._batch = 500
-        first.refresh(0.0)
-        conn = first.connect()
-        stopped = int(first.meta(conn)["max_id"])
-        conn.close()
-        top = sql(db, "SELECT MAX(id) FROM messages")[0][0]
-        assert 0 < stopped < top
+        following.stopped_after_one_batch(Digest, reader, tmp_path / "kept.sqlite", db)
         again = Digest(reader, tmp_path / "kept.sqlite")
         complete(again)
         whole = Digest(reader, tmp_path / "whole.sqlite")
@@ -269,34 +228,21 @@ def test_the_digest_completes_on_a_file_too_big_to_read_in_time(tmp_path):
     whole = time.perf_counter() - began
     conn.close()
     limit = whole / 3
-    app = make_app(db, tmp_path / "inst", LOGBOOK_ROLLUP_READ_LIMIT=limit, LOGBOOK_STATS_REUSE_S=0)
-    client = app.test_client()
-    with app.app_context():
-        lb = get_logbook()
-        with pytest.raises(QueryTimeout):  # the premise: one read of everything does not fit
-            lb.reader.scalar(
-                "SELECT TOTAL(length(CAST(content AS BLOB))), COUNT(json_valid(content)) FROM messages",
-                time_limit_s=limit,
-            )
+    # the premise: one read of everything does not fit
+    everything = (
+        "SELECT TOTAL(length(CAST(content AS BLOB))), COUNT(json_valid(content)) FROM messages"
+    )
+    app, client, lb = following.app_reading_within(db, tmp_path, limit, too_long=everything)
 
-    def warm():
-        with app.app_context():
-            lb.digest.warm(budget_s=0.05)
-
-    warmer = threading.Thread(target=warm)
-    warmer.start()
-    seen = []
-    while warmer.is_alive():
+    def look():
         body = client.get("/files?format=json").get_json()
-        seen.extend((c.get("complete"), c.get("messages_seen_up_to_id")) for c in body["coverage"])
         assert client.get("/sessions?format=json").status_code == 200
-        time.sleep(0.05)
-    warmer.join(timeout=300)
+        return [(c.get("complete"), c.get("messages_seen_up_to_id")) for c in body["coverage"]]
+
+    seen = following.watch_while(app, lambda: lb.digest.warm(budget_s=0.05), look, bound_s=300)
     rel = client.get("/stats?format=json&period=all").get_json()["reliability"]
     terminal = next(t for t in rel["tools"] if t["tool"] == "terminal")
     truth = sql(db, "SELECT COUNT(*) FROM messages WHERE role = 'tool' AND tool_name = 'terminal' "
                 "AND json_extract(content, '$.exit_code') != 0")[0][0]  # fmt: skip
     assert terminal["failures"] == truth and truth >= 60_000 // 4
-    partial = [s for complete_, s in seen if not complete_]
-    assert partial, "the pass was over before a page saw it partial"
-    assert partial == sorted(partial)
+    following.moved_forward(seen)

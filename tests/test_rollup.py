@@ -9,16 +9,13 @@ big to count within the query limit, the statistics still complete and pages ans
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 
 import pytest
 
-from support import FIXTURE_NAMES, copy_fixture, make_app, sql
-from webui.db import fts_record
-from webui.db.errors import QueryTimeout
+from support import FIXTURE_NAMES, copy_fixture, following, make_app, sql
+from webui.db import fts_record, get_logbook
 from webui.db.rollup import Rollup
-from webui.web.logbooks import get_logbook
 
 NON_ZERO = {
     "roles": "n != 0",
@@ -33,27 +30,14 @@ NON_ZERO = {
 
 def _dump(rollup: Rollup, db) -> dict:
     """Everything the panels read, zero rows left out, sessions limited to the file's."""
-    live = {r[0] for r in sql(db, "SELECT id FROM sessions")}
-    conn = rollup._connect()
-    try:
-        out = {
-            t: sorted(conn.execute(f"SELECT * FROM main.{t} WHERE {cond}").fetchall(), key=repr)
-            for t, cond in NON_ZERO.items()
-        }
-        out["sess"] = sorted(
-            r for r in conn.execute("SELECT * FROM main.sess").fetchall() if r[0] in live
-        )
-        out["counted"] = rollup._meta(conn)["counted"]
-    finally:
-        conn.close()
-    return out
+    statements = {t: f"SELECT * FROM main.{t} WHERE {cond}" for t, cond in NON_ZERO.items()}
+    return following.ledger_rows(
+        rollup._connect, db, {**statements, "sess": "SELECT * FROM main.sess"}, {"sess"}
+    )
 
 
 def _complete(rollup: Rollup) -> None:
-    for _ in range(200):
-        if rollup.refresh(5.0).complete:
-            return
-    raise AssertionError("the rollup never completed")
+    following.refresh_to_the_end(rollup, tries=200)
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -151,9 +135,7 @@ def _delete_session(conn):
     sid = conn.execute(
         "SELECT session_id FROM messages GROUP BY 1 ORDER BY COUNT(*) DESC LIMIT 1 OFFSET 1"
     ).fetchone()[0]
-    conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,))
-    conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    following.delete_session(conn, sid)
 
 
 def _delete_rows_only(conn):
@@ -189,9 +171,7 @@ def _reuse_a_rowid(conn):
     rowid, sid = conn.execute(
         "SELECT rowid, id FROM sessions ORDER BY rowid DESC LIMIT 1"
     ).fetchone()
-    conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-    conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (sid,))
-    conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+    following.delete_session(conn, sid)
     conn.execute(
         "INSERT INTO sessions (id, source, started_at) VALUES ('reused_rowid', 'discord', 1.91e9)"
     )
@@ -215,22 +195,9 @@ CHANGES = [
 @pytest.mark.parametrize("name", ["hermes-v11.db", "hermes-v22-extended.db"])
 def test_a_followed_rollup_holds_what_a_fresh_one_does(tmp_path, name):
     db = copy_fixture(name, tmp_path)
-    app = make_app(db, tmp_path / "inst")
-    with app.app_context():
-        reader = get_logbook().reader
-        followed = Rollup(reader, tmp_path / "followed.sqlite")
-        _complete(followed)
-        for n, change in enumerate(CHANGES):
-            conn = sqlite3.connect(db)
-            with conn:
-                change(conn)
-            conn.close()
-            _complete(followed)
-            fresh = Rollup(reader, tmp_path / f"fresh-{n}.sqlite")
-            _complete(fresh)
-            assert _dump(followed, db) == _dump(fresh, db), change.__name__
-            truth = sql(db, "SELECT COUNT(*) FROM messages")[0][0]
-            assert int(_dump(followed, db)["counted"]) == truth, change.__name__
+    following.follow_every_change(
+        db, tmp_path, Rollup, _complete, _dump, CHANGES, "SELECT COUNT(*) FROM messages"
+    )
 
 
 def test_a_rollup_left_half_way_resumes_where_it_stopped(tmp_path):
@@ -240,14 +207,7 @@ def test_a_rollup_left_half_way_resumes_where_it_stopped(tmp_path):
     app = make_app(db, tmp_path / "inst")
     with app.app_context():
         reader = get_logbook().reader
-        first = Rollup(reader, tmp_path / "kept.sqlite")
-        first._batch = 500
-        first.refresh(0.0)  # one batch, then the "restart"
-        conn = first._connect()
-        stopped = int(first._meta(conn)["max_id"])
-        conn.close()
-        top = sql(db, "SELECT MAX(id) FROM messages")[0][0]
-        assert 0 < stopped < top
+        top = following.stopped_after_one_batch(Rollup, reader, tmp_path / "kept.sqlite", db)
         again = Rollup(reader, tmp_path / "kept.sqlite")
         again._batch = 100_000
         cov = again.refresh(5.0)
@@ -303,32 +263,19 @@ def test_statistics_complete_on_a_file_too_big_to_count_in_time(tmp_path):
     db = copy_fixture("hermes-v22.db", tmp_path)
     _grow(db, 400_000)
     limit = _count_time(db) / 3
-    app = make_app(db, tmp_path / "inst", LOGBOOK_ROLLUP_READ_LIMIT=limit, LOGBOOK_STATS_REUSE_S=0)
-    client = app.test_client()
-    with app.app_context():
-        lb = get_logbook()
-        with pytest.raises(QueryTimeout):  # the premise: a full count does not fit
-            lb.reader.scalar(COUNT_ALL, time_limit_s=limit)
+    # the premise: a full count does not fit
+    app, client, lb = following.app_reading_within(db, tmp_path, limit, too_long=COUNT_ALL)
 
-    def warm():
-        with app.app_context():
-            lb.rollup.warm(budget_s=0.05)
-
-    warmer = threading.Thread(target=warm)
-    warmer.start()
-    answered = []
-    while warmer.is_alive():
+    def look():
         body = client.get("/stats?period=all&format=json").get_json()
-        answered.append((body["coverage"]["complete"], body["coverage"]["messages_seen_up_to_id"]))
         assert client.get("/sessions?format=json").status_code == 200
-        time.sleep(0.05)
-    warmer.join(timeout=240)
+        return [(body["coverage"]["complete"], body["coverage"]["messages_seen_up_to_id"])]
+
+    answered = following.watch_while(app, lambda: lb.rollup.warm(budget_s=0.05), look, bound_s=240)
     truth = sql(db, "SELECT COUNT(*) FROM messages")[0][0]
     body = client.get("/stats?period=all&format=json").get_json()
     assert body["coverage"]["complete"] and body["overview"]["messages"] == truth
     tools = {t["tool"]: t["calls"] for t in body["tools"]}
     assert tools["grown_tool"] == 100_000
-    partial = [seen for complete, seen in answered if not complete]
-    assert partial, "the pass was over before a page could see it partial"
-    assert partial == sorted(partial), "the pages saw it move forward"
+    following.moved_forward(answered)
     assert lb.rollup.longest_read_s < max(4 * limit, 0.05), lb.rollup.longest_read_s

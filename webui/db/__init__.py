@@ -7,7 +7,6 @@ stores' named queries.
 from __future__ import annotations
 
 import hashlib
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from webui.db.errors import (
     StartupError,
 )
 from webui.db.export import Exporter
+from webui.db.ledger_file import instance_file
 from webui.db.lineage import LineageStore
 from webui.db.maintenance import Maintenance
 from webui.db.messages import MessageStore
@@ -179,7 +179,8 @@ def build_logbook(
     values (the instance folder's own by default)."""
     reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"], engine=engine)
     digest = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
-    rollup_path = _rollup_path(home or Path(app.instance_path), digest, opened.path)
+    # The stats rollup of this file, named by its path and inode (webui.db.following).
+    rollup_path = instance_file(home or Path(app.instance_path), "rollup", opened.path, digest)
     # One cache per store (webui.keep.StoreCache); a few values kept across restarts too.
     cache = new_store_cache(rollup_path.with_name(rollup_path.stem.replace("rollup-", "kept-")))
     sessions = SessionStore(reader, cache)
@@ -223,28 +224,3 @@ def build_logbook(
     return logbook
 
 
-def _rollup_path(folder: Path, digest: str, db: Path) -> Path:
-    """The stats rollup of this file: named by its path and its inode, so a file replaced by
-    a backup gets a rollup of its own (the old one is removed: it describes a file that is
-    gone)."""
-    try:
-        inode = db.stat().st_ino
-    except OSError:
-        inode = 0
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        folder = Path(tempfile.gettempdir())
-    path = folder / f"rollup-{digest}-{inode}.sqlite"
-    for old in [*folder.glob(f"rollup-{digest}-*.sqlite"), folder / f"rollup-{digest}.sqlite"]:
-        if old != path:
-            for leftover in (
-                old,
-                old.with_name(old.name + "-wal"),
-                old.with_name(old.name + "-shm"),
-            ):
-                try:
-                    leftover.unlink(missing_ok=True)
-                except OSError:
-                    pass
-    return path

@@ -1,11 +1,9 @@
 """The stats panels read from the rollup: tool usage, the weekday x hour heatmap and messages
 per source, for whole days from the daily sums and for the period's first and last day
-session by session; one connection shared by a report's panels. Rollup holds one
-(``rollup.panels``), over its reader and the way it opens its file."""
+session by session; one connection shared by a report's panels."""
 
 from __future__ import annotations
 
-import math
 import sqlite3
 import threading
 import time
@@ -14,19 +12,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from webui.db.daily_sums import EDGE, Span, days
 from webui.db.reader import Reader
-from webui.db.rollup_schema import (
-    DAY_S,
-)
 
 
 class Panels:
-    """Reads of the rollup: ``connect`` opens its file (state.db attached), ``reader`` gives
-    the time limit of a query."""
+    """Reads of the rollup's file (``connect`` opens one), under the reader's query limit."""
 
     def __init__(self, reader: Reader, connect: Callable[[], sqlite3.Connection]):
         self.r = reader
-        self.connect = connect
+        self._connect = connect
         self._local = threading.local()  # a connection shared by panels (reading())
 
     @contextmanager
@@ -36,7 +31,7 @@ class Panels:
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        self._local.conn = self.connect()
+        self._local.conn = self._connect()
         try:
             yield
         finally:
@@ -46,7 +41,7 @@ class Panels:
     def query(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         # No lock: readers of our own file run side by side (WAL); only refresh() serialises.
         shared = getattr(self._local, "conn", None)
-        conn = shared or self.connect()
+        conn = shared or self._connect()
         try:
             deadline = time.monotonic() + self.r.time_limit_s
             conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
@@ -60,28 +55,11 @@ class Panels:
 
     # -- panels ------------------------------------------------------------------------
 
-    @staticmethod
-    def _days(span: tuple[float | None, float | None]) -> tuple[str, list[Any], list[Any]]:
-        """For a period [start, end): the condition on the daily sums (the days strictly
-        inside it) and the days (first, last) whose sessions are counted one by one, with
-        the exact time test; sessions with no day always are."""
-        start, end = span
-        first = None if start is None else math.floor(start / DAY_S)
-        last = None if end is None else math.floor(end / DAY_S)
-        clauses, params = ["1"], []
-        if first is not None:
-            clauses.append("day > ?")
-            params.append(first)
-        if last is not None:
-            clauses.append("day < ?")
-            params.append(last)
-        return " AND ".join(clauses), params, [first, last]
-
     def tools(
         self,
         where: str,
         params: list[Any],
-        span: tuple[float | None, float | None] | None = None,
+        span: Span | None = None,
     ) -> list[dict[str, Any]]:
         """Per tool, as Hermes's analytics count it: the larger of its tool-result rows and
         its entries in assistants' tool_calls (both also given). ``span`` (start, end), when
@@ -105,9 +83,8 @@ class Panels:
         if span is None:
             results, entries = per_tool("tools"), per_tool("calls")
         else:
-            inside, inside_params, edges = self._days(span)
-            edge = "(s.day IS NULL OR s.day IN (?, ?)) AND "
-            results, entries = per_tool("tools", edge, edges), per_tool("calls", edge, edges)
+            inside, inside_params, edges = days(span)
+            results, entries = per_tool("tools", EDGE, edges), per_tool("calls", EDGE, edges)
             for r in self.query(
                 "SELECT tool_name AS tool, SUM(results) AS results, SUM(entries) AS entries "
                 f"FROM main.tools_day WHERE {inside} GROUP BY 1",
@@ -132,7 +109,7 @@ class Panels:
         where: str,
         params: list[Any],
         offset_s: int = 0,
-        span: tuple[float | None, float | None] | None = None,
+        span: Span | None = None,
     ) -> list[dict[str, Any]]:
         """Messages per weekday and hour, counted in UTC and shown in the reader's zone
         (shifted by its offset now: an hour off for the part of the year on the other side
@@ -145,10 +122,10 @@ class Panels:
         if span is None:
             rows = self.query(per_session.format(extra="", where=where), params)
         else:
-            inside, inside_params, edges = self._days(span)
+            inside, inside_params, edges = days(span)
             cells: Counter = Counter()
             for r in self.query(
-                per_session.format(extra="(s.day IS NULL OR s.day IN (?, ?)) AND ", where=where),
+                per_session.format(extra=EDGE, where=where),
                 [*edges, *params],
             ):
                 cells[(r["dow"], r["hour"])] += r["messages"]

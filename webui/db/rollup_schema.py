@@ -1,25 +1,28 @@
-"""The rollup's own file: its tables, its version, the sizes of its reads, and the helpers
-every part of it uses (webui.db.rollup)."""
+"""The rollup's own file: its tables, its version and the sizes of its reads
+(webui.db.rollup)."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from webui.db.daily_sums import DAY_S
+from webui.db.following import Pace
+from webui.db.ledger_file import Coverage
+
+__all__ = [
+    "VERSION",
+    "Coverage",
+    "DAY_S",
+    "DAY_OF",
+    "DAILY_TABLES",
+    "PACE",
+    "PER_SESSION",
+    "SCHEMA",
+]
 
 VERSION = "5"  # 3: hours in UTC, tool-call entries; 4: daily sums; 5: followed by what changed
-DAY_S = 86400
-# A batch of new ids is sized so that reading it takes about this long (its read transaction
-# is that long at most: Hermes's checkpoints wait for no reader longer).
-READ_TARGET_S = 0.25
-FIRST_BATCH = 20_000
-MIN_BATCH, MAX_BATCH = 100, 200_000
-SESSIONS_PER_AUDIT_STEP = 2_000
-# Sessions checked for a rewritten transcript on one batch, at most.
-REWRITE_CHECK_MAX = 1_000
-IN_CHUNK = 500  # ids per IN (...) list
-SESSIONS_PER_READ = 20_000  # sessions copied per read while catching up
+# The batches of new ids (webui.db.following): each sized so that reading it takes about
+# the pace's read target (its read transaction that long at most: Hermes's checkpoints wait for no
+# reader longer).
+PACE = Pace("the stats rollup", first_batch=20_000, min_batch=100, max_batch=200_000)
 # Sessions whose start SQLite cannot read as a number have no day (NULL): they are always
 # counted through the per-session rows.
 DAY_OF = (
@@ -59,49 +62,3 @@ CREATE INDEX IF NOT EXISTS tools_day_by_tool ON tools_day(tool_name, day, result
 CREATE INDEX IF NOT EXISTS hours_day_by_cell ON hours_day(dow, hour, day, n);
 """
 DAILY_TABLES = ("tools_day", "hours_day", "source_messages")
-
-
-@dataclass
-class Coverage:
-    seen_max_id: int
-    db_max_id: int
-    messages: int
-    auditing: bool = False  # some rows went away unexplained: every session is being checked
-
-    @property
-    def complete(self) -> bool:
-        return self.seen_max_id >= self.db_max_id and not self.auditing
-
-
-def meta_of(conn: sqlite3.Connection) -> dict[str, str]:
-    """The rollup file's own notes (how far it read, what it counted)."""
-    return dict(conn.execute("SELECT key, value FROM main.meta").fetchall())
-
-
-def set_meta(conn: sqlite3.Connection, **values: Any) -> None:
-    conn.executemany(
-        "INSERT OR REPLACE INTO main.meta VALUES (?, ?)",
-        [(k, str(v)) for k, v in values.items()],
-    )
-
-
-def _has_meta(conn: sqlite3.Connection) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-        ).fetchone()
-        is not None
-    )
-
-
-def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
-    ids = list(ids)
-    for i in range(0, len(ids), IN_CHUNK):
-        yield ids[i : i + IN_CHUNK]
-
-
-def _pick(conn: sqlite3.Connection, ids: Iterable[str]) -> None:
-    """temp.pick: the sessions the next statements work on."""
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS pick (session_id TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM temp.pick")
-    conn.executemany("INSERT OR IGNORE INTO temp.pick VALUES (?)", ((i,) for i in ids))

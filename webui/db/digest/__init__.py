@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from webui.db import deadline as request_deadline
 from webui.db.digest.follow import Digest
 from webui.db.digest.tables import Coverage
 from webui.db.errors import QueryTimeout
+from webui.db.ledger_file import instance_file
 from webui.db.reader import TOOK_TOO_LONG
 from webui.db.schema import OpenedDatabase
 
@@ -27,28 +27,8 @@ __all__ = ["Digest", "Coverage", "digest_path", "reading", "mark"]
 def digest_path(instance: Path, opened: OpenedDatabase) -> Path:
     """This file's digest: named by the file's path and inode (a file replaced by a backup
     gets a digest of its own; the old one is removed)."""
-    digest = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
-    try:
-        inode = opened.path.stat().st_ino
-    except OSError:
-        inode = 0
-    try:
-        instance.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        instance = Path(tempfile.gettempdir())
-    path = instance / f"digest-{digest}-{inode}.sqlite"
-    for old in instance.glob(f"digest-{digest}-*.sqlite"):
-        if old != path:
-            for leftover in (
-                old,
-                old.with_name(old.name + "-wal"),
-                old.with_name(old.name + "-shm"),
-            ):
-                try:
-                    leftover.unlink(missing_ok=True)
-                except OSError:
-                    pass
-    return path
+    key = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
+    return instance_file(instance, "digest", opened.path, key)
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from typing import Any
 
 from webui.db.errors import LogbookDBError, QueryTimeout
@@ -29,11 +30,16 @@ FTS_SHADOWS = ("_data", "_idx", "_content", "_docsize", "_config")
 
 
 class Objects:
-    def __init__(self, reader: Reader, read_limit_s: float = READ_LIMIT_S):
+    def __init__(
+        self,
+        reader: Reader,
+        connect: Callable[[], sqlite3.Connection],
+        read_limit_s: float = READ_LIMIT_S,
+    ):
         self.r = reader
+        self.connect = connect  # the digest's own file
         self.read_limit_s = read_limit_s
         self._has_dbstat: bool | None = None
-        self.connect = None  # set by the digest: its own file's connection
 
     # -- the catalogue ----------------------------------------------------------------------
 
@@ -113,8 +119,6 @@ class Objects:
 
     def step(self) -> bool:
         """Measure the next object that is due; False when none is."""
-        if self.connect is None:
-            return False
         conn = self.connect()
         try:
             names = self.due(conn)

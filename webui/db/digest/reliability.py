@@ -12,12 +12,12 @@ state.db (cost: what the provider billed, else the estimate).
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from typing import Any
 
 from webui.db import sql as sqlh
-from webui.db.digest.tables import DAY_S, NO_MODEL
+from webui.db.daily_sums import EDGE, Span, days
+from webui.db.digest.tables import NO_MODEL
 from webui.db.reader import Reader
 from webui.db.schema import Schema
 from webui.hermes import tool_runs
@@ -35,21 +35,37 @@ def _rate(failures: int, results: int) -> float | None:
     return round(failures / results, 6) if results else None
 
 
-def _days(span: tuple[float | None, float | None]) -> tuple[str, list[Any], list[Any]]:
-    """For a period [start, end): the condition on the daily sums (the days strictly inside
-    it) and its first and last day, whose sessions are read one by one with the exact time
-    test (sessions with no day always are) — the stats rollup's way (rollup_panels)."""
-    start, end = span
-    first = None if start is None else math.floor(start / DAY_S)
-    last = None if end is None else math.floor(end / DAY_S)
-    clauses, params = ["1"], []
-    if first is not None:
-        clauses.append("day > ?")
-        params.append(first)
-    if last is not None:
-        clauses.append("day < ?")
-        params.append(last)
-    return " AND ".join(clauses), params, [first, last]
+def _summed(
+    conn: sqlite3.Connection,
+    per_session: str,
+    where: str,
+    params: list[Any],
+    span: Span | None,
+    key: str,
+    sums: tuple[str, ...],
+    daily: str,
+) -> list[dict[str, Any]]:
+    """Rows of ``sums`` per ``key``: ``per_session`` (a statement over ``sess s`` with
+    ``{extra}`` and ``{where}`` to fill) for every session the filter takes; with a ``span``
+    (the period the only filter), whole days from the ``daily`` table and only the period's
+    first and last day session by session (webui.db.daily_sums)."""
+    if span is None:
+        return _rows(conn, per_session.format(extra="", where=where), params)
+    inside, inside_params, edges = days(span)
+    acc: dict[str, dict[str, Any]] = {}
+    for r in (
+        *_rows(conn, per_session.format(extra=EDGE, where=where), [*edges, *params]),
+        *_rows(
+            conn,
+            f"SELECT {key}, {', '.join(f'SUM({k}) AS {k}' for k in sums)} "
+            f"FROM main.{daily} WHERE {inside} GROUP BY 1",
+            inside_params,
+        ),
+    ):
+        a = acc.setdefault(r[key], {key: r[key], **dict.fromkeys(sums, 0)})
+        for k in sums:
+            a[k] += r[k] or 0
+    return list(acc.values())
 
 
 TOOL_SUMS = ("calls", "results", "failures", "timeouts", "exits")
@@ -59,7 +75,7 @@ def tools(
     conn: sqlite3.Connection,
     where: str,
     params: list[Any],
-    span: tuple[float | None, float | None] | None = None,
+    span: Span | None = None,
 ) -> list[dict[str, Any]]:
     """Per tool: calls, results, failures (timeouts, non-zero exits), rate; most failures
     first. ``span`` (start, end), when the period is the only filter: whole days from the
@@ -69,31 +85,12 @@ def tools(
         f"SELECT t.tool AS tool, {sums} FROM main.sess s CROSS JOIN main.tool_use t "
         "ON t.session_id = s.session_id WHERE {extra}({where}) GROUP BY 1"
     )
-    if span is None:
-        rows = _rows(conn, per_session.format(extra="", where=where), params)
-    else:
-        inside, inside_params, edges = _days(span)
-        acc: dict[str, dict[str, Any]] = {}
-        for r in (
-            *_rows(conn, per_session.format(extra=EDGE, where=where), [*edges, *params]),
-            *_rows(
-                conn,
-                f"SELECT tool, {', '.join(f'SUM({k}) AS {k}' for k in TOOL_SUMS)} "
-                f"FROM main.tool_day WHERE {inside} GROUP BY 1",
-                inside_params,
-            ),  # fmt: skip
-        ):
-            a = acc.setdefault(r["tool"], {"tool": r["tool"], **dict.fromkeys(TOOL_SUMS, 0)})
-            for k in TOOL_SUMS:
-                a[k] += r[k] or 0
-        rows = [r for r in acc.values() if r["calls"] or r["results"]]
+    rows = _summed(conn, per_session, where, params, span, "tool", TOOL_SUMS, "tool_day")
+    if span is not None:  # the daily sums can hold a tool whose figures went back to zero
+        rows = [r for r in rows if r["calls"] or r["results"]]
     for r in rows:
         r["rate"] = _rate(r["failures"], r["results"])
     return sorted(rows, key=lambda r: (-r["failures"], -r["results"], r["tool"]))
-
-
-# The period's first and last day (and sessions with no day), read session by session.
-EDGE = "(s.day IS NULL OR s.day IN (?, ?)) AND "
 
 
 def series(
@@ -167,7 +164,7 @@ def models(
     conn: sqlite3.Connection,
     where: str,
     params: list[Any],
-    span: tuple[float | None, float | None] | None = None,
+    span: Span | None = None,
 ) -> list[dict[str, Any]]:
     """Per model: its turns that called tools, how many ended in a tool failure (a call of the
     turn failed), and the rate. ``span`` as for :func:`tools`."""
@@ -176,24 +173,7 @@ def models(
         f"SELECT COALESCE(s.model, '{NO_MODEL}') AS model, {sums} FROM main.sess s "
         "WHERE {extra}({where}) GROUP BY 1"
     )
-    if span is None:
-        rows = _rows(conn, per_session.format(extra="", where=where), params)
-    else:
-        inside, inside_params, edges = _days(span)
-        acc: dict[str, dict[str, Any]] = {}
-        for r in (
-            *_rows(conn, per_session.format(extra=EDGE, where=where), [*edges, *params]),
-            *_rows(
-                conn,
-                f"SELECT model, {', '.join(f'SUM({k}) AS {k}' for k in MODEL_SUMS)} "
-                f"FROM main.model_day WHERE {inside} GROUP BY 1",
-                inside_params,
-            ),  # fmt: skip
-        ):
-            a = acc.setdefault(r["model"], {"model": r["model"], **dict.fromkeys(MODEL_SUMS, 0)})
-            for k in MODEL_SUMS:
-                a[k] += r[k] or 0
-        rows = list(acc.values())
+    rows = _summed(conn, per_session, where, params, span, "model", MODEL_SUMS, "model_day")
     rows = [r for r in rows if r["turns"]]
     for r in rows:
         r["rate"] = _rate(r["failed_turns"], r["turns"])

@@ -3,24 +3,22 @@ version, the sizes of its reads, and the small helpers every part of it uses."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from webui.db.daily_sums import DAY_S
+from webui.db.following import Pace
+from webui.db.ledger_file import Coverage, chunks, pick
+
+__all__ = ["Coverage", "PACE", "SCHEMA", "VERSION", "chunks", "pick"]
 
 VERSION = "2"  # 2: daily sums of tool use and turns, timeouts and exits per session
-# A batch of new message ids is sized so that its reads take about this long (a read
-# transaction that long at most: Hermes's checkpoints wait for no reader longer).
-READ_TARGET_S = 0.25
-FIRST_BATCH = 2_000  # the first read, before its speed is known (a cold cache)
-MIN_BATCH, MAX_BATCH = 50, 20_000  # at most ~50 MB of argument heads in memory
+# Batches of new message ids (webui.db.following), each sized so that its reads take about the
+# pace's read target; at most ~50 MB of argument heads in memory. A failure's pause grows to
+# 8 s: the pass holds ONE_PASS, other stores' passes wait behind it.
+PACE = Pace("the digest", first_batch=2_000, min_batch=50, max_batch=20_000,
+            timeout_doublings=4, error_doublings=4)  # fmt: skip
 # The full arguments of file-tool calls are fetched in chunks of at most this many characters,
 # and a call's arguments longer than ARGS_MAX are read for their path only (memory bound).
 ARGS_CHUNK = 8_000_000
 ARGS_MAX = 4_000_000
-SESSIONS_PER_READ = 20_000
-SESSIONS_PER_AUDIT_STEP = 2_000
-REWRITE_CHECK_MAX = 1_000
-IN_CHUNK = 500
 
 # Per-session figures summed into bytes_month by the session's source and month.
 SIZES = ("n", "text_b", "call_b", "tool_b", "reasoning_b", "other_b", "fts_b")
@@ -97,57 +95,6 @@ CREATE TABLE IF NOT EXISTS objects (name TEXT PRIMARY KEY, type TEXT, tbl_name T
 PER_SESSION = ("tool_use", "failed_turns", "pending", "runs", "loops", "changes")
 
 
-@dataclass
-class Coverage:
-    seen_max_id: int
-    db_max_id: int
-    messages: int
-    auditing: bool = False
-
-    @property
-    def complete(self) -> bool:
-        return self.seen_max_id >= self.db_max_id and not self.auditing
-
-    @property
-    def share(self) -> float:
-        """How much of the messages (by id) has been read, 0..1."""
-        if self.db_max_id <= 0:
-            return 1.0
-        return min(1.0, self.seen_max_id / self.db_max_id)
-
-    def as_json(self) -> dict:
-        return {
-            "complete": self.complete,
-            "messages_seen_up_to_id": self.seen_max_id,
-            "newest_message_id": self.db_max_id,
-            "messages_read": self.messages,
-            "auditing": self.auditing,
-        }
-
-
-def has_meta(conn: sqlite3.Connection) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-        ).fetchone()
-        is not None
-    )
-
-
-def chunks(ids: Sequence, size: int = IN_CHUNK) -> Iterator[list]:
-    ids = list(ids)
-    for i in range(0, len(ids), size):
-        yield ids[i : i + size]
-
-
-def pick(conn: sqlite3.Connection, ids: Iterable[str]) -> None:
-    """temp.pick: the sessions the next statements work on."""
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS pick (session_id TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM temp.pick")
-    conn.executemany("INSERT OR IGNORE INTO temp.pick VALUES (?)", ((i,) for i in ids))
-
-
-DAY_S = 86400
 LATEST = 253402300799.0  # the last second a calendar shows (9999-12-31)
 
 
