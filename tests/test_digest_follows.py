@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 
 import pytest
 
-from support import copy_fixture, make_app, sql
+from support import WAIT_BOUND_S, copy_fixture, make_app, sql
 from webui.db import get_logbook
 from webui.db.digest import Digest
 from webui.db.errors import QueryTimeout
@@ -255,48 +254,65 @@ def _grow(db, turns: int) -> None:
     conn.close()
 
 
+@pytest.mark.slow  # 120,000 messages added, then read in steps
 def test_the_digest_completes_on_a_file_too_big_to_read_in_time(tmp_path):
-    """Its reads get a time limit below what one read of the new rows takes: the background
-    pass completes in reads sized to the limit, pages answer meanwhile (partial, saying how far
-    it got, always forward), and the figures are the file's."""
+    """Its reads get a time limit below what one read of the new rows takes: the pass
+    completes in reads sized to the limit, pages answer meanwhile (partial, saying how far it
+    got, always forward), and the figures are the file's.
+
+    The machine's speed decides nothing: the pass is driven one step at a time (a refresh with
+    no budget reads one batch) while pages see it as running (they answer with how far it got),
+    a step whose read ran out of time on a busy machine is taken again (it changed nothing:
+    the figures say so), and pages have a time limit no machine reaches."""
     db = copy_fixture("hermes-v22.db", tmp_path)
     _grow(db, 60_000)
     conn = sqlite3.connect(db)
-    began = time.perf_counter()
-    conn.execute(
-        "SELECT TOTAL(length(CAST(content AS BLOB))), COUNT(json_valid(content)) FROM messages"
-    ).fetchone()
-    whole = time.perf_counter() - began
+    whole = float("inf")
+    for _ in range(3):
+        began = time.perf_counter()
+        conn.execute(
+            "SELECT TOTAL(length(CAST(content AS BLOB))), COUNT(json_valid(content)) FROM messages"
+        ).fetchone()
+        whole = min(whole, time.perf_counter() - began)
     conn.close()
     limit = whole / 3
-    app = make_app(db, tmp_path / "inst", LOGBOOK_ROLLUP_READ_LIMIT=limit, LOGBOOK_STATS_REUSE_S=0)
+    app = make_app(
+        db,
+        tmp_path / "inst",
+        LOGBOOK_ROLLUP_READ_LIMIT=limit,
+        LOGBOOK_STATS_REUSE_S=0,
+        LOGBOOK_QUERY_TIME_LIMIT=WAIT_BOUND_S,
+    )
     client = app.test_client()
     with app.app_context():
         lb = get_logbook()
-        with pytest.raises(QueryTimeout):  # the premise: one read of everything does not fit
-            lb.reader.scalar(
-                "SELECT TOTAL(length(CAST(content AS BLOB))), COUNT(json_valid(content)) FROM messages",
-                time_limit_s=limit,
-            )
-
-    def warm():
-        with app.app_context():
-            lb.digest.warm(budget_s=0.05)
-
-    warmer = threading.Thread(target=warm)
-    warmer.start()
-    seen = []
-    while warmer.is_alive():
-        body = client.get("/files?format=json").get_json()
-        seen.extend((c.get("complete"), c.get("messages_seen_up_to_id")) for c in body["coverage"])
-        assert client.get("/sessions?format=json").status_code == 200
-        time.sleep(0.05)
-    warmer.join(timeout=300)
+    lb.rollup.read_limit_s = WAIT_BOUND_S  # the stats rollup shares the setting; not under test
+    assert lb.digest.read_target_s == pytest.approx(limit / 2)  # batches sized to the limit
+    seen, steps, timed_out, done = [], 0, 0, False
+    lb.digest.warming = True  # the steps below are the pass: pages report, never read for it
+    try:
+        while not done:
+            if steps < 3 or steps % 10 == 0:
+                body = client.get("/files?format=json").get_json()
+                seen.extend(
+                    (c.get("complete"), c.get("messages_seen_up_to_id")) for c in body["coverage"]
+                )
+                assert client.get("/sessions?format=json").status_code == 200
+            assert steps < 10_000, f"the pass does not move forward ({timed_out} out of time)"
+            steps += 1
+            with app.app_context():
+                try:
+                    done = lb.digest.refresh(0).complete
+                except QueryTimeout:
+                    timed_out += 1  # a busy moment: that read changed nothing
+    finally:
+        lb.digest.warming = False
+    lb.digest.read_limit_s = WAIT_BOUND_S  # the pass is over: the figures, read at leisure
     rel = client.get("/stats?format=json&period=all").get_json()["reliability"]
     terminal = next(t for t in rel["tools"] if t["tool"] == "terminal")
     truth = sql(db, "SELECT COUNT(*) FROM messages WHERE role = 'tool' AND tool_name = 'terminal' "
                 "AND json_extract(content, '$.exit_code') != 0")[0][0]  # fmt: skip
     assert terminal["failures"] == truth and truth >= 60_000 // 4
     partial = [s for complete_, s in seen if not complete_]
-    assert partial, "the pass was over before a page saw it partial"
+    assert len(partial) >= 2, "the pass read the file in one go"
     assert partial == sorted(partial)

@@ -9,12 +9,11 @@ big to count within the query limit, the statistics still complete and pages ans
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 
 import pytest
 
-from support import FIXTURE_NAMES, copy_fixture, make_app, sql
+from support import FIXTURE_NAMES, WAIT_BOUND_S, copy_fixture, make_app, sql
 from webui.db import fts_record, get_logbook
 from webui.db.errors import QueryTimeout
 from webui.db.rollup import Rollup
@@ -293,41 +292,61 @@ def _count_time(db) -> float:
     return best
 
 
+@pytest.mark.slow  # 400,000 messages added, then read in steps
 def test_statistics_complete_on_a_file_too_big_to_count_in_time(tmp_path):
     """The rollup's reads are given a time limit below what counting the file's messages
     takes (the old rollup recounted them on every refresh under that limit and never
-    completed). The background pass completes in reads sized to the limit, pages answer
-    meanwhile (the statistics partial, saying how far they are), and the totals are the
-    file's."""
+    completed). The pass completes in reads sized to the limit, pages answer between its
+    steps (the statistics partial, saying how far they are), and the totals are the file's.
+
+    The machine's speed decides nothing here: the pass is driven one step at a time (a
+    refresh with no budget reads one batch), a step whose read ran out of time on a busy
+    machine is taken again (such a read changes nothing, which this also checks), pages have
+    a time limit no machine reaches and do not advance the pass themselves. How long the
+    reads take is measured by the benchmarks (benchmarks/scale.py, longest_read_ms)."""
     db = copy_fixture("hermes-v22.db", tmp_path)
     _grow(db, 400_000)
     limit = _count_time(db) / 3
-    app = make_app(db, tmp_path / "inst", LOGBOOK_ROLLUP_READ_LIMIT=limit, LOGBOOK_STATS_REUSE_S=0)
+    app = make_app(
+        db,
+        tmp_path / "inst",
+        LOGBOOK_ROLLUP_READ_LIMIT=limit,
+        LOGBOOK_STATS_REUSE_S=0,
+        LOGBOOK_ROLLUP_BUDGET=0,  # pages say how far the pass is; only the steps below move it
+        LOGBOOK_QUERY_TIME_LIMIT=WAIT_BOUND_S,
+    )
     client = app.test_client()
     with app.app_context():
         lb = get_logbook()
-        with pytest.raises(QueryTimeout):  # the premise: a full count does not fit
-            lb.reader.scalar(COUNT_ALL, time_limit_s=limit)
-
-    def warm():
+    # The stats page also brings the digest (storage, reliability) up to date, a follower of
+    # its own that shares the setting: not under test here, its reads are not held to it.
+    lb.digest.read_limit_s = WAIT_BOUND_S
+    assert lb.rollup.read_target_s == pytest.approx(limit / 2)  # batches sized to the limit
+    answered, steps, timed_out, done = [], 0, 0, False
+    while True:
+        # Pages between the first steps and every tenth one after (each reads the whole file).
+        if steps < 3 or steps % 10 == 0 or done:
+            page = client.get("/stats?period=all&format=json")
+            assert page.status_code == 200, page.get_data(as_text=True)[:500]
+            body = page.get_json()
+            answered.append(
+                (body["coverage"]["complete"], body["coverage"]["messages_seen_up_to_id"])
+            )
+            assert client.get("/sessions?format=json").status_code == 200
+            if body["coverage"]["complete"]:
+                break
+        assert steps < 10_000, f"the pass does not move forward ({timed_out} reads out of time)"
+        steps += 1
         with app.app_context():
-            lb.rollup.warm(budget_s=0.05)
-
-    warmer = threading.Thread(target=warm)
-    warmer.start()
-    answered = []
-    while warmer.is_alive():
-        body = client.get("/stats?period=all&format=json").get_json()
-        answered.append((body["coverage"]["complete"], body["coverage"]["messages_seen_up_to_id"]))
-        assert client.get("/sessions?format=json").status_code == 200
-        time.sleep(0.05)
-    warmer.join(timeout=240)
+            try:
+                done = lb.rollup.refresh(0).complete
+            except QueryTimeout:
+                timed_out += 1  # a busy moment: the read changed nothing (the totals say so)
     truth = sql(db, "SELECT COUNT(*) FROM messages")[0][0]
-    body = client.get("/stats?period=all&format=json").get_json()
-    assert body["coverage"]["complete"] and body["overview"]["messages"] == truth
+    assert body["overview"]["messages"] == truth
     tools = {t["tool"]: t["calls"] for t in body["tools"]}
     assert tools["grown_tool"] == 100_000
     partial = [seen for complete, seen in answered if not complete]
-    assert partial, "the pass was over before a page could see it partial"
+    assert len(partial) >= 2, "the pass read the file in one go"
     assert partial == sorted(partial), "the pages saw it move forward"
-    assert lb.rollup.longest_read_s < max(4 * limit, 0.05), lb.rollup.longest_read_s
+    print(f"{steps} steps, {timed_out} reads out of time")

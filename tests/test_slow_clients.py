@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import copy_fixture, make_app
+from support import WAIT_BOUND_S, copy_fixture, make_app
 from support.browser import LiveServer
 from webui.db import get_logbook
 
@@ -434,8 +434,9 @@ def test_background_work_steps_aside_while_pages_are_answered(tmp_path):
         threads.page_ended()
 
 
-def _concurrency_probe(app, hold_s: float):
-    """A route that holds its worker ``hold_s`` and records how many ran at once."""
+def _concurrency_probe(app, hold_s: float, release=None):
+    """A route that holds its worker ``hold_s`` (or, given ``release``, an Event, until it is
+    set) and records how many ran at once."""
     import threading
 
     state = {"now": 0, "most": 0}
@@ -445,7 +446,10 @@ def _concurrency_probe(app, hold_s: float):
         with lock:
             state["now"] += 1
             state["most"] = max(state["most"], state["now"])
-        time.sleep(hold_s)
+        if release is None:
+            time.sleep(hold_s)
+        else:
+            release.wait(WAIT_BOUND_S)
         with lock:
             state["now"] -= 1
         return "ok"
@@ -486,29 +490,38 @@ def test_pages_take_turns_a_few_at_a_time():
 
 def test_a_page_slow_for_its_own_reasons_does_not_hold_the_others_beyond_their_wait():
     """When every turn is held by a page that takes long, the next page waits ADMIT_WAIT_S at
-    most, then runs anyway."""
+    most, then runs anyway: it answers while every turn is still held (the holders let go
+    only once it has answered, so no machine's speed decides it)."""
+    import threading
+
     from webui.serve import ADMIT_EXTRA, ADMIT_WAIT_S
     from webui.threads import cores as _cores
 
     db = copy_fixture("hermes-v22.db", Path(tempfile.mkdtemp()))
     app = make_app(db, db.parent / "inst")
     turns = _cores() + ADMIT_EXTRA
-    state = _concurrency_probe(app, 2.0)
+    release = threading.Event()
+    state = _concurrency_probe(app, 0, release)
     srv = LiveServer(app, threads=8)
     try:
-        import threading
-
         holders = [
-            threading.Thread(target=_get, args=(srv.url + "/probe-turns",)) for _ in range(turns)
+            threading.Thread(target=_get, args=(srv.url + "/probe-turns", WAIT_BOUND_S))
+            for _ in range(turns)
         ]
         for t in holders:
             t.start()
-        time.sleep(0.3)
-        status, took, _h = _get(srv.url + "/sessions")
+        end = time.monotonic() + WAIT_BOUND_S
+        while state["now"] < turns and time.monotonic() < end:
+            time.sleep(0.01)
+        assert state["now"] == turns, state  # every turn is held
+        status, took, _h = _get(srv.url + "/sessions", WAIT_BOUND_S)
+        held_meanwhile = state["now"]
+        release.set()
         for t in holders:
             t.join()
     finally:
+        release.set()
         srv.close()
-    assert status == 200
-    assert ADMIT_WAIT_S - 0.05 < took < ADMIT_WAIT_S + 1.0, took
+    assert status == 200 and held_meanwhile == turns
+    assert took > ADMIT_WAIT_S - 0.05, took  # it waited for a turn first
     assert state["most"] == turns
