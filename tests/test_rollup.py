@@ -349,4 +349,3 @@ def test_statistics_complete_on_a_file_too_big_to_count_in_time(tmp_path):
     partial = [seen for complete, seen in answered if not complete]
     assert len(partial) >= 2, "the pass read the file in one go"
     assert partial == sorted(partial), "the pages saw it move forward"
-    print(f"{steps} steps, {timed_out} reads out of time")
