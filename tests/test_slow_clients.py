@@ -399,11 +399,23 @@ def test_cheap_requests_go_to_a_full_priority_worker_when_one_is_free(tmp_path):
 
     app.add_url_rule("/probe-priority", "probe_priority", probe)
     srv = LiveServer(app, threads=8)
+    dispatcher = srv.server.task_dispatcher
+
+    def page_workers_idle() -> None:
+        # Every page worker started and back waiting for a task: which worker takes the next
+        # page then depends on the rule, not on how fast threads start or finish their last one.
+        end = time.monotonic() + WAIT_BOUND_S
+        while dispatcher.idle_full < 8 and time.monotonic() < end:
+            time.sleep(0.01)
+        assert dispatcher.idle_full == 8
+
     try:
-        assert srv.server.task_dispatcher.total == 12
+        assert dispatcher.total == 12
         for _ in range(4):
+            page_workers_idle()
             assert _get(srv.url + "/probe-priority")[0] == 200
         for n in (8, 9):  # eight at a time, then nine
+            page_workers_idle()
             at_once = [
                 threading.Thread(target=_get, args=(srv.url + "/probe-priority",)) for _ in range(n)
             ]
