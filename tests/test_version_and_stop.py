@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import webui
-from support import ROOT, copy_fixture, make_app
+from support import ROOT, WAIT_BOUND_S, copy_fixture, make_app
 
 README = ROOT / "README.md"
 
@@ -96,7 +96,7 @@ def test_ctrl_c_as_the_banner_prints_stops_without_a_traceback(tmp_path, delay):
         if delay:
             time.sleep(delay)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=WAIT_BOUND_S)  # a bound for a hang
     finally:
         if proc.poll() is None:
             proc.kill()
