@@ -175,9 +175,14 @@ def test_an_abandoned_export_ends_cut_not_complete(big_db, tmp_path):
     """The stalled reader that finally reads gets a chunked body without its last chunk: any
     HTTP client reports the transfer as incomplete."""
     app, srv = _server(big_db, tmp_path)
+    slots = app.extensions["logbook_export_slots"]
     s = _stalled(srv.url, "/export.jsonl")
     try:
-        time.sleep(2.5)  # past the 1 s stall budget
+        # Read only once the export was given up (its 1 s stall budget passed): waiting for
+        # that, not for a fixed time a busy machine can outrun.
+        end = time.monotonic() + WAIT_BOUND_S
+        while not slots.abandoned and time.monotonic() < end:
+            time.sleep(0.05)
         raw = _read_all(s)
     finally:
         s.close()
