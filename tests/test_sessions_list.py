@@ -193,7 +193,7 @@ def test_shared_figures_are_counted_once_by_a_crowd_and_served_while_recounted(t
     import time
 
     from webui.db import get_logbook
-    from webui.keep import Rule
+    from webui.keep import Policy
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
@@ -210,7 +210,11 @@ def test_shared_figures_are_counted_once_by_a_crowd_and_served_while_recounted(t
 
         def one() -> None:
             with app.app_context():
-                got.append(lb.sessions.shared("n", slow_count, Rule(fresh_s=ttl, stale_s=60.0)))
+                got.append(
+                    lb.sessions.shared(
+                        "n", slow_count, Policy(ttl=ttl, stale_while_revalidate=60.0)
+                    )
+                )
 
         threads = [threading.Thread(target=one) for _ in range(8)]
         for t in threads:
@@ -235,13 +239,17 @@ def test_shared_figures_are_counted_once_by_a_crowd_and_served_while_recounted(t
         assert first[0] + 1 in moved and set(moved) <= {first[0], first[0] + 1}
         assert len(calls) == 2
         assert (
-            lb.sessions.shared("n", slow_count, Rule(fresh_s=60.0, stale_s=60.0)) == first[0] + 1
+            lb.sessions.shared("n", slow_count, Policy(ttl=60.0, stale_while_revalidate=60.0))
+            == first[0] + 1
         )  # exact from now on
         assert len(calls) == 2
         write("UPDATE sessions SET source = 'discord' WHERE id = 'c-1'")  # in place: same key
         assert crowd(ttl=0) == [first[0] + 1] * 8  # the aged value, served at once ...
         deadline = time.monotonic() + WAIT_BOUND_S
-        while lb.sessions.shared("n", slow_count, Rule(fresh_s=60.0, stale_s=60.0)) != first[0]:
+        while (
+            lb.sessions.shared("n", slow_count, Policy(ttl=60.0, stale_while_revalidate=60.0))
+            != first[0]
+        ):
             assert time.monotonic() < deadline, "the background count never landed"
             time.sleep(0.05)
         assert len(calls) == 3  # ... while exactly one thread counted again
@@ -343,7 +351,7 @@ def test_figures_recounted_in_the_background_are_counted_by_the_apps_own_reader(
     q = SessionQuery.from_args({})
 
     def counts(lb) -> set:
-        return set(lb.sessions.keeper.held("shared:SELECT COUNT").values())
+        return set(lb.sessions.cache.snapshot("shared:SELECT COUNT").values())
 
     with app.test_request_context("/sessions"):
         lb = get_logbook()

@@ -283,7 +283,7 @@ def test_rendered_text_is_kept_within_its_size_and_shared_entries_stay_unchanged
 
     calls = []
 
-    @keep.by_text(8_000)
+    @keep.memoize_text(8_000)
     def shout(text: str) -> str:
         calls.append(text)
         return text.upper()

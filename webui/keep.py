@@ -1,30 +1,35 @@
-"""Every value Logbook keeps between requests, and the one set of rules for keeping it.
+"""The caches that hold every value Logbook keeps between requests, built on ``cachetools``,
+and the policies they serve them by. What each one holds, how long it may lag and what drops
+it: webui.keep_inventory (mirrored by the README's "What may lag" table).
 
-Nothing else in the house holds a time-to-live, a size bound or an invalidation rule: each
-cache is declared here's way, in one line that says what it keeps and why that is safe.
+The terms are the field's:
 
-The vocabulary:
+* a value is cached under a **key** and a **version**, its validator (as an HTTP ETag is):
+  SQLite's ``data_version`` of its store (it moves whenever anyone else commits to the file),
+  the sessions token (how many sessions and the newest start), a file's signature, or none;
+* a **Policy** says how long a value may be served: ``ttl`` (fresh while its version stands
+  and it is younger than this; ``None``: until the version moves), ``max_lag`` (served as is
+  even after its version moved, this long: the figures the README says may lag),
+  ``stale_while_revalidate`` (up to this age a value no longer fresh is served at once while
+  **one background refresh** works out the next, RFC 5861's rule; with ``stale_if_changed``
+  false only while its version stands) and ``cacheable`` (a partial answer is not cached);
+* a **StoreCache** holds one store's values (an LRU bounded by ``MAXSIZE`` entries, evicting
+  one at a time, each entry expiring when no policy can serve it any more). Logbook's own
+  changes **invalidate** it: a new generation, every value dropped at once, and a value
+  computed across the change is not cached. While a prune runs, each batch is a **soft
+  purge** (Varnish's word): values whose version moved are served for a short grace while
+  one refresh works them out. A store that goes away **closes** its cache;
+* a **VersionedCache** is a small LRU of values with their versions (a hit is a value cached
+  under the version asked for), attached to its store's cache so the same events clear it;
+* a **SizedCache** is an LRU bounded by the size of what it holds (``getsizeof``), with an
+  admission limit: a value over an eighth of it is not cached, so one huge rendering cannot
+  push everything else out. ``memoize_text`` memoises a rendering by its input text (which
+  never changes meaning: nothing invalidates it) and ``memoize`` a pure function;
+* a **Throttle** says when a periodic task (a folder's rescan) is due.
 
-* a value is kept under a **mark**, what it depends on: SQLite's ``data_version`` of its
-  store (moves whenever anyone else commits to the file, Hermes or Logbook's writer), the
-  sessions token (how many sessions and the newest start: moves when one appears or goes),
-  the input text itself (rendered Markdown: text never changes meaning), or nothing;
-* a **Rule** says how late a value may be: ``fresh_s`` (served as is while its mark has not
-  moved; ``None``: until it moves), ``lag_s`` (still served as is after its mark moved: the
-  figures the README says may lag, by that much), ``stale_s`` (up to this age a value no
-  longer fresh is served while **one background refresh** works out the next; with
-  ``stale_if_moved`` false only while its mark has not moved) and ``keep_if`` (a partial
-  answer is not kept);
-* a **Keeper** holds the values of one store: Logbook's own changes (``changed``) drop them
-  all, at once or, while a prune runs (``soft``), after its batches settle; a store that goes
-  away (``forget``) takes them with it; other stores' values stay;
-* a **Shelf** is a small bounded map of values under their marks (a value is good while its
-  mark is the current one), registered with its store's Keeper so the same two events clear
-  it; **Sized** and **by_text** keep rendered text by the input, bounded by characters;
-  **by_args** keeps a pure function's answers; **Every** is a clock for folder rescans.
-
-Bounds: a Keeper holds at most ``MAX_SLOTS`` values, a Shelf its ``max_items``, a Sized its
-characters; a value larger than an eighth of a Sized is computed and not kept.
+Each object takes its **clock** (``time.monotonic`` by default; tests pass their own) and a
+StoreCache the way it **starts** its background refreshes; no value leaves a cache but by
+expiry, eviction of the least recently used one, invalidation or closing.
 """
 
 from __future__ import annotations
@@ -32,30 +37,34 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
-from cachetools import LRUCache
+from cachetools import LRUCache, TLRUCache, TTLCache
 
 from webui import threads
 
 T = TypeVar("T")
+Clock = Callable[[], float]
 
-MAX_SLOTS = 256
+# Entries of one store's cache: past it, the least recently used one goes (never all at once).
+MAXSIZE = 256
 # Background refreshes running at once per store (each is typically one scan of a table).
 REFRESHERS = 2
-# After a soft change (a prune's batch), values whose mark moved are served this long after
-# the last batch, while they are younger than SOFT_STALE_S.
-SOFT_S = 3.0
-SOFT_STALE_S = 10.0
-# Values kept across restarts are written at most this often, and this many slots a run.
-DISK_EVERY_S = 60.0
-DISK_SLOTS = 48
+# After a soft purge (a prune's batch), values whose version moved are served this long after
+# the last batch, while they are younger than SOFT_MAX_AGE_S.
+SOFT_GRACE_S = 3.0
+SOFT_MAX_AGE_S = 10.0
+# Values persisted across restarts are written at most this often, and this many keys a run.
+PERSIST_EVERY_S = 60.0
+PERSIST_KEYS = 48
+# Single-flight locks held per store before the idle ones are let go.
+FLIGHTS = 512
 
 
 def _log(message: str, *args: Any, error: bool = False) -> None:
@@ -66,309 +75,377 @@ def _log(message: str, *args: Any, error: bool = False) -> None:
 
 
 @dataclass(frozen=True)
-class Rule:
-    """How late a kept value may be (see the module's docstring)."""
+class Policy:
+    """How long a cached value may be served (see the module's docstring)."""
 
-    fresh_s: float | None = None
-    lag_s: float = 0.0
-    stale_s: float = 0.0
-    stale_if_moved: bool = False
-    keep_if: Callable[[Any], bool] | None = None
+    ttl: float | None = None
+    max_lag: float = 0.0
+    stale_while_revalidate: float = 0.0
+    stale_if_changed: bool = False
+    cacheable: Callable[[Any], bool] | None = None
+
+    def lifetime(self) -> float:
+        """Seconds after which no rule of this policy (nor a soft purge's grace) serves it."""
+        ttl = math.inf if self.ttl is None else self.ttl
+        return max(ttl, self.max_lag, self.stale_while_revalidate, SOFT_MAX_AGE_S)
 
 
-class Shelf:
-    """Values under their marks, at most ``max_items`` (least recently used go first); for
-    use from any thread. ``get`` answers only a value kept under the current mark."""
+# Figures that read every session row (counts, menus, facets), under the sessions token:
+# in-place edits by others (a title, an end) show within ``ttl``; one up to
+# ``stale_while_revalidate`` old is served while one background refresh works out the next.
+SHARED_FIGURES = Policy(ttl=10.0, stale_while_revalidate=60.0)
+# Hermes's compression chains: a new session or an end moves the sessions token at once.
+CHAINS = Policy(ttl=5.0, stale_while_revalidate=60.0)
+# The ids of hidden and rewound messages a search leaves out of its total.
+HIDDEN_IDS = Policy(ttl=10.0, stale_while_revalidate=60.0)
+# The sizes behind an export's estimate: a sample's averages.
+EXPORT_SIZES = Policy(ttl=300.0)
 
-    def __init__(self, max_items: int, identity: bool = False):
-        self.max_items = max_items
-        # Marks compared by identity: a value derived from another kept object (its mark).
+
+def reused(config: Mapping[str, Any], cacheable: Callable[[Any], bool] | None = None) -> Policy:
+    """The statistics' policy (and the digest's pages'), under the file's data_version:
+    reused as is for LOGBOOK_STATS_REUSE_S even beside a writing gateway, then served stale up
+    to LOGBOOK_STATS_STALE_S while one background thread works out the next."""
+    reuse_s = float(config["LOGBOOK_STATS_REUSE_S"])
+    return Policy(
+        max_lag=reuse_s,
+        stale_while_revalidate=float(config["LOGBOOK_STATS_STALE_S"]) if reuse_s > 0 else 0.0,
+        stale_if_changed=True,
+        cacheable=cacheable,
+    )
+
+
+class Versioned(NamedTuple):
+    version: Any
+    value: Any
+    created: float
+
+
+class VersionedCache:
+    """Values with their versions, at most ``maxsize`` (least recently used go first); for use
+    from any thread. ``get`` answers only a value cached under the version asked for
+    (``identity``: versions compared with ``is``, for values derived from another cached
+    object)."""
+
+    def __init__(self, maxsize: int, identity: bool = False, clock: Clock = time.monotonic):
+        self.maxsize = maxsize
+        self.clock = clock
         self._same = (lambda a, b: a is b) if identity else (lambda a, b: a == b)
-        self._items: OrderedDict[Any, tuple[Any, Any, float]] = OrderedDict()
+        self._lru: LRUCache = LRUCache(maxsize=maxsize)
         self._lock = threading.Lock()
 
-    def find(self, key: Any, max_age_s: float | None = None) -> tuple[Any, Any, float] | None:
-        """(mark, value, when kept) whatever the mark, for callers that bring an old value
-        up to date themselves; None when absent or older than ``max_age_s``."""
+    def peek(self, key: Any, max_age: float | None = None) -> Versioned | None:
+        """The entry whatever its version (for callers that bring an old value up to date
+        themselves); None when absent or older than ``max_age``."""
         with self._lock:
-            hit = self._items.get(key)
-            if hit is None:
+            hit = self._lru.get(key)
+            if hit is not None and max_age is not None and self.clock() - hit.created > max_age:
+                del self._lru[key]
                 return None
-            if max_age_s is not None and time.monotonic() - hit[2] > max_age_s:
-                del self._items[key]
-                return None
-            self._items.move_to_end(key)
             return hit
 
-    def get(self, key: Any, mark: Any = None) -> Any:
-        hit = self.find(key)
-        return hit[1] if hit is not None and self._same(hit[0], mark) else None
+    def get(self, key: Any, version: Any = None) -> Any:
+        hit = self.peek(key)
+        return hit.value if hit is not None and self._same(hit.version, version) else None
 
-    def put(self, key: Any, value: Any, mark: Any = None, when: float | None = None) -> Any:
-        """Keep ``value`` under ``mark`` (``when``: the time it was made, when it is an old
-        value brought up to date rather than made afresh)."""
+    def set(self, key: Any, value: Any, version: Any = None, created: float | None = None) -> Any:
+        """Cache ``value`` under ``version`` (``created``: when it was made, for an old value
+        brought up to date rather than made afresh)."""
         with self._lock:
-            self._items[key] = (mark, value, time.monotonic() if when is None else when)
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_items:
-                self._items.popitem(last=False)
+            self._lru[key] = Versioned(version, value, self.clock() if created is None else created)
         return value
 
-    def get_or(self, key: Any, mark: Any, compute: Callable[[], T], keep: bool = True) -> T:
-        """The value kept for ``key`` under ``mark``, else ``compute()`` kept under it
-        (``keep`` false: an answer from a file whose changes cannot be seen, not kept)."""
-        hit = self.find(key)
-        if hit is not None and self._same(hit[0], mark):
-            return hit[1]
+    def get_or_set(self, key: Any, version: Any, compute: Callable[[], T], cacheable=True) -> T:
+        """The value cached for ``key`` under ``version``, else ``compute()`` cached under it
+        (``cacheable`` false: an answer from a file whose changes cannot be seen)."""
+        hit = self.peek(key)
+        if hit is not None and self._same(hit.version, version):
+            return hit.value
         value = compute()
-        return self.put(key, value, mark) if keep else value
+        return self.set(key, value, version) if cacheable else value
 
     def clear(self) -> None:
         with self._lock:
-            self._items.clear()
+            self._lru.clear()
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._lru)
 
 
-class Keeper:
-    """The kept values of one store (a database file Logbook reads).
+class StoreCache:
+    """The cached values of one store (a database file Logbook reads).
 
-    ``remaining()``: seconds left of the current request's deadline (None outside one): a
-    request waits at most that long for another to finish the same value. ``disk_dir`` and
-    ``persisted(slot)``: the few values a first page waits for, kept across restarts as well
-    (served as aged ones, for the same mark, while a fresh one is worked out)."""
+    ``deadline_left()``: seconds left of the current request's deadline (None outside one): a
+    request waits at most that long for another computing the same key (single flight).
+    ``start(work, name)``: how a background refresh is started. ``persist_dir`` and
+    ``persisted(key)``: the few values a first page waits for, kept across restarts as well
+    (served as stale ones, for the same version, while a fresh one is worked out)."""
 
     def __init__(
         self,
-        remaining: Callable[[], float | None] = lambda: None,
-        disk_dir: Path | None = None,
-        persisted: Callable[[str], bool] = lambda slot: False,
+        deadline_left: Callable[[], float | None] = lambda: None,
+        persist_dir: Path | None = None,
+        persisted: Callable[[str], bool] = lambda key: False,
+        clock: Clock = time.monotonic,
+        start: Callable[[Callable[[], None], str], Any] = threads.start_in_app,
+        maxsize: int = MAXSIZE,
     ):
-        self.remaining = remaining
-        self.disk_dir = disk_dir
+        self.deadline_left = deadline_left
+        self.persist_dir = persist_dir
         self.persisted = persisted
-        self._slots: dict[str, tuple[float, Any, Any, int]] = {}  # slot: (when, mark, value, gen)
-        self._gen = 0  # Logbook's own changes so far
-        self._soft_until = 0.0
+        self.clock = clock
+        self.start = start
+        # Entry: (created, version, value, policy); each expires when its policy lets go.
+        self._lru: TLRUCache = TLRUCache(maxsize, ttu=self._expires, timer=clock)
+        self.generation = 0  # Logbook's own changes so far
+        self._soft_until = -math.inf
         self._lock = threading.Lock()
         self._flights: dict[str, threading.Lock] = {}
         self._refreshing: set[str] = set()
-        self._shelves: list[tuple[Shelf, bool]] = []
-        self._named: dict[str, Shelf] = {}
-        self._disk_read: set[str] = set()
-        self._disk_written: dict[str, float] = {}
-        self.forgotten = False
+        self._attached: list[tuple[VersionedCache, bool]] = []
+        self._named: dict[str, VersionedCache] = {}
+        self._read_from_disk: set[str] = set()
+        self._written_to_disk: dict[str, float] = {}
+        self.closed = False
 
-    # -- the two events ---------------------------------------------------------------------
+    @staticmethod
+    def _expires(_key: str, entry: tuple, _now: float) -> float:
+        return entry[0] + entry[3].lifetime()
 
-    def changed(self, soft: bool = False) -> None:
-        """One of Logbook's own writes to this store: nothing kept may outlive it. ``soft``:
-        one batch of a prune still running; values whose mark moved are then served for
-        SOFT_S after the last batch (up to SOFT_STALE_S old) while one background refresh
-        works them out, instead of every request rescanning after every batch. Shelves
-        declared ``soft_clear`` are cleared by a soft change too."""
-        for shelf, soft_clear in self._shelves:
-            if soft_clear or not soft:
-                shelf.clear()
+    # -- invalidation ------------------------------------------------------------------------
+
+    def invalidate(self, soft: bool = False) -> None:
+        """One of Logbook's own writes to this store: nothing cached may outlive it (a new
+        generation). ``soft``: one batch of a prune still running; values whose version moved
+        are then served for SOFT_GRACE_S after the last batch (up to SOFT_MAX_AGE_S old) while
+        one background refresh works them out, instead of every request rescanning after
+        every batch. Attached caches with ``purge_on_soft`` are cleared by a soft purge too."""
+        for cache, purge_on_soft in list(self._attached):
+            if purge_on_soft or not soft:
+                cache.clear()
         if soft:
-            self._soft_until = time.monotonic() + SOFT_S
+            self._soft_until = self.clock() + SOFT_GRACE_S
             return
-        self._soft_until = 0.0
+        self._soft_until = -math.inf
         with self._lock:
-            self._gen += 1
-            self._slots.clear()
+            self.generation += 1
+            self._lru.clear()
 
-    def forget(self) -> None:
+    def close(self) -> None:
         """The store went away (its file removed, replaced or no longer configured)."""
-        self.forgotten = True
-        self.changed()
+        self.closed = True
+        self.invalidate()
 
-    def shelf(
+    def versioned(
         self,
-        max_items: int,
-        soft_clear: bool = False,
+        maxsize: int,
+        purge_on_soft: bool = False,
         identity: bool = False,
         name: str | None = None,
-    ) -> Shelf:
-        """A Shelf of this store's, cleared by its changes and when it goes away. ``name``:
-        the same shelf for every caller naming it (made at the first)."""
+    ) -> VersionedCache:
+        """A VersionedCache attached to this store's (cleared when it is invalidated or
+        closed), on its clock. ``name``: the same cache for every caller naming it."""
         with self._lock:
             if name is not None and name in self._named:
                 return self._named[name]
-            shelf = Shelf(max_items, identity)
-            self._shelves.append((shelf, soft_clear))
+            cache = VersionedCache(maxsize, identity, self.clock)
+            self._attached.append((cache, purge_on_soft))
             if name is not None:
-                self._named[name] = shelf
-        return shelf
+                self._named[name] = cache
+        return cache
 
-    # -- values under a rule ---------------------------------------------------------------
+    # -- values under a policy ---------------------------------------------------------------
 
-    def recall(self, slot: str) -> Any:
-        hit = self._slots.get(slot)
+    def _entry(self, key: str) -> tuple | None:
+        with self._lock:
+            return self._lru.get(key)
+
+    def peek(self, key: str) -> Any:
+        hit = self._entry(key)
         return hit[2] if hit else None
 
-    def held(self, prefix: str = "") -> dict[str, Any]:
-        """The values held now in slots named ``prefix``... (for tests and diagnostics)."""
-        return {k: v[2] for k, v in list(self._slots.items()) if k.startswith(prefix)}
+    def snapshot(self, prefix: str = "") -> dict[str, Any]:
+        """The values cached now under keys starting with ``prefix`` (tests, diagnostics)."""
+        with self._lock:
+            self._lru.expire()
+            return {k: e[2] for k, e in self._lru.items() if k.startswith(prefix)}
 
-    def get(self, slot: str, mark: Any, compute: Callable[[], T], rule: Rule) -> T:
-        """``compute()``, kept in ``slot`` under ``mark`` and served as ``rule`` allows.
+    def fetch(self, key: str, version: Any, compute: Callable[[], T], policy: Policy) -> T:
+        """``compute()``, cached under ``key`` and ``version`` and served as ``policy`` allows.
 
         A value neither fresh nor servable stale is computed by the request itself; requests
-        that find the same slot already being computed get the previous value while it is
-        younger than ``rule.stale_s`` (else wait, within their deadline, for that one
+        that find the same key being computed get the previous value while it is younger than
+        ``policy.stale_while_revalidate`` (else wait, within their deadline, for that one
         answer) instead of computing alongside it."""
-        now = time.monotonic()
-        hit = self._slots.get(slot) or self._from_disk(slot, mark, rule)
+        now = self.clock()
+        hit = self._entry(key) or self._from_disk(key, version, policy)
         if hit:
-            age, same = now - hit[0], hit[1] == mark
-            fresh = same and (rule.fresh_s is None or age < rule.fresh_s)
-            if fresh or age < rule.lag_s:
+            age, same = now - hit[0], hit[1] == version
+            fresh = same and (policy.ttl is None or age < policy.ttl)
+            if fresh or age < policy.max_lag:
                 return hit[2]
-            soft = now < self._soft_until and age < SOFT_STALE_S
-            if soft or (age < rule.stale_s and (same or rule.stale_if_moved)):
-                self._refresh_later(slot, mark, compute, rule)
+            graced = now < self._soft_until and age < SOFT_MAX_AGE_S
+            swr = age < policy.stale_while_revalidate and (same or policy.stale_if_changed)
+            if graced or swr:
+                self._refresh_later(key, version, compute, policy)
                 return hit[2]
         with self._lock:
-            if len(self._flights) > 512:
+            if len(self._flights) > FLIGHTS:
                 self._flights = {k: v for k, v in self._flights.items() if v.locked()}
-            flight = self._flights.setdefault(slot, threading.Lock())
-        if hit and flight.locked() and now - hit[0] < rule.stale_s:
+            flight = self._flights.setdefault(key, threading.Lock())
+        if hit and flight.locked() and now - hit[0] < policy.stale_while_revalidate:
             return hit[2]  # another request is working it out: the one computing pays
-        left = self.remaining()
+        left = self.deadline_left()
         # Past the deadline, compute regardless: its queries then stop at once.
         waited = time.monotonic()
         got = flight.acquire(timeout=max(left, 0.0) if left is not None else -1)
         waited = time.monotonic() - waited
         if waited > 1.0:
-            _log("waited %.1f s for another request to work out %s", waited, slot[:60])
+            _log("waited %.1f s for another request to work out %s", waited, key[:60])
         try:
-            hit = self._slots.get(slot)
-            if got and hit and hit[1] == mark and hit[0] >= now:
+            hit = self._entry(key)
+            if got and hit and hit[1] == version and hit[0] >= now:
                 return hit[2]  # computed by the request this one waited for
-            gen = self._gen
+            generation = self.generation
             value = compute()
-            self._put(slot, mark, value, rule, gen)
+            self._set(key, version, value, policy, generation)
             return value
         finally:
             if got:
                 flight.release()
 
-    def _put(self, slot: str, mark: Any, value: Any, rule: Rule, gen: int) -> None:
-        if rule.keep_if is not None and not rule.keep_if(value):
+    def _set(self, key: str, version: Any, value: Any, policy: Policy, generation: int) -> None:
+        if policy.cacheable is not None and not policy.cacheable(value):
             return
         with self._lock:
-            if gen != self._gen:
-                return  # computed across one of Logbook's own changes: not kept
-            if len(self._slots) >= MAX_SLOTS and slot not in self._slots:
-                self._slots.clear()
-            self._slots[slot] = (time.monotonic(), mark, value, gen)
-        self._to_disk(slot, mark, value)
+            if generation != self.generation:
+                return  # computed across one of Logbook's own changes: not cached
+            self._lru[key] = (self.clock(), version, value, policy)
+        self._to_disk(key, version, value)
 
-    def _refresh_later(self, slot: str, mark: Any, compute: Callable, rule: Rule) -> None:
-        """One thread per slot, at most REFRESHERS at once: when all are busy the old value
-        is served again and a later request asks anew."""
+    def _refresh_later(self, key: str, version: Any, compute: Callable, policy: Policy) -> None:
+        """One background refresh per key, at most REFRESHERS at once: when all are busy the
+        stale value is served again and a later request asks anew."""
         with self._lock:
-            if slot in self._refreshing or len(self._refreshing) >= REFRESHERS:
+            if key in self._refreshing or len(self._refreshing) >= REFRESHERS:
                 return
-            self._refreshing.add(slot)
-            gen = self._gen
+            self._refreshing.add(key)
+            generation = self.generation
 
         def work() -> None:
             try:
-                self._put(slot, mark, compute(), rule, gen)
+                self._set(key, version, compute(), policy, generation)
             except Exception:  # noqa: BLE001 - the next request computes it itself
-                self._slots.pop(slot, None)
-                _log("refreshing %s failed", slot[:60], error=True)
+                with self._lock:
+                    self._lru.pop(key, None)
+                _log("refreshing %s failed", key[:60], error=True)
             finally:
                 with self._lock:
-                    self._refreshing.discard(slot)
+                    self._refreshing.discard(key)
 
-        # In the app's context: without it every refresh failed and the next request
-        # recounted in line.
-        threads.start_in_app(work, f"refresh-{slot[:20]}")
+        # In the app's context (threads.start_in_app): without it every refresh failed and
+        # the next request recounted in line.
+        self.start(work, f"refresh-{key[:20]}")
 
-    # -- across restarts ------------------------------------------------------------------
+    # -- across restarts ---------------------------------------------------------------------
 
-    def _disk_path(self, slot: str) -> Path | None:
-        if self.disk_dir is None or not self.persisted(slot):
+    def _disk_path(self, key: str) -> Path | None:
+        if self.persist_dir is None or not self.persisted(key):
             return None
-        # Slots are named by statements and their parameters: a digest names their file.
-        return self.disk_dir / (hashlib.sha1(slot.encode()).hexdigest()[:20] + ".json")
+        # Keys are named by statements and their parameters: a digest names their file.
+        return self.persist_dir / (hashlib.sha1(key.encode()).hexdigest()[:20] + ".json")
 
-    def _from_disk(self, slot: str, mark: Any, rule: Rule):
-        path = self._disk_path(slot)
-        if path is None or slot in self._disk_read:
+    def _from_disk(self, key: str, version: Any, policy: Policy) -> tuple | None:
+        path = self._disk_path(key)
+        if path is None or key in self._read_from_disk:
             return None
-        self._disk_read.add(slot)  # once per slot and run: later ones are in memory
+        self._read_from_disk.add(key)  # once per key and run: later ones are in memory
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(saved, dict) or saved.get("key") != json.loads(json.dumps(mark)):
+        if not isinstance(saved, dict) or saved.get("key") != json.loads(json.dumps(version)):
             return None
         # Served as a value just past fresh: answered at once, refreshed behind.
-        aged = (rule.fresh_s or 0.0) + 0.001
-        return (time.monotonic() - aged, mark, saved.get("value"), self._gen)
+        aged = (policy.ttl or 0.0) + 0.001
+        return (self.clock() - aged, version, saved.get("value"), policy)
 
-    def _to_disk(self, slot: str, mark: Any, value: Any) -> None:
-        path = self._disk_path(slot)
-        now = time.monotonic()
-        if path is None or now - self._disk_written.get(slot, -DISK_EVERY_S) < DISK_EVERY_S:
+    def _to_disk(self, key: str, version: Any, value: Any) -> None:
+        path = self._disk_path(key)
+        now = self.clock()
+        if path is None or now - self._written_to_disk.get(key, -math.inf) < PERSIST_EVERY_S:
             return
-        if slot not in self._disk_written and len(self._disk_written) >= DISK_SLOTS:
+        if key not in self._written_to_disk and len(self._written_to_disk) >= PERSIST_KEYS:
             return  # the first few dozen of a run: a page's own, not every filter ever asked
-        self._disk_written[slot] = now
+        self._written_to_disk[key] = now
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(path.name + ".part")
-            tmp.write_text(json.dumps({"key": mark, "value": value}), encoding="utf-8")
+            tmp.write_text(json.dumps({"key": version, "value": value}), encoding="utf-8")
             tmp.replace(path)
         except (OSError, TypeError, ValueError):
-            pass  # a full disk or a value JSON cannot hold: kept in memory only
+            pass  # a full disk or a value JSON cannot hold: cached in memory only
 
 
-# -- rendered text, kept by its input ---------------------------------------------------------
+# -- renderings, cached by their input ----------------------------------------------------------
 
 
-class Sized(LRUCache):
-    """Least recently used values bounded by the size of what they hold (``getsizeof``), for
-    use from any thread; a value larger than an eighth of it is not kept, so one huge value
-    cannot push everything else out. Keyed by the input a rendering was made from, which
-    never changes meaning: nothing else invalidates it."""
+class SizedCache:
+    """An LRU bounded by the size of what it holds (``getsizeof``), for use from any thread;
+    a value larger than an eighth of it is not admitted. Keyed by the input a rendering was
+    made from, which never changes meaning: nothing invalidates it."""
 
     def __init__(self, maxsize: int, getsizeof: Callable[[Any], int] = len):
-        super().__init__(maxsize=maxsize, getsizeof=getsizeof)
+        self._lru: LRUCache = LRUCache(maxsize=maxsize, getsizeof=getsizeof)
+        self.getsizeof = getsizeof
         self._lock = threading.Lock()
 
-    def find(self, key: Any) -> Any:
-        with self._lock:
-            return self.get(key)
+    @property
+    def maxsize(self) -> int:
+        return self._lru.maxsize
 
-    def keep(self, key: Any, value: Any) -> None:
+    @property
+    def currsize(self) -> int:
+        return self._lru.currsize
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            return self._lru.get(key)
+
+    def set(self, key: Any, value: Any) -> None:
         if self.getsizeof(value) <= self.maxsize // 8:
             with self._lock:
-                self[key] = value
+                self._lru[key] = value
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._lru
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+    def values(self) -> list[Any]:
+        """What it holds now, least recently used first (a copy: for tests and reports)."""
+        with self._lock:
+            return list(self._lru.values())
 
 
-def by_text(max_chars: int, cost: Callable[[Any], int] = len):
+def memoize_text(max_chars: int, cost: Callable[[Any], int] = len):
     """Memoise ``fn(text)`` by ``text``, at most ``max_chars`` characters held
-    (``len(text) + cost(result)`` each)."""
+    (``len(text) + cost(result)`` each); ``fn.cache`` is its SizedCache."""
 
     def decorate(fn: Callable[[str], T]) -> Callable[[str], T]:
-        cache = Sized(max_chars, getsizeof=lambda entry: entry[0])
+        cache = SizedCache(max_chars, getsizeof=lambda entry: entry[0])
         largest = max_chars // 8
 
         @functools.wraps(fn)
         def run(text: str) -> T:
             if not isinstance(text, str) or len(text) > largest:
                 return fn(text)
-            hit = cache.find(text)
+            hit = cache.get(text)
             if hit is not None:
                 return hit[1]
             value = fn(text)
-            cache.keep(text, (len(text) + cost(value), value))
+            cache.set(text, (len(text) + cost(value), value))
             return value
 
         run.cache = cache  # type: ignore[attr-defined]
@@ -377,30 +454,30 @@ def by_text(max_chars: int, cost: Callable[[Any], int] = len):
     return decorate
 
 
-def by_args(max_items: int):
+def memoize(maxsize: int):
     """Memoise a pure function of hashable arguments (the same arguments always give the
-    same answer), at most ``max_items`` answers."""
-    return functools.lru_cache(maxsize=max_items)
+    same answer), at most ``maxsize`` answers: the standard library's LRU, in C, for the
+    functions a page calls thousands of times."""
+    return functools.lru_cache(maxsize=maxsize)
 
 
-class Every:
-    """A clock for work repeated at most every ``seconds`` (a folder's rescan): ``due()``
-    says whether it is time, and counts the work as done from then."""
+class Throttle:
+    """When periodic work (a folder's rescan) is due: ``due()`` is true at most once every
+    ``interval`` seconds (a one-entry TTLCache on ``clock``), and counts the work as done from
+    then; ``reset()`` makes the next ``due()`` true (something changed a rescan must see)."""
 
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        self._last = -float("inf")
+    def __init__(self, interval: float, clock: Clock = time.monotonic):
+        self.interval = interval
+        self._done: TTLCache = TTLCache(maxsize=1, ttl=interval, timer=clock)
         self._lock = threading.Lock()
 
     def due(self) -> bool:
         with self._lock:
-            now = time.monotonic()
-            if now - self._last > self.seconds:
-                self._last = now
-                return True
-            return False
+            if "done" in self._done:
+                return False
+            self._done["done"] = True
+            return True
 
-    def now(self) -> None:
-        """Make the next ``due()`` true (something changed that a rescan must see)."""
+    def reset(self) -> None:
         with self._lock:
-            self._last = -float("inf")
+            self._done.clear()

@@ -39,7 +39,7 @@ from webui.db.schema import (
     file_size,
 )
 from webui.db.search import SearchFilters, SearchStore
-from webui.db.session_keeping import new_keeper
+from webui.db.session_keeping import new_store_cache
 from webui.db.sessions import SessionQuery, SessionStore
 from webui.db.source_map import SourceMap
 from webui.db.stats import StatsStore
@@ -179,14 +179,14 @@ def build_logbook(
     reader = Reader(opened, time_limit_s=app.config["LOGBOOK_QUERY_TIME_LIMIT"], engine=engine)
     digest = hashlib.sha1(str(opened.path).encode()).hexdigest()[:12]
     rollup_path = _rollup_path(home or Path(app.instance_path), digest, opened.path)
-    # One keeper of kept values per store (webui.keep); a few kept across restarts too.
-    keeper = new_keeper(rollup_path.with_name(rollup_path.stem.replace("rollup-", "kept-")))
-    sessions = SessionStore(reader, keeper)
+    # One cache per store (webui.keep.StoreCache); a few values kept across restarts too.
+    cache = new_store_cache(rollup_path.with_name(rollup_path.stem.replace("rollup-", "kept-")))
+    sessions = SessionStore(reader, cache)
     logbook = Logbook(
         opened,
         reader,
         sessions,
-        MessageStore(reader, keeper),
+        MessageStore(reader, cache),
         SearchStore(reader, shared=sessions.shared, sources=SourceMap(reader)),
         LineageStore(reader),
         StatsStore(reader),

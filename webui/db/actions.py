@@ -16,6 +16,7 @@ from webui.db.changes.jobs import Job
 from webui.db.changes.lane import Lane
 from webui.db.changes.removal import trim
 from webui.db.changes.renaming import TitleInUse  # noqa: F401 - the views import it here
+from webui.db.changes.replaying import replay_entry
 from webui.db.errors import LogbookDBError, NotFound
 from webui.db.prune import Pruning
 from webui.db.reader import Reader
@@ -71,6 +72,7 @@ class Actions(SelectionReads, Pruning):
             writer,
             reader,
             rules=lambda: self.rules,
+            replay_entry=replay_entry,
             on_change=on_change,
             legacy=legacy_journals,
         )

@@ -31,7 +31,7 @@ BATCH_BYTES = 4 << 20  # encoded records held at once by a streamed export
 EXPORT_TIME_LIMIT = 600.0
 
 # The sizes behind an export's estimate: a sample's averages, at most five minutes old.
-SIZES = keep.Rule(fresh_s=300.0)
+SIZES = keep.EXPORT_SIZES
 
 
 class Exporter:

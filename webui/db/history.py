@@ -32,9 +32,9 @@ def kept_answer(book: Logbook, key: tuple, compute: Callable[[], Any], version: 
     is read once, not on every request. Callers copy what they change in it."""
     if version is None:
         version = book.reader.data_version()
-    answers = book.sessions.keeper.shelf(512, name="answers")
-    keep = not (isinstance(version, str) and version.startswith("unknown"))
-    return answers.get_or(key, version, compute, keep=keep)
+    answers = book.sessions.cache.versioned(512, name="answers")
+    cacheable = not (isinstance(version, str) and version.startswith("unknown"))
+    return answers.get_or_set(key, version, compute, cacheable)
 
 
 def store_answer(store: Store, key: tuple, compute: Callable[[], Any]) -> Any:
@@ -73,7 +73,7 @@ def part_of(store: Store) -> Part:
 
     if store.kind == "live":
         token = lb.sessions._sessions_token()
-        got = lb.sessions.kept("history:part", (token.get("n"), token.get("s")), read, CHAINS)
+        got = lb.sessions.cached("history:part", (token.get("n"), token.get("s")), read, CHAINS)
     else:
         got = kept_answer(lb, ("history:part",), read)
     return Part(store.name, *got)
@@ -160,7 +160,7 @@ def _uneven(parts: list[Part], links: dict[str, list[tuple[str, Any]]]) -> bool:
     return False
 
 
-_histories = keep.Shelf(8)
+_histories = keep.VersionedCache(8)
 
 
 def history_of(stores: Iterable[Store]) -> History:
@@ -168,7 +168,7 @@ def history_of(stores: Iterable[Store]) -> History:
     stores = [s for s in stores if s.logbook is not None]
     parts = [part_of(s) for s in stores]
     mark = tuple((p.name, id(p.ids), len(p.ids), id(p.dangling), id(p.links)) for p in parts)
-    return _histories.get_or(mark, mark, lambda: build(parts))
+    return _histories.get_or_set(mark, mark, lambda: build(parts))
 
 
 def walk_across(

@@ -22,7 +22,7 @@ from webui.db.sql import decode_cursor, encode_cursor, in_list
 from webui.hermes import display as rule
 from webui.hermes.content import parse_tool_calls
 from webui.hermes.rules import rules_for
-from webui.keep import Keeper
+from webui.keep import StoreCache
 
 PAGE_SIZE = 100
 # How many messages of context to show above a message opened by its anchor.
@@ -53,17 +53,17 @@ class MessagePage:
 
 
 class MessageStore:
-    def __init__(self, reader: Reader, keeper: Keeper | None = None):
+    def __init__(self, reader: Reader, cache: StoreCache | None = None):
         self.r = reader
         self.schema = reader.schema
-        keeper = keeper or Keeper()
+        cache = cache or StoreCache()
         # A session's census (webui.hermes.display.Census) or tool-result count, under its
         # index fingerprint (see _count): any message added, removed or moved out of the
         # conversation changes it; a row's role and content are never rewritten in place.
-        self._census = keeper.shelf(64)
-        self._tool_results = keeper.shelf(4096)
+        self._census = cache.versioned(64)
+        self._tool_results = cache.versioned(4096)
         # A session's header figures, under the file's data_version when they were read.
-        self._counts_kept = keeper.shelf(256)
+        self._counts_kept = cache.versioned(256)
 
     @property
     def rules(self):
@@ -95,7 +95,7 @@ class MessageStore:
         ) or {"total": 0, "first_at": None, "last_at": None, "inactive": 0, "id_sum": 0, "top": 0}
 
     def _fingerprint(self, session_id: str) -> tuple:
-        row = self._counts_kept.get_or(
+        row = self._counts_kept.get_or_set(
             ("index", session_id), self.r.data_version(), lambda: self._count(session_id)
         )
         return row, (row["total"], row["id_sum"], row["inactive"])
@@ -109,7 +109,7 @@ class MessageStore:
 
     def _reading(self, session_id: str) -> census_sql.Reading:
         figures, mark = self._fingerprint(session_id)
-        hit = self._census.find(session_id)
+        hit = self._census.peek(session_id)
         if hit is not None and hit[0] == mark:
             return hit[1]
         reading = None
@@ -117,7 +117,7 @@ class MessageStore:
             reading = census_sql.extend(self.r, session_id, self.display, hit[1], figures)
         if reading is None:
             reading = census_sql.read(self.r, session_id, self.display, figures)
-        self._census.put(session_id, reading, mark)
+        self._census.set(session_id, reading, mark)
         return reading
 
     def counts(self, session_id: str) -> dict[str, Any]:
@@ -126,7 +126,7 @@ class MessageStore:
         ``shown`` (as Hermes shows the conversation) and ``shown_all`` (every stored row), less
         the ``hidden`` ones (``display_kind = 'hidden'``: never painted), with why the rest are
         left out (``copies``, ``carried``, ``model_only``)."""
-        figures = self._counts_kept.get_or(
+        figures = self._counts_kept.get_or_set(
             ("figures", session_id), self.r.data_version(), lambda: self._figures(session_id)
         )
         return dict(figures)
@@ -135,7 +135,7 @@ class MessageStore:
         row, mark = self._fingerprint(session_id)
         if self.display == rule.ALL:
             c = self.census(session_id)
-            tools = self._tool_results.get_or(
+            tools = self._tool_results.get_or_set(
                 session_id, mark, lambda: census_sql.tool_results(self.r, session_id)
             )
             compacted = 0

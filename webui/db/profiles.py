@@ -76,7 +76,7 @@ class Profiles:
                 primary_name, primary.opened.path, version=primary.schema.version, logbook=primary
             )
         }
-        self._scan = keep.Every(RESCAN_S)
+        self._scan = keep.Throttle(RESCAN_S)
 
     def all(self) -> list[Profile]:
         with self._lock:
@@ -127,7 +127,7 @@ class Profiles:
             for name, p in list(self._profiles.items()):
                 if name != self.primary_name and p.path == path:
                     _retire(self._profiles.pop(name))
-            self._scan.now()
+            self._scan.reset()
 
     def get(self, name: str) -> Profile:
         for p in self.all():
@@ -153,4 +153,4 @@ class Profiles:
 def _retire(profile: Profile | None) -> None:
     """A profile whose file went away (or is opened afresh) takes its kept values with it."""
     if profile is not None and profile.logbook is not None:
-        profile.logbook.sessions.keeper.forget()
+        profile.logbook.sessions.cache.close()

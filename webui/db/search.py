@@ -78,7 +78,7 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
         # floor id -> the newest timestamp of the messages up to it. Messages are appended
         # with growing ids and never re-dated, so a value stays an upper bound (deleting
         # rows can only lower the truth): kept for the process, whatever changes.
-        self._older_newest = keep.Shelf(64)
+        self._older_newest = keep.VersionedCache(64)
         # (newest id read, ids of display_kind='hidden' rows up to it): Hermes 0.22's hidden rows
         self._display_hidden: tuple[int, frozenset[int]] = (0, frozenset())
 
@@ -105,7 +105,7 @@ class SearchStore(Scoping, SubstringRoute, HitReading, Across, CjkRoute):
         an unfiltered search is counted on the FTS index without a join per hit. Finding them
         reads the whole (session_id, active, timestamp) index (~0.2 s on a million messages),
         so they are shared: computed once for a crowd, refreshed in the background after
-        HIDDEN.fresh_s while the previous set is served, recomputed after Logbook's own changes.
+        HIDDEN.ttl while the previous set is served, recomputed after Logbook's own changes.
         Only counts use it; the rows shown are always filtered in SQL."""
         if not self._active_clause():
             return frozenset()

@@ -40,7 +40,7 @@ RECENT_TERMS = 2
 # The ids of hidden (rewound) messages, shared between searches: a message rewound by others
 # shows in counts within 10 s (the hits are filtered in SQL); more of them than HIDDEN_MAX and
 # counts join per hit instead.
-HIDDEN = keep.Rule(fresh_s=10.0, stale_s=60.0)
+HIDDEN = keep.HIDDEN_IDS
 HIDDEN_MAX = 50_000
 
 
@@ -54,7 +54,7 @@ PREFIX_TOKEN = re.compile(r"^([A-Za-z0-9]+)\*$")
 PREFIX_WORDS_MAX = 64
 
 
-@keep.by_args(4)
+@keep.memoize(4)
 def _hidden_json(ids: frozenset[int]) -> str:
     return json.dumps(sorted(ids))
 

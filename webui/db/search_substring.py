@@ -170,12 +170,12 @@ class SubstringRoute:
         """Read the newest timestamp of the messages below the current floor, once (a scan
         of them: run it where a substring search already holds a search slot)."""
         floor = self._recent_floor()
-        if floor is not None and self._older_newest.find(floor) is None:
+        if floor is not None and self._older_newest.peek(floor) is None:
             try:
                 newest = self.r.scalar("SELECT MAX(timestamp) FROM messages WHERE id <= ?", [floor])
             except LogbookDBError:
                 return  # out of this request's time: a later search learns it
-            self._older_newest.put(floor, newest)
+            self._older_newest.set(floor, newest)
 
     def like_recent(
         self,

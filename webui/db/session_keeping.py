@@ -1,7 +1,7 @@
-"""What the session store keeps between requests, each value in one line of the house's
-one way to keep values (webui.keep): whole-table figures shared while no session appears or
-goes, Hermes's chains, the sessions token. A mixin of SessionStore, whose ``keeper`` (one per
-store) holds them; Logbook's own changes drop them (Actions calls ``invalidate``)."""
+"""What the session store caches between requests, each value under one of webui.keep's
+policies: whole-table figures shared while no session appears or goes, Hermes's chains, the
+sessions token. A mixin of SessionStore, whose ``cache`` (a keep.StoreCache, one per store)
+holds them; Logbook's own changes drop them (Actions calls ``invalidate``)."""
 
 from __future__ import annotations
 
@@ -13,35 +13,33 @@ from webui import keep
 from webui.db import deadline as request_deadline
 from webui.db.sql import SESSION_FIGURES, decode_cursor, encode_cursor, is_cursor  # noqa: F401 - the list's cursor
 
-# Figures that read every session row (counts, menus, facets): in-place edits by others (a
-# title, an end) show within 10 s; when no session appeared or went, one up to a minute old is
-# served while one background refresh works out the next (a crowd never rescans together).
-SHARED = keep.Rule(fresh_s=10.0, stale_s=60.0)
-# Hermes's compression chains: a new session or an end moves the sessions token at once.
-CHAINS = keep.Rule(fresh_s=5.0, stale_s=60.0)
+# Figures that read every session row (counts, menus, facets) and Hermes's compression chains
+# (webui.keep_inventory says how long each may lag).
+SHARED = keep.SHARED_FIGURES
+CHAINS = keep.CHAINS
 # Kept across restarts as well: the values the first page waits for that read every session
 # row (3-4 s on a 16 GB file whose pages are not in the cache).
 PERSISTED = frozenset({"chains", "models", "sources"})
 
 
-def persisted(slot: str) -> bool:
-    return slot in PERSISTED or slot.startswith("shared:")
+def persisted(key: str) -> bool:
+    return key in PERSISTED or key.startswith("shared:")
 
 
-def new_keeper(disk_dir=None) -> keep.Keeper:
-    return keep.Keeper(request_deadline.remaining, disk_dir=disk_dir, persisted=persisted)
+def new_store_cache(persist_dir=None) -> keep.StoreCache:
+    return keep.StoreCache(request_deadline.remaining, persist_dir=persist_dir, persisted=persisted)
 
 
 class Keeping:
-    """Kept values of a SessionStore (``self.r``: its Reader; ``self.keeper``)."""
+    """Cached values of a SessionStore (``self.r``: its Reader; ``self.cache``)."""
 
     def invalidate(self, soft: bool = False) -> None:
         """After one of Logbook's own writes (``soft``: one batch of a prune still running;
-        see keep.Keeper.changed)."""
-        self.keeper.changed(soft)
+        a soft purge: see keep.StoreCache.invalidate)."""
+        self.cache.invalidate(soft)
 
-    def kept(self, slot: str, mark: Any, compute, rule: keep.Rule = SHARED):
-        return self.keeper.get(slot, mark, compute, rule)
+    def cached(self, key: str, version: Any, compute, policy: keep.Policy = SHARED):
+        return self.cache.fetch(key, version, compute, policy)
 
     def order_marks(self) -> tuple[Any, Any, Any]:
         """(newest message id, number of sessions, newest start): moves whenever a message is
@@ -70,7 +68,7 @@ class Keeping:
                 return holder.get(key)
             # Nobody has committed since it was last read (data_version reads no page): the
             # same token, without counting every session's index entry again.
-            token = self._token_kept.get_or(
+            token = self._token_kept.get_or_set(
                 "token",
                 self.r.data_version(),
                 lambda: (
@@ -81,12 +79,12 @@ class Keeping:
                 setattr(holder, key, token)
         return token
 
-    def shared(self, name: str, compute, rule: keep.Rule = SHARED):
+    def shared(self, name: str, compute, policy: keep.Policy = SHARED):
         """``compute()``, shared under the sessions token (while no session appears or goes,
-        and until Logbook's own next change) as ``rule`` says: for figures that scan every
+        and until Logbook's own next change) as ``policy`` says: for figures that scan every
         session row, which a gateway's steady appends hardly move."""
         token = self._sessions_token()
-        return self.kept(f"shared:{name}", (token.get("n"), token.get("s")), compute, rule)
+        return self.cached(f"shared:{name}", (token.get("n"), token.get("s")), compute, policy)
 
     def change_token(self) -> str:
         """Cheap: MAX over two rowid/index orders and a count of live sessions."""

@@ -58,13 +58,13 @@ class KeptOrders:
         cache_key = (key, with_sql, from_sql, tuple(from_params), where, tuple(params), direction)
         # (mark, order, when ordered); an order of counters older than ORDER_MAX_AGE_S is
         # worked out again (last activity moves only with messages, which the mark sees).
-        hit = self._order_cache.find(
-            cache_key, max_age_s=None if q.sort_key == "last_active" else ORDER_MAX_AGE_S
+        hit = self._order_cache.peek(
+            cache_key, max_age=None if q.sort_key == "last_active" else ORDER_MAX_AGE_S
         )
         if hit is not None and hit[0] != token and _only_appended(hit[0], token):
             hit = self._order_after_appends(hit, token, source, where, params, key, q)
             if hit is not None:
-                self._order_cache.put(cache_key, hit[1], hit[0], when=hit[2])
+                self._order_cache.set(cache_key, hit[1], hit[0], created=hit[2])
         if hit is None or hit[0] != token:
             statement = (
                 f"{with_sql}SELECT {key} AS k, s.id AS id FROM {from_sql} WHERE {where} "
@@ -74,7 +74,7 @@ class KeptOrders:
             pairs = self.r.run(
                 lambda raw: raw.execute(statement, [*from_params, *params]).fetchall()
             )
-            order = self._order_cache.put(cache_key, KeptOrder(pairs, q.descending), token)
+            order = self._order_cache.set(cache_key, KeptOrder(pairs, q.descending), token)
             hit = (token, order)
         return hit[1].page(decode_cursor(q.after) if q.after else None, q.limit + 1)
 

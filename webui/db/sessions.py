@@ -13,7 +13,7 @@ from webui.db import selection as selection_sql
 from webui.db import sql
 from webui.db.list_rules import ListRules
 from webui.db.reader import Reader
-from webui.db.session_keeping import CHAINS, Keeping, new_keeper
+from webui.db.session_keeping import CHAINS, Keeping, new_store_cache
 from webui.db.session_orders import KeptOrders
 from webui.db.session_query import (  # noqa: F401 - LIST_PARAMS, parse_day: imported from here
     COUNT_CAP,
@@ -30,25 +30,25 @@ from webui.hermes.rules import rules_for
 from webui.hermes.selection import (
     EVERYTHING,
 )
-from webui.keep import Keeper
+from webui.keep import StoreCache
 
 
 class SessionStore(Keeping, KeptOrders, ListRules):
     """Named queries over the sessions table, built from the columns that exist."""
 
-    def __init__(self, reader: Reader, keeper: Keeper | None = None):
+    def __init__(self, reader: Reader, cache: StoreCache | None = None):
         self.r = reader
         self.schema = reader.schema
         # Whose list this is (webui.hermes.rules): the Hermes that wrote the file.
         self.rules = rules_for(self.schema.version)
-        self.keeper = keeper or new_keeper()
+        self.cache = cache or new_store_cache()
         # Kept orders of the list (session_orders), a prune's batches clear them too.
-        self._order_cache = self.keeper.shelf(8, soft_clear=True)
+        self._order_cache = self.cache.versioned(8, purge_on_soft=True)
         # The sessions token as last read, under the file's data_version at that moment.
-        self._token_kept = self.keeper.shelf(1, soft_clear=True)
+        self._token_kept = self.cache.versioned(1, purge_on_soft=True)
         self._token_lock = threading.Lock()
         # Every chain's tip as JSON, for the chains walk it was made from (source_sql).
-        self._tips_json = self.keeper.shelf(1, identity=True)
+        self._tips_json = self.cache.versioned(1, identity=True)
         # An older file read beside a Hermes 0.19 history: listed as Hermes 0.19 lists it once
         # it has opened (and migrated) the file (webui.hermes.listing.PROBABLE_SUBAGENT).
         self.hide_probable_subagents = False
@@ -113,7 +113,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         if only is None:
             # Every chain's tip, written out once per walk of the chains (on ten million
             # messages, 24,000 tips: 18 ms a request to rebuild and encode).
-            encoded = self._tips_json.get_or("tips", chains, lambda: _tips_json(chains))
+            encoded = self._tips_json.get_or_set("tips", chains, lambda: _tips_json(chains))
         else:
             tips = {r: chains[r][-1] for r in only if len(chains.get(r, ())) > 1}
             encoded = json.dumps(tips) if tips else None
@@ -136,7 +136,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         ):
             return {}
         token = self._sessions_token()
-        return self.kept("chains", (token.get("n"), token.get("s")), self._walk_chains, CHAINS)
+        return self.cached("chains", (token.get("n"), token.get("s")), self._walk_chains, CHAINS)
 
     def _walk_chains(self) -> dict[str, list[str]]:
         children: dict[str, list[listing.Continuation]] = {}
@@ -457,7 +457,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def all_sources(self) -> list[str]:
-        return self.kept(
+        return self.cached(
             "sources",
             None,
             lambda: [
@@ -471,7 +471,7 @@ class SessionStore(Keeping, KeptOrders, ListRules):
         system prompts) is shared by the requests of the next few seconds."""
         if not self.schema.has("sessions", "model"):
             return []
-        return self.kept(
+        return self.cached(
             "models",
             None,
             lambda: self.r.rows(

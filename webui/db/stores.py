@@ -157,8 +157,8 @@ class StoreSet:
         self._archives: dict[Path, Store] = {}  # by resolved path
         self._todo: dict[Path, tuple[Path, tuple]] = {}  # files to read: (path, signature)
         self._reading = False
-        self._scan = keep.Every(RESCAN_S)
-        self._check = keep.Every(CHECK_S)
+        self._scan = keep.Throttle(RESCAN_S)
+        self._check = keep.Throttle(CHECK_S)
         self.live_schema: int | None = None
         self.inspections = 0  # files read so far (tests: a file standing still is read once)
         self._to_warm: list[Store] = []
@@ -196,12 +196,12 @@ class StoreSet:
             key = path.resolve()
             _retire(self._archives.pop(key, None))
             self._todo.pop(key, None)
-            self._scan.now()
+            self._scan.reset()
 
     def rescan_now(self) -> None:
         with self._lock:
-            self._scan.now()
-            self._check.now()
+            self._scan.reset()
+            self._check.reset()
 
     def _recheck(self) -> None:
         """Under the lock, between rescans: has a file read already changed (a copy over it,
@@ -332,7 +332,7 @@ class StoreSet:
                     return
                 store = self._to_warm.pop(0)
             lb = store.logbook
-            if lb is None or lb.sessions.keeper.forgotten:
+            if lb is None or lb.sessions.cache.closed:
                 continue  # gone or read again since
             try:
                 with self.app.app_context():
@@ -418,7 +418,7 @@ def _retire(store: Store | None) -> None:
     """A store that went away (or is opened afresh) takes its kept values and its pooled
     connections with it."""
     if store is not None and store.logbook is not None:
-        store.logbook.sessions.keeper.forget()
+        store.logbook.sessions.cache.close()
         try:
             store.logbook.reader.let_go()
         except Exception:  # noqa: BLE001 - closing what is already gone

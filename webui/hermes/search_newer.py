@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from webui.hermes.search import (
+from webui.hermes.fts_query import (
     OPERATORS,
     IndexState,
     Plan,
@@ -35,6 +35,7 @@ from webui.hermes.search import (
     contains_cjk,
     count_cjk,
     is_cjk,
+    literal_match_expression,
     words_for_like,
 )
 
@@ -271,8 +272,6 @@ def plan(
 
 
 def _literal(raw: str) -> str:
-    from webui.hermes.search import literal_match_expression
-
     return literal_match_expression(raw)
 
 

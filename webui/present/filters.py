@@ -214,7 +214,7 @@ def _dt(ts: Any) -> datetime | None:
         return None
 
 
-@keep.by_args(8192)
+@keep.memoize(8192)
 def local_datetime(ts: float) -> datetime:
     """A timestamp in the server's time zone. Each row shows its times three ways (ISO for
     the machine, exact on hover, relative), and astimezone() builds a zone each call: kept."""

@@ -8,7 +8,7 @@ that differs. The key functions below name those inputs, including the ones that
 the clock (a relative date, live or idle), so a cached row is always the row the template
 would render now.
 
-Bounded by the characters held (keep.Sized); a fragment over an eighth of the cache is
+Bounded by the characters held (keep.SizedCache); a fragment over an eighth of the cache is
 rendered and not kept.
 """
 
@@ -23,7 +23,7 @@ from jinja2.ext import Extension
 from markupsafe import Markup
 
 from webui.hermes.activity import session_state
-from webui.keep import Sized
+from webui.keep import SizedCache
 from webui.present.filters import relative
 
 MAX_CHARS = 4_000_000
@@ -74,7 +74,7 @@ class FragmentCache(Extension):
 
     def __init__(self, environment):
         super().__init__(environment)
-        self.kept = Sized(MAX_CHARS)
+        self.kept = SizedCache(MAX_CHARS)
         environment.extend(fragment_cache=self)
 
     def parse(self, parser):
@@ -86,9 +86,9 @@ class FragmentCache(Extension):
     def _render(self, key: Any, caller) -> Markup:
         if key is None:  # nothing to key on: render as if untagged
             return caller()
-        hit = self.kept.find(key)
+        hit = self.kept.get(key)
         if hit is not None:
             return hit
         html = Markup(caller())
-        self.kept.keep(key, html)
+        self.kept.set(key, html)
         return html

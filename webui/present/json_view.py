@@ -34,7 +34,7 @@ def lift_long_strings(text: str) -> tuple[Any, list[dict[str, str]]]:
     return obj, lifted
 
 
-@keep.by_text(8_000_000, cost=lambda v: len(v[0]) + sum(len(t["text"]) for t in v[1]))
+@keep.memoize_text(8_000_000, cost=lambda v: len(v[0]) + sum(len(t["text"]) for t in v[1]))
 def json_result(text: str) -> tuple[Markup, tuple[dict[str, str], ...]]:
     """(highlighted JSON, lifted strings) for a JSON tool result. File contents and command
     output inside it read as text, not as one line of "\\n" escapes: long multi-line strings

@@ -68,7 +68,7 @@ ALLOWED_ATTRIBUTES = {
 _formatter = HtmlFormatter(nowrap=True, classprefix="")
 
 
-@keep.by_args(128)
+@keep.memoize(128)
 def _lexer(name: str):
     """Pygments finds a lexer by name by scanning its whole registry (about 0.1 ms each); a
     viewer page asks for the same few (json, python, bash) dozens of times. Lexers keep no
@@ -141,7 +141,7 @@ def sanitize(html: str) -> str:
     )
 
 
-@keep.by_text(8_000_000)
+@keep.memoize_text(8_000_000)
 def markdown(text: str) -> Markup:
     """Safe HTML for one message's Markdown. Cached: live pages re-render the same text."""
     if not text:
@@ -156,7 +156,7 @@ def highlight_code(code: str, lang: str) -> Markup:
     return Markup(html) if html else escape(code)
 
 
-@keep.by_text(1_000_000)
+@keep.memoize_text(1_000_000)
 def highlight_json(text: str) -> Markup:
     """highlight_code(text, "json"), kept: a session's model config is shown on every visit."""
     return highlight_code(text, "json")

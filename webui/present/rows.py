@@ -205,14 +205,14 @@ def _row_key(m: dict[str, Any]) -> tuple:
         return (m["id"], fragments.digest(m))
 
 
-_ROW_VIEWS = keep.Sized(4_000_000, getsizeof=lambda v: v["_size"])
+_ROW_VIEWS = keep.SizedCache(4_000_000, getsizeof=lambda v: v["_size"])
 
 
 def _row_view(made_of: tuple, m: dict[str, Any]) -> dict[str, Any]:
     """What a message shows that depends on its row alone (parsed content, tool calls,
     reasoning), kept under the row's key (_row_key): the same messages are shown again and
     again. Shared between requests: copy before changing."""
-    hit = _ROW_VIEWS.find(made_of)
+    hit = _ROW_VIEWS.get(made_of)
     if hit is not None:
         return hit
     role = m.get("role") or "unknown"
@@ -239,11 +239,11 @@ def _row_view(made_of: tuple, m: dict[str, Any]) -> dict[str, Any]:
         "_formatted": role in MARKDOWN_ROLES or looks_like_json(text),
     }
     view["_size"] = 2 * len(text) + sum(len(r["text"]) for r in reasoning) + 200
-    _ROW_VIEWS.keep(made_of, view)
+    _ROW_VIEWS.set(made_of, view)
     return view
 
 
-@keep.by_text(4_000_000, cost=lambda calls: sum(len(c["pretty"]) * 2 for c in calls))
+@keep.memoize_text(4_000_000, cost=lambda calls: sum(len(c["pretty"]) * 2 for c in calls))
 def tool_calls_view(raw: Any) -> tuple[dict[str, Any], ...]:
     """A message's tool calls, parsed, with highlighted arguments and the hint that tells
     one call from the next. Shared between requests: copy a call before adding to it."""
@@ -306,7 +306,7 @@ def reasoning_blocks(m: dict[str, Any]) -> list[dict[str, str]]:
     return blocks
 
 
-@keep.by_text(4_000_000, cost=lambda v: len(v[1]) + sum(map(len, v[0])))
+@keep.memoize_text(4_000_000, cost=lambda v: len(v[1]) + sum(map(len, v[0])))
 def _structured(value: Any) -> tuple[tuple[str, ...], str]:
     """(its texts longer than 20 characters, indented JSON) of a structured reasoning field."""
     texts = tuple(t.strip() for t in _strings(value) if len(t.strip()) > 20)

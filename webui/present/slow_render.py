@@ -34,7 +34,7 @@ MAX_PENDING = 4
 WAIT_AT_MOST_S = 4.0  # by default a page waits at most this for a render, whatever is left
 SPARE_S = 0.5  # left of the request's deadline for the rest of the page
 
-_kept = keep.Sized(KEPT_CHARS, getsizeof=lambda entry: entry[0])
+_kept = keep.SizedCache(KEPT_CHARS, getsizeof=lambda entry: entry[0])
 _running: dict[tuple[str, bytes], concurrent.futures.Future] = {}
 _lock = threading.Lock()
 _idle = threading.Condition(_lock)  # notified whenever a render ends
@@ -98,7 +98,7 @@ def render(kind: str, text: str, wait_s: float | None = WAIT_AT_MOST_S) -> Outco
     whatever the deadline (for tests and scripts that want the page rendered, not the
     machine's speed, to decide what they get)."""
     key = (kind, hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
-    hit = _kept.find(key)
+    hit = _kept.get(key)
     if hit is not None:
         return Outcome(hit[1])
     with _lock:
@@ -106,7 +106,7 @@ def render(kind: str, text: str, wait_s: float | None = WAIT_AT_MOST_S) -> Outco
         if job is None:
             # Looked at again under the lock: a render that ended since is kept by now (it is
             # kept before it leaves _running), so it is never made twice.
-            hit = _kept.find(key)
+            hit = _kept.get(key)
             if hit is not None:
                 return Outcome(hit[1])
             if len(_running) >= MAX_PENDING:
@@ -134,7 +134,7 @@ def _finished(key, kind: str, text: str, job: concurrent.futures.Future) -> None
     try:
         if not job.cancelled() and job.exception() is None:
             value = job.result()
-            _kept.keep(key, (_size(kind, text, value), value))
+            _kept.set(key, (_size(kind, text, value), value))
     finally:
         with _lock:
             _running.pop(key, None)

@@ -57,18 +57,13 @@ def kept(book: Logbook, key: Any, compute: Callable[[sqlite3.Connection], T]) ->
     d = book.digest
     with dg.reading(d) as conn:
         mark = dg.mark(d, conn)
-    reuse_s = current_app.config["LOGBOOK_STATS_REUSE_S"]
-    rule = keep.Rule(
-        lag_s=reuse_s,
-        stale_s=current_app.config["LOGBOOK_STATS_STALE_S"] if reuse_s > 0 else 0.0,
-        stale_if_moved=True,
-    )
+    policy = keep.reused(current_app.config)
 
     def run() -> T:
         with dg.reading(d) as conn:
             return compute(conn)
 
-    return book.sessions.kept(f"digest:{key!r}", mark, run, rule)
+    return book.sessions.cached(f"digest:{key!r}", mark, run, policy)
 
 
 OBJECTS_CHECK_S = 60.0  # how often a page asks whether the tables are due to be measured

@@ -81,6 +81,7 @@ class Lane:
         reader,
         *,
         rules: Callable[[], Any],
+        replay_entry: Callable[[Lane, Entry], tuple[str, list[str]]],
         on_change: Callable[..., None] = lambda soft=False: None,
         legacy: tuple[Path, ...] = (),
     ):
@@ -88,6 +89,7 @@ class Lane:
         self.w = writer
         self.r = reader
         self.rules = rules
+        self.replay_entry = replay_entry  # webui.db.changes.replaying: one entry, by its kind
         self.on_change = on_change
         self.journal = Journal(folder, legacy)
         self.lock = LaneLock(folder / "lock")
@@ -157,18 +159,11 @@ class Lane:
         """Every entry cut short, oldest first, finished or undone (the lock is held). An
         error leaves the entry for the next try and stops the unit that wanted to begin: no
         unit runs beside work left half done."""
-        from webui.db.changes import move_replay, removal
-
         entries, notes = self.journal.pending()
         removed: list[str] = []
         changed = False
         for entry in entries:
-            if entry.kind in ("delete", "prune"):
-                note, gone = removal.replay(self, entry)
-            elif entry.kind == "out":
-                note, gone = move_replay.replay_out(self, entry)
-            else:
-                note, gone = move_replay.replay_back(self, entry)
+            note, gone = self.replay_entry(self, entry)
             self.journal.close(entry)
             step("replayed")
             notes.append(note)

@@ -48,6 +48,8 @@ class Reading:
         self.has_calls = "tool_calls" in cols
         self.has_tool_name = "tool_name" in cols
         self.has_call_id = "tool_call_id" in cols
+        # A file without the column (damaged or hand-made) reads as messages without text.
+        self.content = "m.content" if "content" in cols else "NULL"
         # Hermes's FTS index reads content (schema 8) or content, tool name and tool calls.
         self.fts_calls = schema.has_fts and not schema.fts_external_content
 
@@ -58,10 +60,11 @@ class Reading:
             return f"TOTAL({' + '.join(f'IFNULL({p}, 0)' for p in parts)})" if parts else "0"
 
         calls = _bytes("tool_calls") if self.has_calls else "0"
+        text = _bytes("content") if self.content != "NULL" else "0"
         return self.read(
             "SELECT m.session_id AS session_id, COUNT(*) AS n, "
-            f"TOTAL(CASE WHEN m.role != 'tool' THEN {_bytes('content')} END) AS text_b, "
-            f"TOTAL(CASE WHEN m.role = 'tool' THEN {_bytes('content')} END) AS tool_b, "
+            f"TOTAL(CASE WHEN m.role != 'tool' THEN {text} END) AS text_b, "
+            f"TOTAL(CASE WHEN m.role = 'tool' THEN {text} END) AS tool_b, "
             f"TOTAL({calls}) AS call_b, "
             f"{total([_bytes(c) for c in self.reasoning])} AS reasoning_b, "
             f"{total([_bytes(c) for c in self.other])} AS other_b "
@@ -143,7 +146,7 @@ class Reading:
 
     def results(self, where: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         """Every tool result: its message, call id, tool name and the facts of its content."""
-        c = "m.content"
+        c = self.content
         valid = f"json_valid({c})"
         keys = []
         for k in (*KEYS, *KEYS_TEXT):

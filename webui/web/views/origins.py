@@ -116,7 +116,7 @@ def _groups(stores, what: str, missing: list[str]) -> list[tuple[str, list[dict]
 
 # The merged rows of chats, people and workspaces, kept while every store's part is the same
 # kept value (pages read them, never change them).
-_merged_groups = keep.Shelf(16)
+_merged_groups = keep.VersionedCache(16)
 
 
 def _mark(groups) -> tuple:
@@ -128,7 +128,7 @@ def _merged(stores, what: str, key: str, joined: tuple[str, ...], missing: list[
     rows)."""
     groups = _groups(stores, what, missing)
     mark = _mark(groups)
-    rows = _merged_groups.get_or((what, mark), mark, lambda: merge_groups(groups, key, joined))
+    rows = _merged_groups.get_or_set((what, mark), mark, lambda: merge_groups(groups, key, joined))
     return [{**r, "stores": list(r["stores"])} for r in rows]
 
 
@@ -278,7 +278,7 @@ def workspaces():
         groups = _groups(stores, "workspaces", missing)
         branches = _groups(stores, "branches", missing)
         mark = _mark(groups) + _mark(branches)
-        rows = _merged_groups.get_or(
+        rows = _merged_groups.get_or_set(
             ("workspaces", mark), mark, lambda: _workspace_rows(groups, branches, True)
         )
     else:
@@ -333,7 +333,7 @@ def people():
     if len(stores) > 1:
         groups = _groups(stores, "people", missing)
         mark = _mark(groups)
-        rows = _merged_groups.get_or(("people", mark), mark, lambda: _people_rows(groups, True))
+        rows = _merged_groups.get_or_set(("people", mark), mark, lambda: _people_rows(groups, True))
     else:
         rows = _people_rows([(LIVE, lb.sessions.shared("people", lb.origins.people))], False)
     notice = " ".join(x for x in (_missing(lb, "user_id"), _not_read(missing)) if x) or None

@@ -61,17 +61,12 @@ def section(
     where, params = lb.stats.where(q)
     # Session figures: kept as the statistics are (under the file's data_version, reused for
     # LOGBOOK_STATS_REUSE_S beside a writing gateway, then served stale while worked out anew).
-    reuse_s = current_app.config["LOGBOOK_STATS_REUSE_S"]
-    rule = keep.Rule(
-        lag_s=reuse_s,
-        stale_s=current_app.config["LOGBOOK_STATS_STALE_S"] if reuse_s > 0 else 0.0,
-        stale_if_moved=True,
-    )
-    out["unattended"] = lb.sessions.kept(
+    policy = keep.reused(current_app.config)
+    out["unattended"] = lb.sessions.cached(
         f"reliability-unattended:{key!r}",
         lb.reader.data_version(),
         lambda: rel.unattended(lb.reader, lb.schema, where, params, by_source),
-        rule,
+        policy,
     )
     tools = out["tools"]
     totals = {

@@ -147,7 +147,7 @@ def _period_json(q: StatsQuery) -> dict[str, Any]:
 
 
 def build_report(q: StatsQuery) -> dict[str, Any]:
-    """The report for ``q``, kept by the store's keeper (webui.keep) under the file's
+    """The report for ``q``, cached by the store's cache (webui.keep) under the file's
     data_version (every figure scans the period's session rows: half a second on a million
     messages):
 
@@ -165,15 +165,11 @@ def build_report(q: StatsQuery) -> dict[str, Any]:
     Logbook's own changes drop every kept report."""
     lb = get_logbook()
     asked = (q.period, q.since, q.until, q.sources, q.models, q.lineage, q.cost_by, q.tz)
-    reuse_s = current_app.config["LOGBOOK_STATS_REUSE_S"]
-    rule = keep.Rule(
-        lag_s=reuse_s,
-        stale_s=current_app.config["LOGBOOK_STATS_STALE_S"] if reuse_s > 0 else 0.0,
-        stale_if_moved=True,
-        keep_if=lambda report: report["coverage"]["complete"],
+    policy = keep.reused(
+        current_app.config, cacheable=lambda report: report["coverage"]["complete"]
     )
-    return lb.sessions.kept(
-        f"stats:{asked!r}:{q.archived}", lb.reader.data_version(), lambda: _dated(q), rule
+    return lb.sessions.cached(
+        f"stats:{asked!r}:{q.archived}", lb.reader.data_version(), lambda: _dated(q), policy
     )
 
 

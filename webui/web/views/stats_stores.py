@@ -26,9 +26,9 @@ from webui.db.stats_merge import merge
 from webui.db.stores import Store
 from webui.web.stores import OUT_OF_TIME, short_of_time
 
-_merged = keep.Shelf(16)
+_merged = keep.VersionedCache(16)
 # The live report with its rows labelled, kept while the report itself is (by identity).
-_first_labelled = keep.Shelf(8, identity=True)
+_first_labelled = keep.VersionedCache(8, identity=True)
 
 
 def _windows(q: StatsQuery) -> list[tuple[float | None, float | None]]:
@@ -64,7 +64,7 @@ def whole_report(
     readable = [s for s in stores if s.logbook is not None]
     history = history_of(readable)
     names = [s.name for s in readable]
-    first = _first_labelled.get_or(
+    first = _first_labelled.get_or_set(
         id(live_report), live_report, lambda: _labelled(live_report, stores[0].name)
     )
     reports = [first]
@@ -95,7 +95,7 @@ def whole_report(
         reports.append(report)
         rows.append({"store": s.name, "kind": s.kind, "totals": _share(report["totals"])})
     mark = tuple((id(r), r.get("as_of")) for r in reports)
-    whole = _merged.get_or(mark, mark, lambda: merge(reports))
+    whole = _merged.get_or_set(mark, mark, lambda: merge(reports))
     copies = sum(len(history.copies_in(s.name, names)) for s in readable[1:])
     whole = {
         **whole,
@@ -125,7 +125,7 @@ def _store_report(s: Store, q: StatsQuery, build, budget: list[float]) -> dict[s
     when = "inside" if _inside(s, q) else int(q.now // 60)
     key = ("stats", repr(asked), q.archived, q.exclude, when)
     version = s.signature if s.kind == "archive" and s.signature else lb.reader.data_version()
-    answers = lb.sessions.keeper.shelf(512, name="answers")
+    answers = lb.sessions.cache.versioned(512, name="answers")
     hit = answers.get(key, version)
     if hit is not None:
         return hit
@@ -135,7 +135,7 @@ def _store_report(s: Store, q: StatsQuery, build, budget: list[float]) -> dict[s
     report = _labelled(report, s.name)
     report["as_of"] = time.time()
     if report["coverage"]["complete"] and not str(version).startswith("unknown"):
-        answers.put(key, report, version)
+        answers.set(key, report, version)
     return report
 
 
