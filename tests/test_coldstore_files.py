@@ -255,6 +255,7 @@ def _plant(live: Path, path: Path) -> bytes:
     return path.read_bytes()
 
 
+@pytest.mark.slow  # moves every ended conversation to cold storage
 def test_a_planted_file_of_this_months_name_is_never_written_into(tmp_path):
     """C-4: a file of this month's name with a trigger that wipes every message written into
     it. Cold storage did not make it: it is passed over (named in the result), the
@@ -278,6 +279,7 @@ def test_a_planted_file_of_this_months_name_is_never_written_into(tmp_path):
     assert sum(1 for w in where.values() if w == _month(instance, 2).name) == job["sessions_moved"]
 
 
+@pytest.mark.slow  # two moves to cold storage, a file rebuilt between them
 def test_a_trigger_planted_in_cold_storages_own_file_is_found_before_the_next_move(tmp_path):
     """C-4: the file cold storage made gets a trigger of someone else's between two moves: the
     next move finds it (the schema is no longer the live file's) and writes elsewhere."""

@@ -96,6 +96,7 @@ def _reopen_a_child(db: Path) -> str:
     return child
 
 
+@pytest.mark.slow  # moves whole conversations to cold storage, one unit of work each
 def test_the_preview_names_what_stays_and_why_and_the_move_agrees(tmp_path):
     db = _home(tmp_path)
     table, mirror = _route(db, tmp_path)
@@ -149,6 +150,7 @@ def test_the_preview_names_what_stays_and_why_and_the_move_agrees(tmp_path):
     assert "Hermes would still continue" in page and "a session never ended" in page
 
 
+@pytest.mark.slow  # moves whole conversations to cold storage, one unit of work each
 def test_conversations_hermes_would_continue_move_only_when_included(tmp_path):
     db = _home(tmp_path)
     table, _mirror = _route(db, tmp_path)
@@ -167,6 +169,7 @@ def test_conversations_hermes_would_continue_move_only_when_included(tmp_path):
     assert sql(_month(tmp_path / "inst"), "SELECT 1 FROM sessions WHERE id = ?", (table,))
 
 
+@pytest.mark.slow  # moves whole conversations to cold storage, one unit of work each
 def test_the_free_space_after_a_move_is_the_live_files_free_pages(tmp_path):
     """The figure is freelist pages × page size of the live file after the move, read fresh;
     a VACUUM (what `hermes sessions optimize` runs, the gateway stopped) of a copy gives back

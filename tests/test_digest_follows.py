@@ -214,6 +214,7 @@ def _grow(db, turns: int) -> None:
     conn.close()
 
 
+@pytest.mark.slow  # 120,000 messages added, then read as the pages watch
 def test_the_digest_completes_on_a_file_too_big_to_read_in_time(tmp_path):
     """Its reads get a time limit below what one read of the new rows takes: the background
     pass completes in reads sized to the limit, pages answer meanwhile (partial, saying how far

@@ -18,29 +18,7 @@ from pathlib import Path
 import pytest
 
 from support import FIXTURES, ROOT, WAIT_BOUND_S, copy_fixture, make_app, sql
-
-
-def held(pid: int, db: Path) -> list[str]:
-    """What process ``pid`` holds open of the database and its sidecars."""
-    family = {str(db.resolve()) + suffix for suffix in ("", "-wal", "-shm")}
-    found = []
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.removesuffix(" (deleted)") in family:
-            found.append(target)
-    return sorted(found)
-
-
-def wait_for(what, timeout: float = WAIT_BOUND_S) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if what():
-            return True
-        time.sleep(0.1)
-    return bool(what())
+from support.held import held, wait_for
 
 
 def test_an_idle_app_lets_the_live_file_go_and_reopens_it(tmp_path):

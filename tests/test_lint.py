@@ -38,3 +38,28 @@ def test_mypy_finds_every_attribute_the_database_layer_uses():
     assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
     assert not [e for e in errors if "has no attribute" in e], "\n".join(errors)
     assert len(errors) <= MYPY_ERRORS_AT_MOST, "\n".join(errors)
+
+
+def test_no_test_module_imports_another():
+    """Helpers two test modules share live in tests/support: a test module imported by another
+    runs its module-level code (and its fixtures' names) twice, and ties two subjects together."""
+    import ast
+
+    tests = ROOT / "tests"
+    modules = {p.stem for p in tests.glob("test_*.py")}
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            found += [
+                f"{path.relative_to(ROOT)} imports {n}"
+                for n in names
+                if n.split(".")[0] in modules or n.startswith("tests.test_")
+            ]
+    assert not found, found

@@ -20,10 +20,10 @@ import shutil
 import sqlite3
 
 import pytest
-from test_oracle_generations import CJK, NEW, _change, _effect, _hermes, _tables
 
 from support import make_app
 from support.oracle import Hermes, listed_ids
+from support.twins import CJK, NEW, change, effect, hermes_on_copy, tables
 
 pytestmark = pytest.mark.oracle
 
@@ -85,7 +85,7 @@ def _hits(reader: Hermes, ids: set[str]) -> dict:
 def test_cold_storage_moves_as_hermes_deletes_and_its_hermes_reads_the_archive(tmp_path, fixture):
     home = tmp_path / "hermes"
     home.mkdir()
-    hermes = _hermes(fixture, home)
+    hermes = hermes_on_copy(fixture, home)
     mine = tmp_path / "logbook"
     mine.mkdir()
     db = mine / "state.db"
@@ -94,21 +94,21 @@ def test_cold_storage_moves_as_hermes_deletes_and_its_hermes_reads_the_archive(t
     client = make_app(db, mine / "inst").test_client() if fixture not in CJK else None
     instance = mine / "inst" if fixture not in CJK else tmp_path / "inst-cjk"
     members = _members(db, MOVED)
-    before = _tables(db)
+    before = tables(db)
 
     # Logbook moves the conversations out; Hermes deletes the same sessions on its twin.
     out = {"session": MOVED, "archived": "include", "resumable": "include", "confirm": "yes"}
-    status = _status(_change(fixture, db, tmp_path, client, "/coldstore", out, htmx=False))
+    status = _status(change(fixture, db, tmp_path, client, "/coldstore", out, htmx=False))
     for sid in members:
         hermes.cli_result("sessions", "delete", sid, "--yes")  # delegates went with their parent
-    theirs, ours = _tables(hermes.db), _tables(db)
+    theirs, ours = tables(hermes.db), tables(db)
     assert status == 200, (
-        f"Logbook's move answers {status}; Hermes's delete did {_effect(before, theirs)}"
+        f"Logbook's move answers {status}; Hermes's delete did {effect(before, theirs)}"
     )
     wrong = [t for t in theirs if ours.get(t) != theirs[t]]
     assert not wrong, (
-        f"after the move {wrong} differ: Logbook did {_effect(before, ours)}; Hermes's delete "
-        f"did {_effect(before, theirs)}"
+        f"after the move {wrong} differ: Logbook did {effect(before, ours)}; Hermes's delete "
+        f"did {effect(before, theirs)}"
     )
 
     # That Hermes reads the archive file as its own.
@@ -126,7 +126,7 @@ def test_cold_storage_moves_as_hermes_deletes_and_its_hermes_reads_the_archive(t
     # And back: the live file is as it was.
     name = "archive " + archive.stem.removeprefix("hermes-archive-")
     back = {"session": MOVED, "archived": "include", "back": "1", "from": name, "confirm": "yes"}
-    status = _status(_change(fixture, db, tmp_path, client, "/coldstore", back, htmx=False))
+    status = _status(change(fixture, db, tmp_path, client, "/coldstore", back, htmx=False))
     assert status == 200, f"the move back answers {status}"
-    now = _tables(db)
-    assert now == before, f"after the move back: {_effect(before, now)}"
+    now = tables(db)
+    assert now == before, f"after the move back: {effect(before, now)}"

@@ -24,28 +24,21 @@ from oracle import cases as oracle_cases
 from support import copy_fixture, make_app
 from support.gaps import GAPS
 from support.http import post
-from support.oracle import GENERATIONS, Hermes, dry_run_ids, ensure_venv
+from support.oracle import dry_run_ids
 from support.truth import cases, truth
+from support.twins import NEW, change, effect, hermes_on_copy, tables
 
 pytestmark = pytest.mark.oracle
 
 ALL = list(oracle_cases.FIXTURES)
-NEW = [f for f, (gen, _) in oracle_cases.FIXTURES.items() if gen != "0.19"]
 G22 = [f for f, (gen, _) in oracle_cases.FIXTURES.items() if gen == "0.22"]
-
-
-def _hermes(fixture: str, home) -> Hermes:
-    key, cjk = oracle_cases.FIXTURES[fixture]
-    gen = GENERATIONS[key]
-    shutil.copyfile(copy_fixture(fixture, home.parent / f"src-{home.name}"), home / "state.db")
-    return Hermes(ensure_venv(gen), home, gen, cjk=cjk)
 
 
 def _twins(fixture: str, tmp_path):
     """(Hermes on one copy, Logbook's database and client on another copy) of one fixture."""
     home = tmp_path / "hermes"
     home.mkdir()
-    hermes = _hermes(fixture, home)
+    hermes = hermes_on_copy(fixture, home)
     mine = tmp_path / "logbook"
     mine.mkdir()
     shutil.copyfile(hermes.db, mine / "state.db")
@@ -155,138 +148,21 @@ def _same_preview(response, theirs: list) -> None:
 # -- changes, on twin copies, table by table ----------------------------------------------------
 
 
-def _tables(db) -> dict:
-    """Everything a change may touch: session rows and flags, message ids and flags, prompts,
-    per-model usage, conversation generations, and the rows each FTS index holds."""
-    conn = sqlite3.connect(db)
-    try:
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        cols = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
-        flags = [
-            c
-            for c in ("archived", "auto_archived", "pinned", "hidden", "title_source")
-            if c in cols
-        ]
-        out = {
-            "sessions": conn.execute(
-                f"SELECT id, parent_session_id, title, {', '.join(flags) or 'NULL'} FROM sessions ORDER BY id"
-            ).fetchall(),
-            "messages": conn.execute(
-                "SELECT id, session_id, active, compacted FROM messages ORDER BY id"
-            ).fetchall(),
-        }
-        for table, order in (
-            ("system_prompts", "hash"),
-            ("session_model_usage", "session_id, model, task"),
-            ("conversation_generations", "source, session_key"),
-        ):
-            if table in names:
-                out[table] = conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
-        for fts in ("messages_fts", "messages_fts_trigram", "messages_fts_cjk"):
-            if f"{fts}_docsize" in names:
-                out[fts] = conn.execute(f"SELECT COUNT(*) FROM {fts}_docsize").fetchone()[0]
-        return out
-    finally:
-        conn.close()
-
-
-def _effect(before: dict, after: dict) -> str:
-    """What a change did, table by table: rows gone/added/changed, index rows."""
-    parts = []
-    for table, b in before.items():
-        a = after.get(table)
-        if isinstance(b, int):
-            if a != b:
-                parts.append(f"{table} {a - b:+d}")
-            continue
-        old, new = {r[0]: r for r in b}, {r[0]: r for r in a}
-        gone, added = len(set(old) - set(new)), len(set(new) - set(old))
-        changed = sum(1 for k in set(old) & set(new) if old[k] != new[k])
-        if gone or added or changed:
-            parts.append(f"{table} -{gone}/+{added}/~{changed}")
-    return ", ".join(parts) or "nothing"
-
-
 def _compare(what: str, before: dict, response, db, hermes_db) -> None:
     """Logbook's change answered and left every table as Hermes's left its twin."""
-    theirs = _tables(hermes_db)
-    effect = _effect(before, theirs)
+    theirs = tables(hermes_db)
+    theirs_did = effect(before, theirs)
     status = response if isinstance(response, int) else response.status_code
-    assert status == 200, f"Logbook's {what} answers {status}; Hermes's did: {effect}"
-    ours = _tables(db)
+    assert status == 200, f"Logbook's {what} answers {status}; Hermes's did: {theirs_did}"
+    ours = tables(db)
     wrong = [t for t in theirs if ours.get(t) != theirs[t]]
     assert not wrong, (
-        f"after the {what} {wrong} differ: Logbook did {_effect(before, ours)}; Hermes {effect}"
+        f"after the {what} {wrong} differ: Logbook did {effect(before, ours)}; Hermes {theirs_did}"
     )
 
 
 def _post(client, url, data):
     return post(client, url, data, htmx=True)
-
-
-CJK = [f for f, (_, cjk) in oracle_cases.FIXTURES.items() if cjk]
-
-
-def _with_tokenizer(
-    fixture: str, db, tmp_path, url: str, data: dict, preview: dict | None = None
-) -> int:
-    """A change by Logbook as a user with the CJK tokenizer runs it: a server under a Python
-    that can load SQLite extensions (Debian's, with this venv's packages), the library where
-    Hermes looks for it ($HERMES_FTS5_CJK_SO). ``preview``: the parameters of the preview
-    (read from that server) whose selection the POST confirms. Returns the POST's status."""
-    import json
-    import os
-    import sysconfig
-    import urllib.parse
-
-    from support import ROOT
-    from support.oracle import ensure_cjk_runtime
-    from support.server import Server
-
-    python, so = ensure_cjk_runtime(GENERATIONS[oracle_cases.FIXTURES[fixture][0]])
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{ROOT}:{sysconfig.get_paths()['purelib']}",
-        "HERMES_FTS5_CJK_SO": str(so),
-    }
-    srv = Server(
-        "--db",
-        str(db),
-        "--instance",
-        str(tmp_path / "inst-cjk"),
-        python=[str(python), "-s"],
-        env=env,
-    )
-    try:
-        if preview is not None:
-            query = urllib.parse.urlencode({**preview, "format": "json"})
-            shown = json.loads(srv.get(f"{url}?{query}")[2])
-            data = {**shown["selection"], **data}
-        status, _body = srv.post(url, data)
-        return status
-    finally:
-        srv.close()
-
-
-def _change(
-    fixture: str,
-    db,
-    tmp_path,
-    client,
-    url: str,
-    data: dict,
-    htmx: bool = True,
-    preview: dict | None = None,
-):
-    """Logbook's change: in this process, or (the CJK file) by a Logbook that loads the
-    tokenizer its search index needs. ``preview``: the parameters of the preview whose
-    selection the POST confirms (read first, from the same Logbook)."""
-    if fixture in CJK:
-        return _with_tokenizer(fixture, db, tmp_path, url, data, preview)
-    if preview is not None:
-        shown = client.get(url, query_string={**preview, "format": "json"}).get_json()
-        data = {**shown["selection"], **data}
-    return post(client, url, data, htmx=htmx)
 
 
 DELETES = ["g_deleg_parent", "g_chain_mid", "g_multimodel", "g_prompt_changed", "g_pin_tip"]
@@ -298,9 +174,9 @@ def test_delete_leaves_the_tables_as_hermes_delete_leaves_them(tmp_path, fixture
     unreferenced system_prompts rows removed, session_model_usage rows go with their session,
     conversation_generations untouched."""
     hermes, db, client = _twins(fixture, tmp_path)
-    before = _tables(db)
+    before = tables(db)
     hermes.cli("sessions", "delete", session_id, "--yes")
-    r = _change(fixture, db, tmp_path, client, f"/sessions/{session_id}/delete", {})
+    r = change(fixture, db, tmp_path, client, f"/sessions/{session_id}/delete", {})
     _compare(f"delete of {session_id}", before, r, db, hermes.db)
 
 
@@ -319,12 +195,12 @@ PRUNE_PARAMS = {
 @pytest.mark.parametrize("fixture,name", cases(GAPS["prune"], NEW, list(PRUNES)))
 def test_prune_leaves_the_tables_as_hermes_prune_leaves_them(tmp_path, fixture, name):
     hermes, db, client = _twins(fixture, tmp_path)
-    before = _tables(db)
+    before = tables(db)
     # nobody holds the twin, so --force changes nothing but the check; 0.20 has no such flag
     force = ["--force"] if hermes.gen.key == "0.22" else []
     hermes.cli("sessions", "prune", *PRUNES[name], "--yes", *force)
     # as a script posts it: the answer comes when the prune is done (htmx gets a job page)
-    r = _change(
+    r = change(
         fixture, db, tmp_path, client, "/prune", {"confirm": "yes"}, False, PRUNE_PARAMS[name]
     )
     _compare(f"prune --{name}", before, r, db, hermes.db)
@@ -337,7 +213,7 @@ ARCHIVE_PARAMS = {"source telegram": {"source": "telegram"}, "title Garden": {"t
 @pytest.mark.parametrize("fixture,name", cases(GAPS["archive"], NEW, list(ARCHIVES)))
 def test_archive_leaves_the_tables_as_hermes_archive_leaves_them(tmp_path, fixture, name):
     hermes, db, client = _twins(fixture, tmp_path)
-    before = _tables(db)
+    before = tables(db)
     hermes.cli("sessions", "archive", *ARCHIVES[name], "--yes")
     preview = client.get("/archive", query_string={**ARCHIVE_PARAMS[name], "format": "json"})
     r = _post(client, "/archive", {**preview.get_json()["selection"], "confirm": "yes"})
@@ -352,7 +228,7 @@ def test_pin_leaves_the_tables_as_hermes_pin_leaves_them(tmp_path, fixture, move
     """`hermes sessions pin|unpin <id>`: the whole compression lineage; a pin clears hidden."""
     verb, session_id = move.split()
     hermes, db, client = _twins(fixture, tmp_path)
-    before = _tables(db)
+    before = tables(db)
     hermes.cli("sessions", verb, session_id)
     r = _post(client, f"/sessions/{session_id}/pin", {"pinned": "1" if verb == "pin" else "0"})
     _compare(move, before, r, db, hermes.db)
@@ -365,7 +241,7 @@ RENAMES = ["g_chain_tip=Atlas Postgres upgrade", "g_words=  Nginx   timeouts "]
 def test_rename_leaves_titles_and_their_source_as_hermes_leaves_them(tmp_path, fixture, rename):
     session_id, title = rename.split("=", 1)
     hermes, db, client = _twins(fixture, tmp_path)
-    before = _tables(db)
+    before = tables(db)
     hermes.cli("sessions", "rename", session_id, title)
     r = _post(client, f"/sessions/{session_id}/title", {"title": title})
     _compare(f"rename of {session_id}", before, r, db, hermes.db)
@@ -380,7 +256,7 @@ def test_a_busy_logbook_is_named_in_hermes_refusal(tmp_path, fixture):
 
     home = tmp_path / "hermes"
     home.mkdir()
-    hermes = _hermes(fixture, home)
+    hermes = hermes_on_copy(fixture, home)
     srv = Server("--db", str(hermes.db), "--instance", str(tmp_path / "inst"))
     try:
         status, _, _ = srv.get("/sessions")
@@ -399,7 +275,7 @@ def test_an_idle_logbook_lets_hermes_prune_run(tmp_path, fixture, monkeypatch):
     monkeypatch.setenv("HERMES_LOGBOOK_IDLE_S", "1")
     home = tmp_path / "hermes"
     home.mkdir()
-    hermes = _hermes(fixture, home)
+    hermes = hermes_on_copy(fixture, home)
     srv = Server("--db", str(hermes.db), "--instance", str(tmp_path / "inst"))
     try:
         assert srv.get("/sessions")[0] == 200

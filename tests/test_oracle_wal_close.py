@@ -15,11 +15,11 @@ import os
 import subprocess
 
 import pytest
-from test_idle_release import held, wait_for
-from test_oracle_generations import _hermes
 
 from support import make_app, sql
+from support.held import held, wait_for
 from support.http import post
+from support.twins import hermes_on_copy
 
 pytestmark = pytest.mark.oracle
 
@@ -48,7 +48,7 @@ def _ident(path) -> tuple[int, int]:
 def test_logbooks_closes_never_end_the_wal_generation_hermes_holds(tmp_path):
     home = tmp_path / "hermes"
     home.mkdir()
-    hermes = _hermes("hermes-v31-migrated.db", home)
+    hermes = hermes_on_copy("hermes-v31-migrated.db", home)
     db = hermes.db
     assert sql(db, "PRAGMA journal_mode") == [("wal",)]
     writer = subprocess.Popen(

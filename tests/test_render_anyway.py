@@ -49,6 +49,7 @@ def big(tmp_path, request):
     assert slow_render.wait_idle(RENDER_BOUND_S)
 
 
+@pytest.mark.slow  # renders ~0.5 MB of Markdown in a process of its own
 def test_a_page_never_waits_past_what_it_is_told_then_the_render_is_kept(big):
     client, sid, mid = big
     url = f"/sessions/{sid}?at={mid}&render={mid}"
@@ -72,6 +73,7 @@ def test_a_page_never_waits_past_what_it_is_told_then_the_render_is_kept(big):
     assert "Render it anyway" in plain
 
 
+@pytest.mark.slow  # renders ~0.5 MB of Markdown in a process of its own
 def test_a_page_told_to_wait_shows_the_render_whatever_the_machine(big):
     client, sid, mid = big
     patient = client(LOGBOOK_RENDER_WAIT_S=None)
@@ -89,6 +91,7 @@ def test_a_page_waits_at_most_its_budget_and_never_into_its_deadline():
     assert slow_render.patience(0.0, 10.0) == 0.0
 
 
+@pytest.mark.slow  # renders several ~0.3 MB tables at once
 def test_renders_at_once_are_bounded():
     """Past MAX_PENDING different renders at once, a page shows the text plain and says so
     instead of queueing more work."""
@@ -98,6 +101,7 @@ def test_renders_at_once_are_bounded():
     assert slow_render.wait_idle(RENDER_BOUND_S)
 
 
+@pytest.mark.slow  # renders ~0.5 MB of Markdown in a process of its own
 def test_pages_rendered_on_request_are_built_one_at_a_time(big):
     """Clients looping on "render it anyway" share one builder: while one such page is being
     built, another waits within its deadline, then answers 503 with Retry-After; the plain

@@ -264,6 +264,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow  # three Logbook servers and Litestream followers, one killed
 def test_the_follower_dies_with_logbook_and_an_orphan_is_stopped_at_start(tmp_path):
     """SIGTERM: Logbook stops its follower before it exits. kill -9: the follower is left
     running, and the next start stops it before it starts its own (two never write one

@@ -254,6 +254,7 @@ def _count_time(db) -> float:
     return best
 
 
+@pytest.mark.slow  # 400,000 messages added, then read as the pages watch
 def test_statistics_complete_on_a_file_too_big_to_count_in_time(tmp_path):
     """The rollup's reads are given a time limit below what counting the file's messages
     takes (the old rollup recounted them on every refresh under that limit and never

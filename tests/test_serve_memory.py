@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from support import ROOT
 
 SCRIPT = r"""
@@ -37,9 +39,8 @@ def _kept_kb(mode: str) -> int:
     return int(out.stdout.strip())
 
 
+@pytest.mark.slow  # a server process filling and freeing large buffers
 def test_freed_large_buffers_are_given_back():
-    import pytest
-
     sliding = _kept_kb("dynamic")
     if sliding < 4096:
         pytest.skip("this libc gives large blocks back anyway")

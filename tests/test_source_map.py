@@ -212,6 +212,7 @@ def test_no_map_for_ids_that_may_be_reused(tmp_path):
         assert not get_logbook().search.sources.ready()
 
 
+@pytest.mark.slow  # a database above the in-request map size
 def test_a_large_database_is_mapped_in_the_background(tmp_path, monkeypatch):
     """Above BUILD_HERE_MAX messages the first filtered search does not wait for the map: it
     takes the full route and starts the build behind it; the start-up warmer builds it too."""

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import webui
-from support import ROOT, copy_fixture, make_app
+from support import ROOT, WAIT_BOUND_S, copy_fixture, make_app
 
 README = ROOT / "README.md"
 
@@ -82,7 +82,12 @@ def start(db: Path, instance: Path) -> subprocess.Popen:
 DELAYS = (0.0, 0.0, 0.0, 0.0, 0.0005, 0.002, 0.005, 0.02, 0.08, 0.3)
 
 
-@pytest.mark.parametrize("delay", DELAYS, ids=[f"{i}-{d}s" for i, d in enumerate(DELAYS)])
+@pytest.mark.parametrize(
+    "delay",
+    # One moment in the fast tier; every moment in the full run (each starts a server).
+    [pytest.param(d, marks=[] if i == 0 else [pytest.mark.slow]) for i, d in enumerate(DELAYS)],
+    ids=[f"{i}-{d}s" for i, d in enumerate(DELAYS)],
+)
 def test_ctrl_c_as_the_banner_prints_stops_without_a_traceback(tmp_path, delay):
     db = copy_fixture("hermes-v22.db", tmp_path)
     proc = start(db, tmp_path / "inst")
@@ -91,7 +96,7 @@ def test_ctrl_c_as_the_banner_prints_stops_without_a_traceback(tmp_path, delay):
         if delay:
             time.sleep(delay)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=WAIT_BOUND_S)  # a bound for a hang
     finally:
         if proc.poll() is None:
             proc.kill()

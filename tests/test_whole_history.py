@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -64,7 +65,7 @@ def layouts(draw):
 
 
 @settings(
-    max_examples=30,
+    max_examples=30 if os.environ.get("CI") else 8,  # the fast tier samples; CI runs them all
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

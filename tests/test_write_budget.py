@@ -17,13 +17,25 @@ from webui.web.logbooks import get_logbook
 LONG = 3_000
 
 
-@pytest.fixture
-def long_db(tmp_path):
+@pytest.fixture(scope="module")
+def long_template(tmp_path_factory):
+    """Generated once for the module; each test changes a copy of its own."""
     from webui.demo import generate
 
-    path = tmp_path / "state.db"
+    path = tmp_path_factory.mktemp("long") / "state.db"
     info = generate(path, sessions=120, seed=5, long_session_messages=LONG)
     return path, info.long_session_id
+
+
+@pytest.fixture
+def long_db(long_template, tmp_path):
+    template, sid = long_template
+    path = tmp_path / "state.db"
+    with sqlite3.connect(template) as src, sqlite3.connect(path) as dst:
+        src.backup(dst)  # whole and consistent, in the template's journal mode (WAL)
+    src.close()
+    dst.close()
+    return path, sid
 
 
 def _per_session(db) -> dict[str, int]:
@@ -87,6 +99,7 @@ def test_the_writer_commits_without_an_fsync_and_changes_no_stored_setting(long_
         other.close()
 
 
+@pytest.mark.slow  # a prune cut into its smallest batches, each tried several times
 def test_a_prune_whose_batches_all_run_too_long_still_removes_exactly_its_sessions(
     long_db, tmp_path, monkeypatch
 ):
