@@ -132,13 +132,18 @@ def _get(client, url: str) -> float:
 
 
 def _warm_app(db: Path):
-    """A served app whose stats rollup is complete (as after the start-up warmer)."""
+    """A served app whose stats rollup and digest are complete (as after the start-up passes):
+    a test app starts no background digest pass, and without it every stats request spent its
+    budget reading more of the digest (the Reliability section), about a second each."""
     from webui.db import start_rollup_warmer
     from webui.web.logbooks import get_logbook
 
     app = make_app(db, Path(tempfile.mkdtemp(prefix="b31-")))
     with app.app_context():
-        start_rollup_warmer(app, get_logbook()).join()
+        lb = get_logbook()
+        start_rollup_warmer(app, lb).join()
+        while not lb.digest.refresh(2.0).complete:
+            pass
     return app
 
 

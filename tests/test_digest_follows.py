@@ -15,8 +15,8 @@ import time
 import pytest
 
 from support import copy_fixture, following, make_app, sql
-from webui.db import get_logbook
 from webui.db.digest import Digest
+from webui.web.logbooks import get_logbook
 
 COMPARED = {
     "sess": "*",

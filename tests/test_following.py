@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from support import copy_fixture, make_app, sql
-from webui.db import get_logbook
 from webui.db.digest import Digest
 from webui.db.errors import QueryTimeout
 from webui.db.rollup import Rollup
+from webui.web.logbooks import get_logbook
 
 
 @pytest.mark.parametrize("kind", [Rollup, Digest])

@@ -14,8 +14,9 @@ import time
 import pytest
 
 from support import FIXTURE_NAMES, copy_fixture, following, make_app, sql
-from webui.db import fts_record, get_logbook
+from webui.db import fts_record
 from webui.db.rollup import Rollup
+from webui.web.logbooks import get_logbook
 
 NON_ZERO = {
     "roles": "n != 0",

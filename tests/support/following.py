@@ -82,7 +82,7 @@ def follow_every_change(
     """``new(reader, path)`` makes a ledger; after each change written to ``db`` the one that
     followed along holds what a fresh one does (``dump``), and has counted what ``truth`` (a
     COUNT over the file) says."""
-    from webui.db import get_logbook
+    from webui.web.logbooks import get_logbook
 
     app = make_app(db, tmp_path / "inst")
     with app.app_context():
@@ -106,8 +106,8 @@ def app_reading_within(db: Path, tmp_path: Path, limit: float, too_long: str) ->
     a read (statistics never reused); the premise checked: ``too_long`` does not fit."""
     import pytest
 
-    from webui.db import get_logbook
     from webui.db.errors import QueryTimeout
+    from webui.web.logbooks import get_logbook
 
     app = make_app(db, tmp_path / "inst", LOGBOOK_ROLLUP_READ_LIMIT=limit, LOGBOOK_STATS_REUSE_S=0)
     with app.app_context():

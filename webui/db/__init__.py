@@ -222,5 +222,3 @@ def build_logbook(
     )
     logbook.digest.objects.read_limit_s = app.config.get("LOGBOOK_STORAGE_READ_LIMIT") or 20.0
     return logbook
-
-
