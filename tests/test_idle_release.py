@@ -45,6 +45,26 @@ def test_an_idle_app_lets_the_live_file_go_and_reopens_it(tmp_path):
     assert wait_for(lambda: not held(os.getpid(), db))
 
 
+def test_background_work_after_a_release_is_let_go_too(tmp_path):
+    """Work outside any request (the rollup's or the digest's pass) opens a connection after
+    the app let the file go: with no request to start a busy spell, the idle thread still lets
+    it go (the digest's pass held state.db for good, and Hermes 0.22 refused its own prune)."""
+    from webui.web.logbooks import live_logbook
+
+    db = copy_fixture("hermes-v22.db", tmp_path)
+    app = make_app(db, tmp_path / "inst", LOGBOOK_IDLE_RELEASE_S=0.3)
+    client = app.test_client()
+    assert client.get("/sessions?format=json").status_code == 200
+    assert wait_for(lambda: not held(os.getpid(), db)), "the first release"
+    idle = app.extensions["logbook_idle"]
+    before = idle.releases
+    with app.app_context():  # as a background pass reads: in the app, outside any request
+        live_logbook().reader.scalar("SELECT COUNT(*) FROM sessions")
+    assert held(os.getpid(), db)
+    assert wait_for(lambda: not held(os.getpid(), db)), held(os.getpid(), db)
+    assert idle.releases > before
+
+
 def test_a_page_left_open_holds_the_file_only_while_its_polls_are_answered(tmp_path):
     """Polls (the list's "what changed", an active session's tail) are not activity: once
     idle, each one lets go again as it answers."""

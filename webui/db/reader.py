@@ -157,6 +157,17 @@ class Reader:
                 self._watch.close()
                 self._watch = None
 
+    def holds_connections(self) -> bool:
+        """Is any connection to the file open (in the pool, checked out, or the watcher's)?"""
+        with self._watch_lock:
+            if self._watch is not None:
+                return True
+        pool = self._engine().pool
+        counts = [getattr(pool, name, None) for name in ("checkedin", "checkedout")]
+        if any(c is None for c in counts):
+            return True  # a pool that cannot say: assume it holds some
+        return any(c() for c in counts)
+
     def let_go_if_unused(self) -> bool:
         """``let_go`` when no connection of the pool is in use (a request, an export or
         background work holds one: it goes on, and the next idle moment lets go). Whether

@@ -89,12 +89,17 @@ class IdleRelease:
                 return
             with self._lock:
                 quiet = time.monotonic() - self._last
-                due = not self._released and not self._in_flight and quiet >= self.idle_s
+                due = not self._in_flight and quiet >= self.idle_s
+                released_before = self._released
                 spell = self._spell
             self.looks += 1
             try:
                 with app.app_context():
-                    released = due and self.release(app)
+                    # Once let go, again only if background work (the rollup's or the
+                    # digest's pass) opened a connection since: it holds none between its
+                    # statements, but the pool keeps what it opened.
+                    again = not released_before or self.holding(app)
+                    released = due and again and self.release(app)
             except Exception:  # noqa: BLE001 - the thread outlives any one failure
                 app.logger.exception("letting the live database go while idle failed")
                 released = False
@@ -103,15 +108,24 @@ class IdleRelease:
                     self._released = spell == self._spell  # else a request came in meanwhile
             del app
 
+    @staticmethod
+    def _books(app: Flask) -> list:
+        books = [app.extensions["logbook"]]
+        profiles = app.extensions.get("profiles")
+        if profiles is not None:
+            books += [b for b in profiles.loaded() if b is not books[0]]
+        return books
+
+    def holding(self, app: Flask) -> bool:
+        """Does any live database have a connection open?"""
+        return any(book.reader.holds_connections() for book in self._books(app))
+
     def release(self, app: Flask) -> bool:
         """Close every live database's connections if nothing uses one right now."""
         slots = app.extensions.get("logbook_export_slots")
         if slots is not None and slots.running():
             return False
-        books = [app.extensions["logbook"]]
-        profiles = app.extensions.get("profiles")
-        if profiles is not None:
-            books += [b for b in profiles.loaded() if b is not books[0]]
+        books = self._books(app)
         done = True
         for book in books:
             done = book.reader.let_go_if_unused() and done
