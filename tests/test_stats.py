@@ -659,8 +659,8 @@ def test_the_rollup_panels_share_one_connection(tmp_path):
         rollup = get_logbook().rollup
         rollup.refresh(5.0)
         opened = []
-        connect = rollup.panels.connect
-        rollup.panels.connect = lambda: opened.append(1) or connect()
+        connect = rollup._connect  # the one place the panels open the rollup's file
+        rollup._connect = lambda: opened.append(1) or connect()
 
         def panels():
             return (
