@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support import make_app  # noqa: E402
 from support.oracle import ensure_venv, start_hermes_writer  # noqa: E402
-from webui.db import coldstore as cold  # noqa: E402
+from webui.db.stores import coldstore as cold  # noqa: E402
 from webui.demo import generate  # noqa: E402
 from webui.hermes.selection import Selection  # noqa: E402
 from webui.web.logbooks import get_logbook  # noqa: E402

@@ -420,7 +420,7 @@ def test_newer_schema_refuses_writes_but_reads(tmp_path):
 
 @pytest.mark.slow
 def test_prune_interrupted_midway_leaves_a_consistent_database(tmp_path, monkeypatch):
-    from webui.db.writer import Writer
+    from webui.db.changes.writer import Writer
     from webui.demo import generate
 
     db = tmp_path / "state.db"

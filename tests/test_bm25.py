@@ -1,4 +1,4 @@
-"""bm25 worked out again from its parts (webui.db.bm25) gives SQLite's own score: on one
+"""bm25 worked out again from its parts (webui.db.search.bm25) gives SQLite's own score: on one
 index with its own statistics, and on two indexes taken as one file."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from webui.db import bm25
+from webui.db.search import bm25
 
 DOCS = [
     "docker compose up brings the stack up",

@@ -300,8 +300,8 @@ def test_a_prune_stopped_between_batches_never_splits_a_conversation(
     of the g_chain_ conversation (the open tip stays). Batches of one session at most, stopped
     before the second or third: the two chain segments go together or not at all (in started
     order they were two batches, and a stop between them left the middle one orphaned)."""
-    from webui.db import prune as prune_module
     from webui.db.changes import lane as lane_module
+    from webui.db.changes import prune as prune_module
 
     db, client = _app(tmp_path, "hermes-v26-fresh.db")
     monkeypatch.setattr(prune_module, "PRUNE_BATCH", 1)

@@ -21,9 +21,9 @@ from support import copy_fixture, make_app, sql
 from support.http import post
 from support.lane_worker import run
 from support.whole import assert_whole_once, sessions
-from webui.db import coldstore as cold
 from webui.db.changes import archive_file
 from webui.db.changes import lane as lane_module
+from webui.db.stores import coldstore as cold
 from webui.web.logbooks import get_logbook
 
 MOMENTS = settings(

@@ -326,7 +326,7 @@ def test_a_growing_session_keeps_its_census_up_to_date(tmp_path, monkeypatch):
     later (a compaction's carried tail) is folded exactly as a fresh read folds it."""
     db, _schema = _long_session(tmp_path, "hermes-v26-fresh.db", n=60)
     app = make_app(db, tmp_path / "inst")
-    from webui.db import census
+    from webui.db.sessions import census
     from webui.web.logbooks import get_logbook
 
     with app.app_context():

@@ -1,4 +1,4 @@
-"""The server's door (webui/gate.py), on real sockets: slow-header and idle-socket floods, from
+"""The server's door (webui/door/gate.py), on real sockets: slow-header and idle-socket floods, from
 one address and from twenty, never keep a real request out, and a request that never finishes
 arriving is closed at its deadline (issue 37, point 1). The limits are set small so the floods
 stay short; benchmarks/hostile.py runs them at full size beside Hermes's writer."""

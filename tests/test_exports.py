@@ -195,7 +195,7 @@ def test_a_message_newer_than_the_backup_keeps_the_session(v22):
     db, app, _ = v22
     newest = sql(db, "SELECT MAX(id) FROM messages WHERE session_id = 'x_rewound'")[0][0]
     before = sql(db, "SELECT COUNT(*) FROM messages WHERE session_id = 'x_rewound'")[0][0]
-    from webui.db.backup import ChangedSinceBackup
+    from webui.db.changes.backup import ChangedSinceBackup
     from webui.web.logbooks import get_logbook
 
     with app.app_context(), pytest.raises(ChangedSinceBackup, match="1 new message arrived in"):
@@ -212,7 +212,7 @@ def test_a_long_session_that_changed_keeps_every_message_the_backup_lacks(tmp_pa
     )[0]
     assert n > 150  # long enough to be trimmed in batches before the final transaction
     newest = sql(db, "SELECT MAX(id) FROM messages WHERE session_id = ?", (sid,))[0][0]
-    from webui.db.backup import ChangedSinceBackup
+    from webui.db.changes.backup import ChangedSinceBackup
     from webui.web.logbooks import get_logbook
 
     with (
@@ -369,7 +369,7 @@ def test_a_streamed_export_cut_into_parts_by_size_writes_the_same_bytes(v22, mon
     """A part of a streamed export ends after BATCH_BYTES of encoded records as well as after
     its hundredth session (a run of long sessions is not held a hundred at a time): cut after
     every record, the download is byte for byte the one cut by count alone."""
-    from webui.db import export as db_export
+    from webui.db.sessions import export as db_export
 
     _db, _app, client = v22
     whole = client.get("/export.jsonl").get_data()

@@ -16,8 +16,8 @@ import pytest
 
 from support import WAIT_BOUND_S, copy_fixture, make_app
 from support.browser import LiveServer
-from webui.turns import Turns, forwarded_client
-from webui.workclass import work_class
+from webui.door.turns import Turns, forwarded_client
+from webui.door.workclass import work_class
 
 # -- the rules, alone -------------------------------------------------------------------------
 

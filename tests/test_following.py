@@ -10,7 +10,7 @@ import pytest
 from support import copy_fixture, make_app, sql
 from webui.db.digest import Digest
 from webui.db.errors import QueryTimeout
-from webui.db.rollup import Rollup
+from webui.db.stats.rollup import Rollup
 from webui.web.logbooks import get_logbook
 
 

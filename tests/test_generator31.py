@@ -1,6 +1,6 @@
 """The generator writing Hermes 0.22.2's schema 31 in its fresh layout (issue 44 point 7): the
 same history as schema 22, in the tables, views, triggers and indexes 0.22's own SessionDB
-creates (webui/db/demo_schema31.py, read from such a file), kept by those triggers."""
+creates (webui/demo/schema31.py, read from such a file), kept by those triggers."""
 
 from __future__ import annotations
 

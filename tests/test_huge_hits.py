@@ -1,7 +1,7 @@
 """A search whose hits include a huge repetitive message (issue 49, N-8): FTS5's snippet()
 scores every match of its row inside one SQLite step, out of reach of the deadline; a 1 MB tool
 result holding the word 100,000 times took 43-52 s and then answered 503, 10 MB more than five
-minutes. Such a row is now cut into pieces first (webui.db.snippet_source): the search answers
+minutes. Such a row is now cut into pieces first (webui.db.search.snippet_source): the search answers
 within its deadline and the snippet still shows the match marked. Real files in Hermes's
 schema, written through its FTS triggers."""
 
@@ -12,8 +12,8 @@ import sqlite3
 import pytest
 
 from support import WAIT_BOUND_S, copy_fixture, make_app
-from webui.db import snippet_source
-from webui.db.search_limits import MARK_END, MARK_START
+from webui.db.search import snippet_source
+from webui.db.search.limits import MARK_END, MARK_START
 
 # The request deadline: what a page may take here. The old code spent 43 s on one 1 MB row and
 # more than five minutes on the 10 MB one below, inside one SQLite step, and then answered 503;
@@ -113,7 +113,7 @@ def test_without_the_mirror_the_table_path_is_bounded_too(huge, monkeypatch):
     """Where no mirror can be made (an FTS table whose declaration cannot be copied), the
     large row gets a snippet made from its words, never snippet() on the whole row."""
     client, ids = huge
-    monkeypatch.setattr("webui.db.search_reading.mirror_declaration", lambda _sql: None)
+    monkeypatch.setattr("webui.db.search.reading.mirror_declaration", lambda _sql: None)
     hit = _hit(client, "zeta", ids["zeta"])
     assert MARK_START not in hit["snippet"] and ">>>zeta<<<" in hit["snippet"]
 

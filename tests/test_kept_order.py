@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from webui.db.kept_order import KeptOrder
+from webui.db.sessions.kept_order import KeptOrder
 
 VALUES = [None, 0, 1, 2.5, -3, 7, "a", "b", "10", b"\x00", b"z"]
 

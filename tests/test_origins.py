@@ -68,7 +68,7 @@ def test_a_chat_is_its_sessions_in_order_with_why_each_ended(origins):
 
 
 def test_chat_pages_reach_every_chat_once(v22, monkeypatch):
-    import webui.db.origins as origins
+    import webui.db.sessions.origins as origins
 
     monkeypatch.setattr(origins, "PAGE", 1)
     db, client = v22
@@ -193,7 +193,7 @@ def _timeline(client, url):
 
 @pytest.mark.parametrize("page", [100, 7, 1])
 def test_the_timeline_is_every_message_of_the_chat_in_order(origins, monkeypatch, page):
-    import webui.db.origins as store
+    import webui.db.sessions.origins as store
 
     monkeypatch.setattr(store, "TIMELINE_MESSAGES", page)
     db, client = origins

@@ -139,7 +139,7 @@ def test_broken_profile_is_reported_and_others_keep_working(client):
 
 
 def test_new_profile_appears_without_restart(client, root, monkeypatch):
-    from webui.db import profiles
+    from webui.db.stores import profiles
 
     monkeypatch.setattr(profiles, "RESCAN_S", 0.0)
     (root / "profiles" / "later").mkdir()

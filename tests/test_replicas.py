@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from support import copy_fixture, make_app, sql
-from webui.db.replicas import litestream_binary, parse_replica
+from webui.db.stores.replicas import litestream_binary, parse_replica
 
 
 def _binary() -> str:
@@ -136,7 +136,7 @@ def test_a_replica_whose_source_stops_says_how_old_it_is(tmp_path, monkeypatch):
     """As of the last change Litestream applied, never "now": when the other machine stops
     replicating, a message written there afterwards is missing here and the store says its
     source has been silent since that last change."""
-    import webui.db.replicas as replicas_mod
+    import webui.db.stores.replicas as replicas_mod
 
     monkeypatch.setattr(replicas_mod, "SILENT_AFTER_S", 3.0, raising=False)
     binary = _binary()

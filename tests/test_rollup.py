@@ -14,8 +14,8 @@ import time
 import pytest
 
 from support import FIXTURE_NAMES, copy_fixture, following, make_app, sql
-from webui.db import fts_record
-from webui.db.rollup import Rollup
+from webui.db.search import fts_record
+from webui.db.stats.rollup import Rollup
 from webui.web.logbooks import get_logbook
 
 NON_ZERO = {

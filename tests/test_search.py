@@ -476,7 +476,7 @@ def test_hidden_ids_are_read_once_by_a_crowd_and_again_after_logbooks_own_change
     import threading
 
     from support import copy_fixture, make_app
-    from webui.db.search import SearchStore
+    from webui.db.search.store import SearchStore
     from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22-extended.db", tmp_path)
@@ -579,7 +579,7 @@ def test_ranked_pages_ranked_on_the_index_first_equal_the_full_query(tmp_path, m
     """A ranked page is ranked on the FTS index, then its best hits are filtered (rewound,
     the session's row, the user's filters); when too few survive, the full query answers.
     Either way every page equals the full query's page, hit for hit and in order."""
-    from webui.db import search as search_db
+    from webui.db.search import store as search_db
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     with sqlite3.connect(db) as conn:
@@ -682,7 +682,7 @@ def test_a_prefix_counted_as_its_words_finds_the_same_messages(tmp_path, monkeyp
     with that prefix (issue 38): the same matches in the same order as the prefix itself,
     for every prefix of two letters that matches anything, on every page (the ranking cap
     set low so that the newest-first route answers on a small file)."""
-    import webui.db.search as search_mod
+    import webui.db.search.store as search_mod
     from webui.web.logbooks import get_logbook
 
     db = copy_fixture(name, tmp_path)

@@ -14,10 +14,10 @@ from oracle import cases as oracle_cases
 from support import copy_fixture, make_app
 from support.http import follow
 from support.truth import truth
+from webui.door.workclass import work_class
 from webui.hermes import cjk_bigram, search_newer
 from webui.hermes.rules import rules_for
 from webui.hermes.search import IndexState, is_costly, plan, sanitize_fts5_query
-from webui.workclass import work_class
 
 NEW = [f for f, (gen, _) in oracle_cases.FIXTURES.items() if gen != "0.19"]
 

@@ -1,4 +1,4 @@
-"""The server fixes glibc's mmap threshold (webui/serve.py): multi-megabyte buffers (an
+"""The server fixes glibc's mmap threshold (webui/door/serve.py): multi-megabyte buffers (an
 export's batches) are then given back when freed instead of staying resident. Measured in a
 fresh interpreter each way; on a libc without glibc's sliding threshold there is nothing to
 show and the test is skipped."""
@@ -19,7 +19,7 @@ def rss():
         if line.startswith("VmRSS"):
             return int(line.split()[1])
 if sys.argv[1] == "fixed":
-    from webui.serve import _fixed_mmap_threshold
+    from webui.door.serve import _fixed_mmap_threshold
     _fixed_mmap_threshold()
 a = b"x" * (8 << 20); del a   # one large block freed: glibc would raise its threshold
 base = rss()

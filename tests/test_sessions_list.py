@@ -343,7 +343,7 @@ def test_figures_recounted_in_the_background_are_counted_by_the_apps_own_reader(
     import sqlite3
     import time
 
-    from webui.db.sessions import SessionQuery
+    from webui.db.sessions.store import SessionQuery
     from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22.db", tmp_path)
@@ -383,7 +383,7 @@ def test_a_kept_order_checks_its_page_with_only_that_pages_tips(tmp_path, monkey
     """The kept last-activity order checks the page's rows against the filters with the tips
     of just those rows (not every chain's): pages equal those checked with every tip, also
     under filters on values a compression root takes from its tip (model, end reason)."""
-    from webui.db.sessions import SessionStore
+    from webui.db.sessions.store import SessionStore
 
     db = copy_fixture("hermes-v22-extended.db", tmp_path)
     models = [r[0] for r in sql(db, "SELECT DISTINCT model FROM sessions WHERE model IS NOT NULL")]
@@ -467,7 +467,7 @@ def test_the_first_list_after_a_restart_starts_from_what_was_kept(tmp_path, monk
     import threading
     import time
 
-    from webui.db.sessions import SessionStore
+    from webui.db.sessions.store import SessionStore
 
     db = copy_fixture("hermes-v22-extended.db", tmp_path)
     first = make_app(db, tmp_path / "inst").test_client().get("/sessions?format=json").get_json()

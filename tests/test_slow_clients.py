@@ -239,7 +239,7 @@ def test_an_export_that_fails_midway_ends_cut(tmp_path):
 
 def test_is_heavy_names_exports_and_searches_that_may_scan_everything():
     """Classed by the plan the search will run, not by its text (issue 37, point 3)."""
-    from webui.serve import is_heavy
+    from webui.door.serve import is_heavy
 
     assert is_heavy("/export.jsonl", "")
     assert not is_heavy("/export", "")
@@ -359,7 +359,7 @@ def test_threads_a_lowered_worker_starts_run_at_the_servers_priority():
     import threading
 
     from webui import threads
-    from webui.serve import _lower_priority
+    from webui.door.serve import _lower_priority
 
     def nice() -> int:
         with open("/proc/thread-self/stat") as f:
@@ -499,7 +499,7 @@ def _at_once(url: str, n: int) -> list[tuple[int, float]]:
 def test_pages_take_turns_a_few_at_a_time():
     """Eight pages asked at once on eight page workers run at most cores + 1 at a time (each
     then runs at full speed instead of sharing the cores eight ways); all are answered."""
-    from webui.serve import ADMIT_EXTRA
+    from webui.door.serve import ADMIT_EXTRA
     from webui.threads import cores as _cores
 
     db = copy_fixture("hermes-v22.db", Path(tempfile.mkdtemp()))
@@ -520,7 +520,7 @@ def test_a_page_slow_for_its_own_reasons_does_not_hold_the_others_beyond_their_w
     only once it has answered, so no machine's speed decides it)."""
     import threading
 
-    from webui.serve import ADMIT_EXTRA, ADMIT_WAIT_S
+    from webui.door.serve import ADMIT_EXTRA, ADMIT_WAIT_S
     from webui.threads import cores as _cores
 
     db = copy_fixture("hermes-v22.db", Path(tempfile.mkdtemp()))

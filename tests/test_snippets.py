@@ -1,4 +1,4 @@
-"""Search snippets come from a private mirror of the page's rows (webui.db.snippets): they must
+"""Search snippets come from a private mirror of the page's rows (webui.db.search.snippets): they must
 be exactly what FTS5's snippet() gives on the real table, for every kind of query, on every
 schema Hermes writes (v8's external-content table, v11 and v22's own-content ones, trigram)."""
 
@@ -9,9 +9,9 @@ import sqlite3
 import pytest
 
 from support import FIXTURE_NAMES, copy_fixture, make_app
-from webui.db import snippets as snippet_mirror
-from webui.db.search import MARK_END, MARK_START, SNIPPET_TOKENS
-from webui.db.snippets import mirror_declaration
+from webui.db.search import snippets as snippet_mirror
+from webui.db.search.snippets import mirror_declaration
+from webui.db.search.store import MARK_END, MARK_START, SNIPPET_TOKENS
 
 
 @pytest.mark.parametrize(
@@ -130,10 +130,10 @@ def test_search_pages_show_the_same_snippets_with_and_without_the_mirror(tmp_pat
         calls.append(1)
         return real_snippets(*a, **kw)
 
-    monkeypatch.setattr("webui.db.search_reading.mirror_snippets", counting)
+    monkeypatch.setattr("webui.db.search.reading.mirror_snippets", counting)
     again = [client.get(u).get_json() for u in urls]
     assert calls, "the mirror answered the snippets"
-    monkeypatch.setattr("webui.db.search_reading.mirror_declaration", lambda _sql: None)
+    monkeypatch.setattr("webui.db.search.reading.mirror_declaration", lambda _sql: None)
     direct = [client.get(u).get_json() for u in urls]
     assert mirrored == again == direct
     assert sum(len(p["results"]) for p in direct) > 50

@@ -1,5 +1,5 @@
 """Searches filtered by source, counted and ranked with each message's source read from an
-in-memory map (webui.db.source_map) instead of a join per hit: every page, total and order
+in-memory map (webui.db.search.source_map) instead of a join per hit: every page, total and order
 equals the full query's, on every real Hermes database, beside writes made after the map was
 read, rewinds, and a map that is wrong."""
 
@@ -19,7 +19,7 @@ from support import (
     patch_search_limit,
     sql,
 )
-from webui.db import search_scope
+from webui.db.search import scope as search_scope
 from webui.web.logbooks import get_logbook
 
 
@@ -136,7 +136,7 @@ def test_writes_after_the_map_was_read_are_counted_and_rewinds_are_not_shown(
     newer than it (written between its catching up and the search: checked in SQL); a
     message rewound a moment ago is never shown, even while the shared set of hidden ids
     does not know it yet."""
-    from webui.db.source_map import SourceMap
+    from webui.db.search.source_map import SourceMap
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(db, tmp_path / "a")
@@ -218,7 +218,8 @@ def test_a_large_database_is_mapped_in_the_background(tmp_path, monkeypatch):
     takes the full route and starts the build behind it; the start-up warmer builds it too."""
     import time
 
-    from webui.db import source_map, start_rollup_warmer
+    from webui.db import start_rollup_warmer
+    from webui.db.search import source_map
 
     monkeypatch.setattr(source_map, "BUILD_HERE_MAX", 0)
     db = copy_fixture("hermes-v22.db", tmp_path)

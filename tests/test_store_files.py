@@ -77,7 +77,7 @@ def test_an_archive_of_views_that_never_end_holds_no_page(tmp_path, what):
 
 
 def test_a_replica_copy_of_views_that_never_end_holds_no_page(tmp_path):
-    from webui.db.replicas import Follower
+    from webui.db.stores.replicas import Follower
 
     live = copy_fixture("hermes-v22.db", tmp_path)
     app = make_app(live, tmp_path / "inst")
@@ -145,7 +145,7 @@ def test_a_store_that_stalls_ends_its_part_of_an_export(tmp_path, monkeypatch):
     """Every read of its messages takes longer than a store's export reads may (a column
     computed at great cost): its part ends, the others come whole, the note says so, and the
     export's slot is free again."""
-    import webui.db.stores as stores_mod
+    import webui.db.stores.store_set as stores_mod
 
     monkeypatch.setattr(stores_mod, "STORE_EXPORT_LIMIT_S", 1.0, raising=False)
     live = copy_fixture("hermes-v22.db", tmp_path)
@@ -193,7 +193,7 @@ def test_an_export_stops_working_when_its_client_is_gone(tmp_path, monkeypatch):
     """A client asks for a store's export and goes away before a byte comes: reading the
     store ends within its read limit, the export sees its client gone and gives its slot
     back (before: the worker read on for up to ten minutes, holding the slot)."""
-    import webui.db.stores as stores_mod
+    import webui.db.stores.store_set as stores_mod
     from support.browser import LiveServer
 
     monkeypatch.setattr(stores_mod, "STORE_EXPORT_LIMIT_S", 3.0, raising=False)
@@ -311,7 +311,7 @@ def test_a_file_replaced_under_logbook_is_read_again(tmp_path):
 
 
 def test_broken_files_are_read_once_per_change_not_on_every_rescan(tmp_path, monkeypatch):
-    import webui.db.stores as stores_mod
+    import webui.db.stores.store_set as stores_mod
 
     calls = {"n": 0}
     real = stores_mod.check_database

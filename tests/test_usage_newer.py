@@ -97,8 +97,8 @@ def test_logbooks_own_count_is_labelled_beside_hermess(tmp_path):
 def test_a_periods_usage_by_model_is_what_insights_gives(fixture, days, tmp_path):
     """InsightsEngine.generate(days) at the recorded clock: a short period (its sessions read
     one by one) and a long one (every usage row less those of the sessions outside it)."""
-    from webui.db import stats_models
-    from webui.db.stats import StatsQuery
+    from webui.db.stats import models as stats_models
+    from webui.db.stats.store import StatsQuery
     from webui.web.logbooks import get_logbook
 
     t = truth(fixture)

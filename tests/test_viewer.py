@@ -269,7 +269,7 @@ def test_message_order_follows_the_hermes_that_wrote_the_file(tmp_path, fixture,
 
 
 def _end_cursor() -> str:
-    from webui.db.messages import END_CURSOR
+    from webui.db.sessions.messages import END_CURSOR
 
     return END_CURSOR
 
@@ -312,7 +312,7 @@ def test_rendered_text_is_kept_within_its_size_and_shared_entries_stay_unchanged
 def test_every_call_links_its_result_on_every_page(client, generated_db, monkeypatch, look_ahead):
     """A call's result is found by reading a few messages past the page (LOOK_AHEAD), else
     by a look through the whole session: both give the right message, page after page."""
-    from webui.db import messages
+    from webui.db.sessions import messages
 
     monkeypatch.setattr(messages, "LOOK_AHEAD", look_ahead)
     db, long_id = generated_db
@@ -348,7 +348,7 @@ def test_every_call_links_its_result_on_every_page(client, generated_db, monkeyp
 
 
 def test_header_counts_follow_changes_made_by_hermes(tmp_path):
-    """The header's figures (webui.db.messages.counts) keep the tool-result count per
+    """The header's figures (webui.db.sessions.messages.counts) keep the tool-result count per
     session under the index's fingerprint: after every kind of change Hermes makes (a tool
     result appended, a rewind, a compaction, a message deleted) they equal a fresh count."""
     import sqlite3

@@ -10,7 +10,7 @@ import pytest
 
 from support import make_app, sql
 from support.http import fts_consistent
-from webui.db.writer import TooSlow
+from webui.db.changes.writer import TooSlow
 from webui.hermes.selection import selection_from_args
 from webui.web.logbooks import get_logbook
 

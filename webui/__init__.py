@@ -62,7 +62,7 @@ DEFAULTS: dict[str, Any] = {
     # closed, so Hermes 0.22's own maintenance may run (webui/web/idle.py; 0: never;
     # $HERMES_LOGBOOK_IDLE_S wins).
     "LOGBOOK_IDLE_RELEASE_S": 60.0,
-    # --trusted-proxy: the reverse proxy whose X-Forwarded-For names the client (webui.serve).
+    # --trusted-proxy: the reverse proxy whose X-Forwarded-For names the client (webui.door.serve).
     "LOGBOOK_TRUSTED_PROXY": None,
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Strict",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from webui import __version__
 from webui.db import OpenedDatabase, StartupError, check_database, default_candidates
-from webui.db.profiles import discover
+from webui.db.stores.profiles import discover
 from webui.present.filters import nbytes
 
 DEMO_SESSIONS = 300
@@ -351,7 +351,7 @@ def stores_config(args: argparse.Namespace) -> dict:
     """--archives and --replica as config (only those given: the instance's config.py may
     name others). A folder that is not one, a replica that cannot be parsed, or replicas
     without Litestream installed end the program with the reason."""
-    from webui.db.replicas import MISSING, litestream_binary, parse_replica
+    from webui.db.stores.replicas import MISSING, litestream_binary, parse_replica
 
     out: dict = {}
     if args.archives:
@@ -421,8 +421,8 @@ def _main(argv: list[str] | None) -> int:
         return 2
 
     from webui import create_app
+    from webui.door.serve import make_server
     from webui.hermes.changes import changes_line
-    from webui.serve import make_server
 
     app = create_app(
         {

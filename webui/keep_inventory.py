@@ -44,9 +44,9 @@ INVENTORY: tuple[Cached, ...] = (
         "also on disk (`kept-*/`) for the first page after a restart",
         OWN,
         (
-            "db/session_keeping.py",
-            "db/list_rules.py",
-            "db/session_orders.py",
+            "db/sessions/keeping.py",
+            "db/sessions/list_rules.py",
+            "db/sessions/orders.py",
             "web/views/sessions.py",
             "web/views/origins.py",
         ),
@@ -57,14 +57,14 @@ INVENTORY: tuple[Cached, ...] = (
         f"While no session appears or goes; an end within {says(CHAINS.ttl or 0)}; "
         f"{_swr(CHAINS)}; also on disk",
         OWN,
-        ("db/sessions.py", "db/history.py"),
+        ("db/sessions/store.py", "db/stores/history.py"),
     ),
     Cached(
         "Sessions token",
         "How many sessions there are and the newest start (the version of the two above)",
         "Until anyone commits to the file (SQLite's `data_version`)",
         f"{OWN}, each batch of a prune",
-        ("db/session_keeping.py", "db/sessions.py"),
+        ("db/sessions/keeping.py", "db/sessions/store.py"),
     ),
     Cached(
         "List orders",
@@ -72,14 +72,14 @@ INVENTORY: tuple[Cached, ...] = (
         "Until a message is added or a session appears or goes (moved in place when messages "
         "were only appended); orders by counters (tokens, cost) within 10 s",
         f"{OWN}, each batch of a prune",
-        ("db/sessions.py", "db/session_orders.py"),
+        ("db/sessions/store.py", "db/sessions/orders.py"),
     ),
     Cached(
         "Conversation figures",
         "A conversation's header figures, its census (which rows it paints), its tool results",
         "Until anyone commits to the file; a census that only grew is extended by its new rows",
         OWN,
-        ("db/messages.py",),
+        ("db/sessions/messages.py",),
     ),
     Cached(
         "Hidden message ids",
@@ -87,7 +87,7 @@ INVENTORY: tuple[Cached, ...] = (
         "While no session appears or goes; others' rewinds and hidden rows within "
         f"{says(HIDDEN_IDS.ttl or 0)}; {_swr(HIDDEN_IDS)}",
         OWN,
-        ("db/search.py", "db/search_limits.py"),
+        ("db/search/store.py", "db/search/limits.py"),
     ),
     Cached(
         "Search's recent bound",
@@ -95,14 +95,14 @@ INVENTORY: tuple[Cached, ...] = (
         "the newest messages",
         "For the process, 64 windows (an upper bound stays one: deletes only lower the truth)",
         "Nothing: evicted least recently used first",
-        ("db/search.py", "db/search_substring.py"),
+        ("db/search/store.py", "db/search/substring.py"),
     ),
     Cached(
         "Export estimate",
         "A sample's average sizes behind an export's size estimate",
         f"Within {says(EXPORT_SIZES.ttl or 0)}",
         OWN,
-        ("db/export.py",),
+        ("db/sessions/export.py",),
     ),
     Cached(
         "Statistics",
@@ -136,7 +136,7 @@ INVENTORY: tuple[Cached, ...] = (
         "Until its file changes (an archive's signature, checked at most once a second; a "
         "replica's `data_version`)",
         "The store going away (removed, replaced, no longer configured)",
-        ("db/history.py", "web/views/stats_stores.py", "web/views/origins.py"),
+        ("db/stores/history.py", "web/views/stats_stores.py", "web/views/origins.py"),
     ),
     Cached(
         "Merged views",
@@ -144,7 +144,7 @@ INVENTORY: tuple[Cached, ...] = (
         "statistics, chats, people, workspaces",
         "While every store's part is the same cached value",
         "Any part changing",
-        ("db/history.py", "web/views/stats_stores.py", "web/views/origins.py"),
+        ("db/stores/history.py", "web/views/stats_stores.py", "web/views/origins.py"),
     ),
     Cached(
         "Renderings",
@@ -165,13 +165,13 @@ INVENTORY: tuple[Cached, ...] = (
         "Code lexers, timestamps' local times, a search's hidden ids as JSON",
         "For the process, bounded by count",
         "Nothing: evicted least recently used first",
-        ("present/markdown.py", "present/filters.py", "db/search_limits.py"),
+        ("present/markdown.py", "present/filters.py", "db/search/limits.py"),
     ),
     Cached(
         "Folder scans",
         "Which archive files and Hermes profiles there are",
         "Archive folders looked at every 5 s, each file checked every 1 s; profiles every 3 s",
         "A change Logbook makes to them (looked at again at once)",
-        ("db/stores.py", "db/profiles.py"),
+        ("db/stores/store_set.py", "db/stores/profiles.py"),
     ),
 )

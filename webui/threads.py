@@ -1,7 +1,7 @@
 """Background threads started at the server's own CPU priority.
 
 On Linux a new thread inherits its creator's nice value, and the workers that run heavy
-requests run at a lowered priority (webui.serve) that they cannot raise again. A prune started
+requests run at a lowered priority (webui.door.serve) that they cannot raise again. A prune started
 by a request on such a worker would hold the database's write lock at that low priority: the
 scheduler would prefer the search bombs' threads and the lock would be held longer than its
 budget while Hermes's writer waits (priority inversion). Likewise the query watchdog must run

@@ -114,7 +114,13 @@ def patch_search_limit(monkeypatch, name: str, value) -> None:
     """One of search's limits changed for one test, in every search module that reads it."""
     import importlib
 
-    for mod in ("search", "search_limits", "search_scope", "search_substring", "search_reading"):
+    for mod in (
+        "search.store",
+        "search.limits",
+        "search.scope",
+        "search.substring",
+        "search.reading",
+    ):
         module = importlib.import_module(f"webui.db.{mod}")
         if hasattr(module, name):
             monkeypatch.setattr(module, name, value)

@@ -44,7 +44,7 @@ class LiveServer:
     polls or selects as the server's settings say (``asyncore_use_poll``)."""
 
     def __init__(self, app, threads: int = 4, **settings):
-        from webui.serve import make_server
+        from webui.door.serve import make_server
 
         self.server = make_server(app, "127.0.0.1", 0, threads, **settings)
         self.url = f"http://127.0.0.1:{self.server.effective_port}"

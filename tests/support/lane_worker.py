@@ -43,7 +43,7 @@ def _context():
             [
                 "support.lane_worker",
                 "webui",
-                "webui.db.coldstore",
+                "webui.db.stores.coldstore",
                 "webui.web.filewatch",
                 "webui.web.views.actions",
                 "webui.web.views.coldstore",
@@ -131,8 +131,8 @@ def work(db: str, instance: str, op: dict, kill_at, sabotage, out: str) -> None:
 def _fixed_batches() -> None:
     import webui.db.changes.batches as batches
     import webui.db.changes.carrying as carrying
+    import webui.db.changes.prune as prune
     import webui.db.changes.removal as removal
-    import webui.db.prune as prune
 
     for module in (batches, prune):
         module.limit = lambda cut, slow: None  # no time limit: never rolled back as too slow
@@ -144,7 +144,7 @@ def _fixed_batches() -> None:
 
 def _run(db: Path, instance: Path, op: dict) -> dict:
     from support import make_app
-    from webui.db import coldstore as cold
+    from webui.db.stores import coldstore as cold
     from webui.hermes.selection import Selection
     from webui.web.logbooks import get_logbook
 

@@ -14,7 +14,9 @@ from typing import Any
 
 from flask import Flask
 
-from webui.db.actions import Actions
+from webui.db.changes.actions import Actions
+from webui.db.changes.maintenance import Maintenance
+from webui.db.changes.writer import Writer
 from webui.db.errors import (
     BadRequest,
     DatabaseBusy,
@@ -23,14 +25,8 @@ from webui.db.errors import (
     QueryTimeout,
     StartupError,
 )
-from webui.db.export import Exporter
 from webui.db.ledger_file import instance_file
-from webui.db.lineage import LineageStore
-from webui.db.maintenance import Maintenance
-from webui.db.messages import MessageStore
-from webui.db.origins import OriginStore
 from webui.db.reader import Reader, db, engine_options
-from webui.db.rollup import Rollup
 from webui.db.schema import (
     NEWEST_KNOWN_VERSION,
     OpenedDatabase,
@@ -39,12 +35,16 @@ from webui.db.schema import (
     default_candidates,
     file_size,
 )
-from webui.db.search import SearchFilters, SearchStore
-from webui.db.session_keeping import new_store_cache
-from webui.db.sessions import SessionQuery, SessionStore
-from webui.db.source_map import SourceMap
-from webui.db.stats import StatsStore
-from webui.db.writer import Writer
+from webui.db.search.source_map import SourceMap
+from webui.db.search.store import SearchFilters, SearchStore
+from webui.db.sessions.export import Exporter
+from webui.db.sessions.keeping import new_store_cache
+from webui.db.sessions.lineage import LineageStore
+from webui.db.sessions.messages import MessageStore
+from webui.db.sessions.origins import OriginStore
+from webui.db.sessions.store import SessionQuery, SessionStore
+from webui.db.stats.rollup import Rollup
+from webui.db.stats.store import StatsStore
 from webui.hermes.rules import Rules, rules_for
 
 __all__ = [

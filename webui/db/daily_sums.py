@@ -1,4 +1,4 @@
-"""Periods over daily sums: the stats rollup (webui.db.rollup_panels) and the digest
+"""Periods over daily sums: the stats rollup (webui.db.stats.rollup_panels) and the digest
 (webui.db.digest.reliability) each keep per-session rows and the same figures summed per day
 the sessions started (UTC, days since 1970). A period's whole days are added up from the daily
 sums; its first and last day (and sessions with no day) are read session by session with the

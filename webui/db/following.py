@@ -1,4 +1,4 @@
-"""Following state.db by what changed: the engine the stats rollup (webui.db.rollup) and the
+"""Following state.db by what changed: the engine the stats rollup (webui.db.stats.rollup) and the
 digest (webui.db.digest) each compose, given a *ledger* — the object that owns their own
 file's tables and knows what a message or a session adds to them.
 
@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from webui import threads
-from webui.db import fts_record
 from webui.db import sql as sqlh
 from webui.db.errors import LogbookDBError, QueryTimeout
 from webui.db.ledger_file import Coverage, chunks, known, meta, set_meta
 from webui.db.reader import Reader
+from webui.db.search import fts_record
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Deterministic synthetic Hermes ``state.db`` (schema v11) for the demo, tests and benchmarks.
 
 The database is written in exactly the layout of Hermes Agent's ``hermes_state.py`` at schema
-version 11 (``webui.db.demo_schema``). The content copies the *shape* of real Hermes data: 14
+version 11 (``webui.demo.schema``). The content copies the *shape* of real Hermes data: 14
 sources, session id formats per source, several models (and NULL), billing/cost columns,
 compression lineages titled "X", "X #2", ..., /branch children that copy their parent's history,
 subagent children, active sessions, sessions without messages, OpenAI-style tool calls followed
@@ -11,7 +11,7 @@ corpus and multimodal ``"\\x00json:"`` messages.
 Everything is derived from ``random.Random(seed)`` and the ``now`` anchor, so the same arguments
 always give byte-identical rows. The rooms: ``corpus`` (fixed vocabulary), ``spec`` (session
 shapes), ``planner`` (the whole database's plan), ``text`` (one session's words), ``stream``
-(rows in time order); ``webui.db.demo_schema`` and ``webui.db.demo_writer`` hold the SQL.
+(rows in time order); ``webui.demo.schema`` and ``webui.demo.writer`` hold the SQL.
 
 Usage::
 
@@ -30,16 +30,16 @@ import random
 import time
 from collections.abc import Callable
 
-from webui.db.demo_schema import (
-    SCHEMA_VERSION,  # noqa: F401 - re-exported
-    create_schema,  # noqa: F401 - re-exported
-)
-from webui.db.demo_writer import write_database
 from webui.demo.corpus import XSS_CORPUS  # noqa: F401 - re-exported
 from webui.demo.origins import plan_origins
 from webui.demo.planner import _Planner
+from webui.demo.schema import (
+    SCHEMA_VERSION,  # noqa: F401 - re-exported
+    create_schema,  # noqa: F401 - re-exported
+)
 from webui.demo.spec import DEFAULT_NOW
 from webui.demo.stream import _batches
+from webui.demo.writer import write_database
 
 
 @dataclasses.dataclass

@@ -14,7 +14,7 @@ its shadow tables keep in plain rows: the number of documents and their token to
 "averages" record) and each document's size (``_docsize``). So this module tokenizes as the
 index does, matches a query's phrases as FTS5 does (NOT binds tighter than AND, AND tighter
 than OR), and scores with FTS5's bm25 (k1 = 1.2, b = 0.75, every column weighted 1): the same
-hits in the same order. The SQL that reads the documents is webui.db.search_cjk.
+hits in the same order. The SQL that reads the documents is webui.db.search.cjk.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A conversation as the Hermes that wrote the file shows it (its display projection), as pure
-functions over message rows; ``webui.db.messages`` reads the rows and pages through them.
+functions over message rows; ``webui.db.sessions.messages`` reads the rows and pages through them.
 
 The generations (``docs/hermes-generations.md`` §2; ``Rules.display`` picks one):
 

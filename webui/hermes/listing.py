@@ -16,7 +16,7 @@ continuation and a third-party ``tool`` session are rows of their own. Hermes li
 - a compression chain once, as its root's slot (the root's start time) showing its newest
   segment (the *tip*: id, title, messages, activity, preview, end …).
 
-These are pure functions over plain values; ``webui.db.sessions`` turns them into SQL."""
+These are pure functions over plain values; ``webui.db.sessions.store`` turns them into SQL."""
 
 from __future__ import annotations
 

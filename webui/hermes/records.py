@@ -1,7 +1,7 @@
 """Export records as each Hermes generation writes them (``hermes sessions export``): a session's
 row shaped as its ``get_session``/``search_sessions`` return it, each message as its
 ``get_messages`` returns it, and 0.22's ``timings`` object. Pure functions over rows already
-read; ``webui.db.export`` reads them. Facts in ``docs/hermes-generations.md`` §5.
+read; ``webui.db.sessions.export`` reads them. Facts in ``docs/hermes-generations.md`` §5.
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ class Rules:
     usage_by_model_rows: bool = False
 
     # -- changes (issue 44 point 3: rename, delete, pin, hide, archive, prune, cold storage as
-    # the file's Hermes makes them; webui.db.changes, webui.db.actions) ------------------------
+    # the file's Hermes makes them; webui.db.changes, webui.db.changes.actions) ------------------------
     # A rename records who titled the session: title_source = 'user' (NULL when cleared) (0.20+).
     rename_records_source: bool = False
     # A rename frees a title held by an ended, empty, unarchived and visible session (a ghost

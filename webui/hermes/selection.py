@@ -6,7 +6,7 @@ export`` (``hermes_cli/session_filters.py`` and ``SessionDB._prune_filter_where`
 URL and form parameters use the contract's names (``older_than``, ``newer_than``, ``before``,
 ``after``, ``source``, ``title``, ``end_reason``, ``cwd``, ``branch``, ``model``,
 ``provider``, ``user``, ``chat_id``, ``chat_type``, ``min_/max_messages``, ``…tokens``,
-``…cost``, ``…tool_calls``, ``archived``); the SQL is in ``webui.db.selection``.
+``…cost``, ``…tool_calls``, ``archived``); the SQL is in ``webui.db.changes.selection``.
 
 Rules kept from Hermes: a bare number is days, ``m`` is minutes; the tighter of two bounds
 wins; an empty window is an error; only ended sessions are ever candidates; a filter alone

@@ -1,7 +1,7 @@
 """A session's relatives in words: its children as rows grouped by kind, and the whole
 conversation summed up by Hermes's chain rule (a child is a continuation when its parent ended
 with ``compression`` and it started after; a subagent run when it started while its parent was
-still running; a branch after ``branched``/``session_switch``; webui.db.lineage.edge_kind)."""
+still running; a branch after ``branched``/``session_switch``; webui.db.sessions.lineage.edge_kind)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from webui import keep
-from webui.db.search import MARK_END, MARK_START
+from webui.db.search.store import MARK_END, MARK_START
 from webui.db.sql import SESSION_FIGURES
 from webui.hermes.content import (
     content_parts,

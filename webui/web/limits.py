@@ -25,7 +25,7 @@ def init_app(app: Flask) -> None:
 
     @app.before_request
     def open_deadline():
-        # webui.serve's dispatcher stamps when the request arrived (and whether it waited too
+        # webui.door.serve's dispatcher stamps when the request arrived (and whether it waited too
         # long for a worker): the time in the queue counts against the request's deadline.
         queued = request.environ.get("HTTP_X_LOGBOOK_QUEUE", "")
         arrived, _, shed = queued.partition(" ")
@@ -41,7 +41,7 @@ def init_app(app: Flask) -> None:
             except ValueError:
                 waited = 0.0
         # waitress's check of the connection (the loop reads on while a request is answered,
-        # webui.serve): a client that leaves stops its request's queries.
+        # webui.door.serve): a client that leaves stops its request's queries.
         request_deadline.open_memo()
         request_deadline.begin(
             seconds - waited, gone=request.environ.get("waitress.client_disconnected")

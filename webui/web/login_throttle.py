@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 
-from webui.turns import address_key  # noqa: F401 - the key the throttle counts by (access.py)
+from webui.door.turns import address_key  # noqa: F401 - the key the throttle counts by (access.py)
 
 WINDOW_S = 60.0
 PER_ADDRESS = 5

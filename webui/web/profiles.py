@@ -9,7 +9,7 @@ from pathlib import Path
 from flask import Flask, abort, g, request
 
 from webui.db import Logbook
-from webui.db.profiles import Profiles
+from webui.db.stores.profiles import Profiles
 
 ALL = "all"
 MERGED_ENDPOINTS = {

@@ -13,8 +13,8 @@ from flask import Flask, current_app, g, has_request_context, request
 
 from webui.db import Logbook, LogbookDBError
 from webui.db import deadline as request_deadline
-from webui.db.history import kept_answer  # noqa: F401 - the views' way to keep a store's answer
-from webui.db.stores import LIVE, Store, StoreSet
+from webui.db.stores.history import kept_answer  # noqa: F401 - the views' way to keep a store's answer
+from webui.db.stores.store_set import LIVE, Store, StoreSet
 
 # Links that stay within a pinned store: a session's own pages.
 PINNED_ENDPOINTS = {
@@ -38,7 +38,7 @@ def archive_dirs(app: Flask) -> list[Path]:
 
 
 def init_app(app: Flask, primary: Logbook) -> None:
-    from webui.db.replicas import replicas_from_config
+    from webui.db.stores.replicas import replicas_from_config
 
     stores = StoreSet(
         app,

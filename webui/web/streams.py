@@ -35,7 +35,7 @@ from flask import Flask, current_app, request
 
 from webui import threads
 from webui.db import LogbookDBError
-from webui.gate import unacknowledged
+from webui.door.gate import unacknowledged
 
 log = logging.getLogger("webui")
 

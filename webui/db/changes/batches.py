@@ -1,6 +1,6 @@
 """The one batch loop: every change that needs more than one transaction (a long transcript's
 messages, a prune's batches, a conversation moved back message by message) runs here, in
-short ``BEGIN IMMEDIATE`` transactions through the Writer (``webui.db.writer``), which leaves
+short ``BEGIN IMMEDIATE`` transactions through the Writer (``webui.db.changes.writer``), which leaves
 the lock free after each commit at least as long as it held it: the one pause policy.
 
 A batch grows while its transactions stay fast and shrinks when one gets slow; one whose
@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from webui.db.changes.writer import STATEMENTS_BUDGET_S, TARGET_TXN_S, TooSlow, Writer
 from webui.db.errors import DatabaseBusy
-from webui.db.writer import STATEMENTS_BUDGET_S, TARGET_TXN_S, TooSlow, Writer
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from webui.db.changes import prompts, rows
 from webui.db.changes.batches import ONE_TXN_MESSAGES, Batches
-from webui.db.writer import MESSAGE_BATCH, MESSAGE_BATCH_MAX, MESSAGE_BATCH_MIN
+from webui.db.changes.writer import MESSAGE_BATCH, MESSAGE_BATCH_MAX, MESSAGE_BATCH_MIN
 
 if TYPE_CHECKING:
     from webui.db.changes.journal import Entry

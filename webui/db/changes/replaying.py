@@ -2,7 +2,7 @@
 batch (webui.db.changes.removal), a move out to cold storage or back (webui.db.changes.move_replay).
 
 The lane calls this with its lock held, before any new unit begins; it is handed to the lane
-when the lane is made (webui.db.actions), so the lane itself knows no kind of work."""
+when the lane is made (webui.db.changes.actions), so the lane itself knows no kind of work."""
 
 from __future__ import annotations
 

@@ -20,11 +20,11 @@ from flask import (
 from htmx_flask import make_response, request
 from markupsafe import escape
 
-from webui.db.actions import NotFound, TitleInUse
-from webui.db.backup import BackupFailed, ChangedSinceBackup
+from webui.db.changes.actions import NotFound, TitleInUse
+from webui.db.changes.backup import BackupFailed, ChangedSinceBackup
 from webui.db.changes.guards import ActiveSession
 from webui.db.errors import LogbookDBError
-from webui.db.stores import LIVE
+from webui.db.stores.store_set import LIVE
 from webui.hermes.changes import HELD_STORE_OVERRIDE
 from webui.hermes.selection import (
     Selection,
@@ -225,7 +225,7 @@ def delete(session_id: str):
     backed_up = ""
     if request.form.get("backup") in ("1", "verified", "on", "yes"):
         # Hermes's --delete-after-verified: export, read back and check, then delete what the
-        # backup holds (webui.db.backup).
+        # backup holds (webui.db.changes.backup).
         try:
             deleted, done = lb.actions.delete_backed_up(session_id, lb.exporter, backup_root())
         except (BackupFailed, ChangedSinceBackup) as exc:
@@ -412,7 +412,7 @@ def prune_run():
     if held is not None:
         return held
     sel = _selection(request.form, "prune")
-    # backup=verified: export, then delete what was verifiably exported (webui.db.backup).
+    # backup=verified: export, then delete what was verifiably exported (webui.db.changes.backup).
     backup_to = (
         (lb.exporter, backup_root())
         if request.form.get("backup") in ("1", "verified", "on", "yes")

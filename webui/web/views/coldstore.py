@@ -1,4 +1,4 @@
-"""Cold storage (webui.db.coldstore): whole conversations moved from the live file into a
+"""Cold storage (webui.db.stores.coldstore): whole conversations moved from the live file into a
 monthly archive file, and back. The same selection and preview as prune; the move runs as a
 background job whose page (and JSON twin) says what moved, where, and how much of the live file
 is now free pages."""
@@ -12,8 +12,8 @@ from htmx_flask import make_response, request
 
 from webui import threads
 from webui.db import BadRequest
-from webui.db import coldstore as cold
 from webui.db import deadline as request_deadline
+from webui.db.stores import coldstore as cold
 from webui.hermes.selection import as_args
 from webui.web.access import removal_required
 from webui.web.logbooks import live_logbook

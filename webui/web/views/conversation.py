@@ -11,8 +11,8 @@ from flask import current_app, redirect, url_for
 from htmx_flask import request
 
 from webui.db import BadRequest
-from webui.db.messages import Mark, MessagePage
-from webui.db.sessions import encode_cursor, parse_day
+from webui.db.sessions.messages import Mark, MessagePage
+from webui.db.sessions.store import encode_cursor, parse_day
 from webui.hermes import display
 from webui.hermes.content import plain_text
 from webui.present.rows import RenderBudget, message_json, message_view, number_and_date

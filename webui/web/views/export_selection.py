@@ -12,11 +12,11 @@ from flask import abort, g, request
 from werkzeug.datastructures import MultiDict
 
 from webui.db import LogbookDBError, SessionQuery
-from webui.db.history import history_of
-from webui.db.lineage import tree_across
-from webui.db.sessions import LIST_PARAMS
+from webui.db.sessions.lineage import tree_across
+from webui.db.sessions.store import LIST_PARAMS
 from webui.db.sql import is_cursor
-from webui.db.stores import Store
+from webui.db.stores.history import history_of
+from webui.db.stores.store_set import Store
 from webui.hermes.selection import SelectionError, selection_from_args
 from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.stores import elsewhere, find_session, pinned, request_stores

@@ -4,7 +4,7 @@ Every selection reads every store (``store=`` narrows): the list's filters and H
 ``selection=export`` each store's matching sessions, less the copies of sessions an earlier
 store holds; ``session=`` and ``lineage=`` the store (or stores) that hold them, whichever
 they are. A store that cannot be read, or fails or stalls while the export is written (each
-of its reads has a short limit: webui.db.stores.STORE_EXPORT_LIMIT_S), ends its own part;
+of its reads has a short limit: webui.db.stores.store_set.STORE_EXPORT_LIMIT_S), ends its own part;
 the stream goes on with the others and ends with a note saying what is missing, in a form the
 format's readers tolerate:
 
@@ -30,8 +30,8 @@ from typing import Any
 from flask import request
 
 from webui.db import LogbookDBError
-from webui.db.history import history_of
-from webui.db.stores import Store
+from webui.db.stores.history import history_of
+from webui.db.stores.store_set import Store
 
 
 @dataclass

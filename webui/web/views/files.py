@@ -13,7 +13,7 @@ from htmx_flask import request
 from webui.db import BadRequest, Logbook, LogbookDBError
 from webui.db import digest as dg
 from webui.db.digest import files as fq
-from webui.db.stores import LIVE
+from webui.db.stores.store_set import LIVE
 from webui.hermes import file_changes as fc
 from webui.hermes.shell_edits import FORMS
 from webui.web import digests

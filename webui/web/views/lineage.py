@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, g, jsonify, redirect, url_for
 
-from webui.db.lineage import tree_across
+from webui.db.sessions.lineage import tree_across
 from webui.db.sql import SESSION_FIGURES
-from webui.db.stores import LIVE
+from webui.db.stores.store_set import LIVE
 from webui.present.lineage_layout import clip, layout
 from webui.present.rows import session_label, with_origin
 from webui.web.logbooks import get_logbook, live_logbook

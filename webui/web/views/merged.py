@@ -14,7 +14,7 @@ from typing import Any
 from flask import current_app
 
 from webui.db import BadRequest, Logbook, LogbookDBError, SessionQuery
-from webui.db.sessions import encode_cursor
+from webui.db.sessions.store import encode_cursor
 from webui.web.profiles import merged_logbooks
 
 DONE = "done"

@@ -7,7 +7,7 @@ Exactly once, whole:
   cursor always stands after a prefix of its rows and no row is skipped or repeated;
 * a session kept in two stores is shown from the first store that answered and holds it
   (live first); the others' copies are passed over (their cursors move past them) and
-  counted apart (webui.db.history);
+  counted apart (webui.db.stores.history);
 * a conversation whose compression chain goes on in another store (its older segments in an
   archive, its newest in the live file) is one row: its root's place, showing its newest part;
 * a store whose summary says it cannot hold a row of this page (another source, another
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webui.db import BadRequest, LogbookDBError, SessionQuery
-from webui.db.history import History, history_of, store_answer, walk_across
-from webui.db.sessions import encode_cursor, parse_day
-from webui.db.stores import LIVE, Store
+from webui.db.sessions.store import encode_cursor, parse_day
+from webui.db.stores.history import History, history_of, store_answer, walk_across
+from webui.db.stores.store_set import LIVE, Store
 from webui.hermes import listing
 from webui.web.stores import OUT_OF_TIME, short_of_time
 

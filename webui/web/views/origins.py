@@ -9,10 +9,10 @@ from htmx_flask import request
 
 from webui import keep
 from webui.db import BadRequest, LogbookDBError
-from webui.db.history import history_of, store_answer
-from webui.db.origins import PAGE as CHATS_PAGE
+from webui.db.sessions.origins import PAGE as CHATS_PAGE
 from webui.db.sql import decode_cursor, encode_cursor
-from webui.db.stores import LIVE
+from webui.db.stores.history import history_of, store_answer
+from webui.db.stores.store_set import LIVE
 from webui.hermes.origin import distinct_labels
 from webui.present.rows import message_json
 from webui.web.logbooks import get_logbook, live_logbook
@@ -230,7 +230,7 @@ def merge_groups(per_store: list[tuple[str, list[dict]]], key: str, joined: tupl
     """Rows of the same group (a chat, a workspace, a person) from several stores as one:
     figures summed, first and last activity widened, names and sources joined; ``stores``
     says where its sessions are kept. Each store's rows come with its copies of an earlier
-    store's sessions already left out (webui.db.history), so every session counts once."""
+    store's sessions already left out (webui.db.stores.history), so every session counts once."""
     out: dict[str, dict] = {}
     for name, rows in per_store:
         for r in rows:

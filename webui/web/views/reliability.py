@@ -14,7 +14,7 @@ from flask import current_app, request, url_for
 from webui import keep
 from webui.db import Logbook, LogbookDBError, tz
 from webui.db.digest import reliability as rel
-from webui.db.stats import BUCKET_SQL, StatsQuery, bucket_for
+from webui.db.stats.store import BUCKET_SQL, StatsQuery, bucket_for
 from webui.present import charts
 from webui.present.filters import num
 from webui.web import digests

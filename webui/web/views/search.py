@@ -6,9 +6,11 @@ import itertools
 
 from flask import Blueprint, current_app, g, jsonify, redirect, request, url_for
 
-from webui.db import BadRequest, LogbookDBError, SearchFilters, search_plan
-from webui.db.search import SearchResult, run
-from webui.db.stores import LIVE
+from webui.db import BadRequest, LogbookDBError, SearchFilters
+from webui.db.search import plan as search_plan
+from webui.db.search.store import SearchResult, run
+from webui.db.stores.store_set import LIVE
+from webui.door.workclass import is_heavy
 from webui.hermes.search import query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
 from webui.web.limits import search_slot
@@ -17,7 +19,6 @@ from webui.web.profiles import merged_logbooks
 from webui.web.stores import find_session, readable, request_stores, unreadable
 from webui.web.views import render_page, wants_json
 from webui.web.views.search_stores import search_stores
-from webui.workclass import is_heavy
 
 bp = Blueprint("search", __name__)
 
@@ -49,7 +50,7 @@ def _page() -> int:
 
 
 def search_facts(book, index: bool = True) -> dict:
-    """The database's indexes and its Hermes's search rules (webui.db.search_plan): how the
+    """The database's indexes and its Hermes's search rules (webui.db.search.plan): how the
     server's dispatcher classes a search before it runs."""
     return search_plan.facts(book.search, index)
 
@@ -150,7 +151,7 @@ def search():
             result, searched, p = _merged(query, f, page)
     else:
         # The store plans and answers; a substring search's first page often lies among the
-        # newest messages and is answered from them without a slot (webui.db.search).
+        # newest messages and is answered from them without a slot (webui.db.search.store).
         result, searched, p = lb.search.search(
             query,
             f,

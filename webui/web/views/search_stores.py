@@ -6,7 +6,7 @@ sanitizer), hits in sessions that an earlier store also holds are left out in it
 
 * **ranked** (every store answers from an FTS5 index of the same kind, and the stores hold at
   most RANK_CAP hits between them): by bm25 worked out again with the statistics of all the
-  stores taken as one file (webui.db.bm25), so a hit ranks where it would in one file holding
+  stores taken as one file (webui.db.search.bm25), so a hit ranks where it would in one file holding
   the whole history. Each store gives its best hits by its own ranking; a store's unseen hits
   can only be better by a bounded ratio (the phrases' IDF ratios, the average lengths'), and
   a store whose bound reaches into the page is asked for more before the page is made;
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webui.db import LogbookDBError, SearchFilters
-from webui.db import bm25 as bm
-from webui.db.history import history_of, store_answer
-from webui.db.search import MAX_RESULTS, PAGE_SIZE, RANK_CAP, SearchResult, Way, resolve
-from webui.db.stores import LIVE, Store
+from webui.db.search import bm25 as bm
+from webui.db.search.store import MAX_RESULTS, PAGE_SIZE, RANK_CAP, SearchResult, Way, resolve
+from webui.db.stores.history import history_of, store_answer
+from webui.db.stores.store_set import LIVE, Store
 from webui.hermes.search import Plan, plan
 from webui.web.stores import OUT_OF_TIME, short_of_time
 

@@ -12,12 +12,12 @@ from webui import threads
 from webui.db import BadRequest, SessionQuery
 from webui.db import deadline as request_deadline
 from webui.db.errors import DatabaseBusy
-from webui.db.lineage import tree_across
-from webui.db.messages import END_CURSOR
-from webui.db.prompts import session_with_prompts
 from webui.db.schema import KNOWN_SESSION_COLUMNS
-from webui.db.sessions import LIST_PARAMS
-from webui.db.stores import LIVE
+from webui.db.sessions.lineage import tree_across
+from webui.db.sessions.messages import END_CURSOR
+from webui.db.sessions.prompts import session_with_prompts
+from webui.db.sessions.store import LIST_PARAMS
+from webui.db.stores.store_set import LIVE
 from webui.hermes.imports import imported_from
 from webui.hermes.records import tool_list
 from webui.present.relatives import chain_summary, child_groups, crumbs

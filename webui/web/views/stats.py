@@ -12,10 +12,11 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
 from webui import keep, threads
-from webui.db import BadRequest, stats_models, tz
-from webui.db.rollup import Coverage
-from webui.db.sessions import parse_day
-from webui.db.stats import (
+from webui.db import BadRequest, tz
+from webui.db.sessions.store import parse_day
+from webui.db.stats import models as stats_models
+from webui.db.stats.rollup import Coverage
+from webui.db.stats.store import (
     PERIODS,
     TOKEN_KINDS,
     StatsQuery,

@@ -20,10 +20,10 @@ from flask import current_app
 
 from webui import keep
 from webui.db import LogbookDBError
-from webui.db.history import history_of
-from webui.db.stats import StatsQuery
-from webui.db.stats_merge import merge
-from webui.db.stores import Store
+from webui.db.stats.merge import merge
+from webui.db.stats.store import StatsQuery
+from webui.db.stores.history import history_of
+from webui.db.stores.store_set import Store
 from webui.web.stores import OUT_OF_TIME, short_of_time
 
 _merged = keep.VersionedCache(16)

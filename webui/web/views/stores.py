@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify
 
-from webui.db.history import store_answer
+from webui.db.stores.history import store_answer
 from webui.web.logbooks import live_logbook
 from webui.web.stores import archive_dirs, request_stores
 from webui.web.views import refuse_unknown, render_page, wants_json

@@ -1,0 +1,1 @@
+"""Statistics: the report's SQL, usage by model, the rollup that follows the file."""
