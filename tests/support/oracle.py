@@ -14,6 +14,7 @@ runs that generation's code under that Python with the tokenizer (``ensure_cjk_r
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -85,6 +86,14 @@ def _unavailable(gen: Generation, reason: str):
 def ensure_venv(gen: Generation = G019) -> Path:
     """The generation's venv directory, built on first use (``.ready`` marks a finished one)."""
     venv = venv_path(gen)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    # Parallel workers (pytest -n) may all want it first: one builds, the others wait for it.
+    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _ensure_venv(gen, venv)
+
+
+def _ensure_venv(gen: Generation, venv: Path) -> Path:
     ready = venv / ".ready"
     if (venv / "bin" / gen.command).exists() and (
         ready.exists() or _installed_version(venv, gen) is not None
@@ -152,13 +161,16 @@ def ensure_cjk_runtime(gen: Generation = G022) -> tuple[Path, Path]:
     so = CACHE / "cjk" / "libfts5_cjk.so"
     if not so.exists() or so.stat().st_mtime < CJK_SOURCE.stat().st_mtime:
         so.parent.mkdir(parents=True, exist_ok=True)
+        # built beside it, then put in place whole: parallel workers never load half a file
+        tmp = so.with_name(f"{so.name}.{os.getpid()}")
         built = subprocess.run(
-            ["gcc", "-O2", "-fPIC", "-shared", str(CJK_SOURCE), "-o", str(so)],
+            ["gcc", "-O2", "-fPIC", "-shared", str(CJK_SOURCE), "-o", str(tmp)],
             capture_output=True,
             text=True,
         )
         if built.returncode != 0:
             _unavailable(gen, f"building the CJK tokenizer failed: {built.stderr[-500:]}")
+        os.replace(tmp, so)
     return SYSTEM_PYTHON, so
 
 
