@@ -1,6 +1,4 @@
-"""SQL for full-text search over messages.
-
-Routes follow Hermes's own ``search_messages`` (reference §3): FTS5 ``messages_fts`` ranked
+"""SQL for full-text search over messages. Routes follow Hermes's own ``search_messages`` (reference §3): FTS5 ``messages_fts`` ranked
 by bm25, the trigram table for CJK, substrings (LIKE) where no index can answer. Two things
 differ on purpose:
 
