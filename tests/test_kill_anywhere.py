@@ -206,7 +206,7 @@ def test_a_kill_during_an_archive_leaves_each_conversation_archived_whole(tmp_pa
 
 COLD = (
     "from pathlib import Path\n"
-    "            from webui.db import coldstore as cold\n"
+    "            from webui.db.stores import coldstore as cold\n"
     "            from webui.web.logbooks import get_logbook as lb_\n"
     "            lb = lb_()\n"
     "            ids = actions.prune_ids(selection_from_args({'older_than': '0'}, command='prune'))\n"
@@ -250,7 +250,7 @@ def test_a_kill_during_a_move_to_cold_storage_loses_nothing(many_db, tmp_path):
 COLD_BACK = (
     "from pathlib import Path\n"
     "            import sqlite3\n"
-    "            from webui.db import coldstore as cold\n"
+    "            from webui.db.stores import coldstore as cold\n"
     "            from webui.web.logbooks import get_logbook as lb_\n"
     "            lb = lb_()\n"
     "            archive = Path(app.instance_path) / 'archives' / 'hermes-archive-2026-01.db'\n"
