@@ -378,9 +378,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         try:
             print("hermes-logbook: stopped.", file=sys.stderr, flush=True)
+            sys.stdout.flush()
         except (KeyboardInterrupt, OSError):
             pass
-        return 0
+        # Interrupted while starting: background passes (the rollup's, the digest's) may be in
+        # the middle of a read, and the interpreter's finalization can wait on a lock one of
+        # them holds (a start-up Ctrl+C was seen to hang for minutes on a busy machine). Every
+        # change to a file is journaled to survive a kill at any step, and a pass's files are
+        # caches, so ending the process here loses nothing.
+        os._exit(0)
 
 
 def _main(argv: list[str] | None) -> int:
