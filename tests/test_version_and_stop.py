@@ -36,11 +36,11 @@ def test_one_version_in_one_place():
     assert re.fullmatch(r"\d+\.\d+\.\d+", version)
     # The README's changelog describes this version first.
     assert changelog_versions()[0] == version
-    # pyproject writes no version of its own: it reads webui/__init__.py.
+    # pyproject writes no version of its own: it reads webui/version.py.
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert "version" not in project["project"]
     assert "version" in project["project"]["dynamic"]
-    assert project["tool"]["hatch"]["version"]["path"] == "webui/__init__.py"
+    assert project["tool"]["hatch"]["version"]["path"] == "webui/version.py"
     # The installed package says the same (reinstall after changing the version).
     assert importlib.metadata.version("hermes-logbook") == version
 

@@ -19,12 +19,12 @@ from webui.paths import STATIC, TEMPLATES
 from webui.present import filters, nav
 from webui.present.fragments import FragmentCache, hit_key, list_row_key, message_key
 from webui.present.markdown import highlight_json
+from webui.version import __version__
 from webui.web.jinja import LogbookEnvironment
 from webui.web.urls import row_url
 
-# The one place the version is written (pyproject.toml reads it: [tool.hatch.version]); the
-# README's changelog names it first (tests/test_version_and_stop.py checks both).
-__version__ = "0.6.0"
+__all__ = ["__version__", "create_app"]
+
 
 DEFAULTS: dict[str, Any] = {
     "LOGBOOK_DB": None,  # path of the state.db to serve

@@ -429,6 +429,7 @@ def _main(argv: list[str] | None) -> int:
     from webui import create_app
     from webui.door.serve import make_server
     from webui.hermes.changes import changes_line
+    from webui.web.views.search import app_search_facts
 
     app = create_app(
         {
@@ -451,7 +452,7 @@ def _main(argv: list[str] | None) -> int:
     )
     try:
         # ident="" sends no Server header (no version disclosure).
-        server = make_server(app, args.host, args.port, args.threads)
+        server = make_server(app, args.host, args.port, args.threads, facts=app_search_facts(app))
     except OSError as exc:
         print(
             f"hermes-logbook: cannot listen on {args.host}:{args.port}: "

@@ -45,7 +45,9 @@ class LiveServer:
 
     def __init__(self, app, threads: int = 4, **settings):
         from webui.door.serve import make_server
+        from webui.web.views.search import app_search_facts
 
+        settings.setdefault("facts", app_search_facts(app))
         self.server = make_server(app, "127.0.0.1", 0, threads, **settings)
         self.url = f"http://127.0.0.1:{self.server.effective_port}"
         self._stop = threading.Event()

@@ -43,7 +43,6 @@ from webui.door import gate
 from webui.door.turns import Turns, address_key, forwarded_client
 from webui.door.workclass import is_heavy, work_class  # noqa: F401 - is_heavy: named from here
 from webui.threads import cores
-from webui.web.streams import SPOOL_BYTES
 
 SHED_AFTER_S = 1.0
 HEAVY_NICE = 10
@@ -239,24 +238,22 @@ def _fixed_mmap_threshold(size: int = 1 << 20) -> None:
         pass
 
 
-def search_facts(app) -> dict | None:
-    """The served database's indexes and search rules, for classing searches by plan."""
-    book = app.extensions.get("logbook")
-    if book is None:
-        return None
-    from webui.web.views.search import search_facts as facts
-
-    try:
-        return facts(book)
-    except Exception:  # noqa: BLE001 - the markers unreadable now: classed without them
-        return facts(book, index=False)
+# A response is spooled (to a temporary file past 1 MB) up to this size before its worker waits
+# for the client: most exports are produced whole and the worker is free (webui.web.streams
+# decides by it which exports stream while produced).
+SPOOL_BYTES = 32 * 1024 * 1024
 
 
-def make_server(app, host: str, port: int, threads: int = 8, **overrides):
+def make_server(
+    app, host: str, port: int, threads: int = 8, *, facts: dict | None = None, **overrides
+):
+    """waitress for ``app``. ``facts``: the served database's indexes and search rules, by
+    which searches are classed before they run (webui.web.views.search.app_search_facts);
+    None: Hermes 0.19's rules, every index assumed."""
     _fixed_mmap_threshold()
     descriptors = _raise_descriptor_limit()
     proxy = app.config.get("LOGBOOK_TRUSTED_PROXY") or None
-    dispatcher = FairDispatcher(threads, facts=search_facts(app), trusted_proxy=proxy)
+    dispatcher = FairDispatcher(threads, facts=facts, trusted_proxy=proxy)
     dispatcher.set_thread_count(dispatcher.total)
     settings = {
         "threads": dispatcher.total,
@@ -268,8 +265,6 @@ def make_server(app, host: str, port: int, threads: int = 8, **overrides):
         "connection_limit": max(16, min(CONNECTION_LIMIT, descriptors // 4)),
         "channel_timeout": 15,
         "cleanup_interval": 5,
-        # A response is spooled (to a temporary file past 1 MB) up to this size before its
-        # worker waits for the client: most exports are produced whole and the worker is free.
         "outbuf_high_watermark": SPOOL_BYTES,
         # The loop polls: select() cannot watch a descriptor numbered 1024 or more, and an
         # archive folder's stores plus the connections reach that (issue 49, B-2).

@@ -192,11 +192,11 @@ def page_chunks(
     contents: Iterable[Record] | None,
     *,
     generated: float | None = None,
+    version: str = "",
 ) -> Iterator[str]:
     """The page, a piece at a time. ``contents``: the sessions' short rows for a page of
-    several sessions (in the records' order), None for a page of one."""
-    from webui import __version__
-
+    several sessions (in the records' order), None for a page of one; ``version``: Logbook's,
+    named in the page's foot."""
     records = iter(records)
     single = None
     if contents is None:
@@ -209,6 +209,6 @@ def page_chunks(
         contents=(contents_entry(r) for r in contents) if contents is not None else (),
         sessions=(_session(r) for r in records),
         css=site_css(),
-        version=__version__,
+        version=version,
         generated_at=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(generated)),
     )

@@ -2,7 +2,7 @@
 
 An export is produced by a waitress worker thread. Waitress spools what the worker writes (to a
 temporary file past 1 MB) and sends it as the client reads; only when a connection's spool
-passes ``SPOOL_BYTES`` does the worker wait for the client. So:
+passes ``SPOOL_BYTES`` (webui.door.serve) does the worker wait for the client. So:
 
 * most exports are written whole into the spool and the worker is free again at once; a client
   that then reads nothing is dropped by waitress after ``channel_timeout`` of silence;
@@ -39,7 +39,6 @@ from webui.door.gate import unacknowledged
 
 log = logging.getLogger("webui")
 
-SPOOL_BYTES = 32 * 1024 * 1024
 STALL_SECONDS = 10.0
 # A reader slower than this, measured over the window while the export waits for it, is
 # dropped: 32 KB/s is a 256 kbit/s link; a trickle of 4 KB every 8 s is 0.5 KB/s.

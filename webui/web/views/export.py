@@ -30,6 +30,7 @@ from webui.hermes.exports import ExportFormatError
 from webui.hermes.redaction import redact_record
 from webui.present import export_html
 from webui.present.zipstream import zip_stream
+from webui.version import __version__
 from webui.web.logbooks import get_logbook
 from webui.web.streams import guarded
 from webui.web.views import refuse_unknown, wants_json
@@ -341,10 +342,12 @@ def html():
         first = next(recs, None)
         if first is None:
             abort(404, description="That session is gone.")
-        page = export_html.page_chunks([first], None)
+        page = export_html.page_chunks([first], None, version=__version__)
     else:
         rows = records(chosen, lambda p: p.book.exporter.sidebar_rows(list(p.ids)), Missing())
-        page = export_html.page_chunks(recs, (redact_record(r) if redact else r for r in rows))
+        page = export_html.page_chunks(
+            recs, (redact_record(r) if redact else r for r in rows), version=__version__
+        )
     return _download(
         _then_note(page, missing, html_note), name, "html", "text/html", missing=missing
     )

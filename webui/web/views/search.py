@@ -55,6 +55,18 @@ def search_facts(book, index: bool = True) -> dict:
     return search_plan.facts(book.search, index)
 
 
+def app_search_facts(app) -> dict | None:
+    """The served database's search facts for the server's dispatcher (make_server's
+    ``facts``); None before a database is opened."""
+    book = app.extensions.get("logbook")
+    if book is None:
+        return None
+    try:
+        return search_facts(book)
+    except Exception:  # noqa: BLE001 - the markers unreadable now: classed without them
+        return search_facts(book, index=False)
+
+
 SORTS = ("newest", "oldest")
 
 
