@@ -109,22 +109,26 @@ class _Lexer:
                 out.append(c)
                 self.i += 1
                 continue
-            if (
-                c == "$"
-                and self.i + 1 < self.n
-                and (self.s[self.i + 1].isalnum() or self.s[self.i + 1] in "{(_@*#?$!-")
-            ):
+            if self._expansion(c, out):
                 dynamic = True
-                out.append(self._dollar())
-                continue
-            if c == "`":
-                dynamic = True
-                self.i += 1
-                out.append("`" + self._substitution("`") + "`")
                 continue
             out.append(c)
             self.i += 1
         return "".join(out), dynamic
+
+    def _expansion(self, c: str, out: list[str]) -> bool:
+        """A ``$`` expansion or a backquoted substitution at the cursor, appended to ``out``
+        (the cursor past it); False, nothing read, when ``c`` starts neither."""
+        if c == "$" and self.i + 1 < self.n:
+            after = self.s[self.i + 1]
+            if after.isalnum() or after in "{(_@*#?$!-":
+                out.append(self._dollar())
+                return True
+        if c == "`":
+            self.i += 1
+            out.append("`" + self._substitution("`") + "`")
+            return True
+        return False
 
     def _dollar(self) -> str:
         """``$…`` from the dollar sign: returns it as written."""
@@ -196,18 +200,8 @@ class _Lexer:
                 out.append(self._ansi_c())
                 quoted = True
                 continue
-            if (
-                c == "$"
-                and self.i + 1 < self.n
-                and (self.s[self.i + 1].isalnum() or self.s[self.i + 1] in "{(_@*#?$!-")
-            ):
+            if self._expansion(c, out):
                 dynamic = True
-                out.append(self._dollar())
-                continue
-            if c == "`":
-                dynamic = True
-                self.i += 1
-                out.append("`" + self._substitution("`") + "`")
                 continue
             if c in GLOB:
                 dynamic = True
