@@ -7,7 +7,6 @@ import itertools
 from flask import Blueprint, current_app, g, jsonify, redirect, request, url_for
 
 from webui.db import BadRequest, LogbookDBError, SearchFilters
-from webui.db.search import plan as search_plan
 from webui.db.search.store import SearchResult, run
 from webui.db.stores.store_set import LIVE
 from webui.door.workclass import is_heavy
@@ -52,7 +51,7 @@ def _page() -> int:
 def search_facts(book, index: bool = True) -> dict:
     """The database's indexes and its Hermes's search rules (webui.db.search.plan): how the
     server's dispatcher classes a search before it runs."""
-    return search_plan.facts(book.search, index)
+    return book.search.facts(index)
 
 
 def app_search_facts(app) -> dict | None:

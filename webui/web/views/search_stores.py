@@ -22,7 +22,8 @@ from typing import Any
 
 from webui.db import LogbookDBError, SearchFilters
 from webui.db.search import bm25 as bm
-from webui.db.search.store import MAX_RESULTS, PAGE_SIZE, RANK_CAP, SearchResult, Way, resolve
+from webui.db.search.limits import MAX_RESULTS, PAGE_SIZE, RANK_CAP, SearchResult
+from webui.db.search.store import Way, resolve
 from webui.db.stores.history import history_of, store_answer
 from webui.db.stores.store_set import LIVE, Store
 from webui.hermes.search import Plan, plan
