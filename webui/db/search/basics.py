@@ -253,16 +253,22 @@ class SearchBasics:
     # -- the page -----------------------------------------------------------------------
 
     def finish(self, result: SearchResult, notices: list[str]) -> SearchResult:
-        """A page as every route ends it: its notices (the plan's first, none empty), each hit's
-        context, and a hit's own text kept only where presentation reads it."""
+        """A page as every route ends it: its notices (the plan's first, none empty), and its
+        rows finished (finish_rows)."""
         result.notices = [n for n in notices + result.notices if n]
-        self.reading.contexts(result.rows)
-        for row in result.rows:
+        self.finish_rows(result.rows)
+        return result
+
+    def finish_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Each hit's context, and its own text kept only where presentation reads it: a hit
+        with a snippet keeps it only for a tool's row (bounded), to name the field of a JSON
+        tool result it is in; a hit without one (the substring routes) keeps it whole for the
+        snippet presentation cuts from it (webui.present.rows.complete_snippets)."""
+        self.reading.contexts(rows)
+        for row in rows:
             if row.get("snippet") is None:
                 continue
             if row.get("role") == "tool" or row.get("tool_calls"):
-                # kept (bounded) so that a hit in a JSON tool result can name its field
                 row["_text"] = (row.get("_text") or "")[:200_000]
             else:
                 row.pop("_text", None)
-        return result
