@@ -23,7 +23,7 @@ from webui.db.search.limits import (
     RANK_CAP,
     SearchFilters,
     SearchResult,
-    _hidden_json,
+    hidden_json,
 )
 from webui.db.search.reading import HitReading
 from webui.db.sessions.store import date_range
@@ -178,7 +178,7 @@ class SearchBasics:
                     f"SELECT MIN(COUNT(*), {RANK_CAP + 1}) FROM (SELECT rowid AS id FROM {table} "
                     f"WHERE {table} MATCH ? LIMIT ?) WHERE id NOT IN (SELECT value FROM "
                     "json_each(?))",
-                    [expression, RANK_CAP + 1 + len(hidden), _hidden_json(hidden)],
+                    [expression, RANK_CAP + 1 + len(hidden), hidden_json(hidden)],
                 )
         active = self.active_clause()
         where_all = where + (f" AND {active}" if active else "")

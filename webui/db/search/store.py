@@ -1,6 +1,8 @@
-"""SQL for full-text search over messages. Routes follow Hermes's own ``search_messages`` (reference §3): FTS5 ``messages_fts`` ranked
-by bm25, the trigram table for CJK, substrings (LIKE) where no index can answer. Two things
-differ on purpose:
+"""Full-text search of one file: SearchStore composes the routes (webui.db.search.basics and the
+route modules it is given to), plans a search and answers the plan. Routes follow Hermes's own
+``search_messages`` (reference §3): FTS5 ``messages_fts`` ranked by bm25, the trigram table for
+CJK, substrings (LIKE) where no index can answer. Two things differ on purpose (the SQL is in
+webui.db.search.fts):
 
 * Big match sets. Ranking every match of a very common word means scoring hundreds of
   thousands of rows. Logbook first counts matches (up to RANK_CAP); above it, results come
