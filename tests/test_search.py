@@ -476,26 +476,26 @@ def test_hidden_ids_are_read_once_by_a_crowd_and_again_after_logbooks_own_change
     import threading
 
     from support import copy_fixture, make_app
-    from webui.db.search.store import SearchStore
+    from webui.db.search.basics import SearchBasics
     from webui.web.logbooks import get_logbook
 
     db = copy_fixture("hermes-v22-extended.db", tmp_path)
     app = make_app(db, tmp_path / "inst")
     reads = []
-    original = SearchStore._read_hidden_ids
+    original = SearchBasics._read_hidden_ids
 
     def counted(self):
         reads.append(1)
         time.sleep(0.2)
         return original(self)
 
-    SearchStore._read_hidden_ids = counted
+    SearchBasics._read_hidden_ids = counted
     try:
         got = []
 
         def one():
             with app.test_request_context("/search?q=check"):
-                got.append(get_logbook().search._hidden_ids())
+                got.append(get_logbook().search.basics.hidden_ids())
 
         crowd = [threading.Thread(target=one) for _ in range(8)]
         for t in crowd:
@@ -506,9 +506,9 @@ def test_hidden_ids_are_read_once_by_a_crowd_and_again_after_logbooks_own_change
         with app.test_request_context("/search?q=check"):
             lb = get_logbook()
             lb.sessions.invalidate()  # what a delete, a rename or the end of a prune does
-            assert lb.search._hidden_ids() == got[0] and len(reads) == 2
+            assert lb.search.basics.hidden_ids() == got[0] and len(reads) == 2
     finally:
-        SearchStore._read_hidden_ids = original
+        SearchBasics._read_hidden_ids = original
 
 
 @pytest.mark.parametrize("fixture", ["hermes-v22.db", "hermes-v11.db"])
@@ -579,7 +579,7 @@ def test_ranked_pages_ranked_on_the_index_first_equal_the_full_query(tmp_path, m
     """A ranked page is ranked on the FTS index, then its best hits are filtered (rewound,
     the session's row, the user's filters); when too few survive, the full query answers.
     Either way every page equals the full query's page, hit for hit and in order."""
-    from webui.db.search import store as search_db
+    from webui.db.search.fts import FtsRoute
 
     db = copy_fixture("hermes-v22.db", tmp_path)
     with sqlite3.connect(db) as conn:
@@ -607,14 +607,14 @@ def test_ranked_pages_ranked_on_the_index_first_equal_the_full_query(tmp_path, m
         ]
         conn.executemany("UPDATE messages SET active = 0 WHERE id = ?", [(i,) for i in best[:150]])
     calls = {"index": 0, "full": 0}
-    real = search_db.SearchStore._ranked_on_index
+    real = FtsRoute._ranked_on_index
 
     def counting(self, *a, **kw):
         out = real(self, *a, **kw)
         calls["index" if out is not None else "full"] += 1
         return out
 
-    monkeypatch.setattr(search_db.SearchStore, "_ranked_on_index", counting)
+    monkeypatch.setattr(FtsRoute, "_ranked_on_index", counting)
 
     def pages(client, query: str) -> list[list[int]]:
         return [
@@ -682,7 +682,7 @@ def test_a_prefix_counted_as_its_words_finds_the_same_messages(tmp_path, monkeyp
     with that prefix (issue 38): the same matches in the same order as the prefix itself,
     for every prefix of two letters that matches anything, on every page (the ranking cap
     set low so that the newest-first route answers on a small file)."""
-    import webui.db.search.store as search_mod
+    import webui.db.search.limits as search_mod
     from webui.web.logbooks import get_logbook
 
     db = copy_fixture(name, tmp_path)
@@ -703,13 +703,13 @@ def test_a_prefix_counted_as_its_words_finds_the_same_messages(tmp_path, monkeyp
             for i, p in enumerate(sorted(words)[:80])
         ]:
             expression = f"{prefix}*"
-            wide = store.prefix_words("messages_fts", expression)
+            wide = store.basics.prefix_words("messages_fts", expression)
             if wide is None:
                 continue
             assert wide.count(" OR ") < search_mod.PREFIX_WORDS_MAX
-            got = store.fts("messages_fts", expression, f, 1)
-            monkeypatch.setattr(store, "prefix_words", lambda table, expression: None)
-            plain = store.fts("messages_fts", expression, f, 1)
+            got = store.fts_route.fts("messages_fts", expression, f, 1)
+            monkeypatch.setattr(store.basics, "prefix_words", lambda table, expression: None)
+            plain = store.fts_route.fts("messages_fts", expression, f, 1)
             monkeypatch.undo()
             patch_search_limit(monkeypatch, "RANK_CAP", 3)
             assert (got.total, got.capped, got.ranked) == (plain.total, plain.capped, plain.ranked)

@@ -10,8 +10,8 @@ import pytest
 
 from support import FIXTURE_NAMES, copy_fixture, make_app
 from webui.db.search import snippets as snippet_mirror
+from webui.db.search.limits import MARK_END, MARK_START, SNIPPET_TOKENS
 from webui.db.search.snippets import mirror_declaration
-from webui.db.search.store import MARK_END, MARK_START, SNIPPET_TOKENS
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,7 @@ def _routes(monkeypatch) -> dict[str, int]:
 
     def counting(self, *a, **kw):
         out = real(self, *a, **kw)
-        if self.store.sources is not None and (a[2].sources or a[2].exclude_sources):
+        if self.sources is not None and (a[2].sources or a[2].exclude_sources):
             taken["map" if out is not None else "full"] += 1
         return out
 
@@ -98,7 +98,7 @@ def test_source_filtered_searches_equal_the_full_query(tmp_path, monkeypatch, na
     got = {u: _answer(client, u) for u in urls}
     assert taken["map"] > len(urls) // 2  # the map answered (pages that fall back are rare)
     with app.app_context():
-        get_logbook().search.sources = None  # the full query for every search
+        get_logbook().search.scope.sources = None  # the full query for every search
     for u in urls:
         assert got[u] == _answer(client, u), u
     assert any(g[0] for g in got.values())
@@ -122,7 +122,7 @@ def test_newest_first_past_the_cap_equals_the_full_query(tmp_path, monkeypatch):
     assert taken["map"] > 0
     assert any(not g[3] and g[2] for g in got.values())  # some were past the cap
     with app.app_context():
-        get_logbook().search.sources = None
+        get_logbook().search.scope.sources = None
     for u in urls:
         assert got[u] == _answer(client, u), u
 
@@ -170,7 +170,7 @@ def test_writes_after_the_map_was_read_are_counted_and_rewinds_are_not_shown(
     shown = _answer(client, url)[0]
     assert shown and first not in shown
     with app.app_context():
-        get_logbook().search.sources = None
+        get_logbook().search.scope.sources = None
     assert _answer(client, url)[0] == shown
 
 

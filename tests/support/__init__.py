@@ -122,6 +122,8 @@ def patch_search_limit(monkeypatch, name: str, value) -> None:
 
     for mod in (
         "search.store",
+        "search.basics",
+        "search.fts",
         "search.limits",
         "search.scope",
         "search.substring",

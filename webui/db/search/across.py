@@ -5,42 +5,43 @@ of every store can be put in one order. SearchStore holds one (``search.across``
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from webui.db import sql
 from webui.db.search import bm25
+from webui.db.search.basics import SearchBasics
 from webui.db.search.limits import SearchFilters
-
-if TYPE_CHECKING:
-    from webui.db.search.store import SearchStore
+from webui.db.search.substring import SubstringRoute
 
 
 class Across:
     """One store's hits, counted and read for a search across stores."""
 
-    def __init__(self, store: SearchStore):
-        # The store's reader, filters and reads of hits (webui.db.search.store).
-        self.store = store
-        self.r = store.r
-        self.schema = store.schema
+    def __init__(self, basics: SearchBasics, substring: SubstringRoute):
+        # The file's reader, filters, counts and reads of hits (webui.db.search.basics), and
+        # its substring route (a literal fallback's words, a search no index answers).
+        self.basics = basics
+        self.substring = substring
+        self.r = basics.r
+        self.schema = basics.schema
 
     def _across_where(
         self, table: str, f: SearchFilters, literal: list[str] | None
     ) -> tuple[str, list[Any], str, list[Any]]:
         """(the user's filters without the active clause, their parameters, all of them)."""
-        user_where, params = self.store._filters(f, include_inactive=True)
+        user_where, params = self.basics.filters(f, include_inactive=True)
         if literal:
-            like_sql, like_params = self.store.substring.like_clauses(literal, any_term=False)
+            like_sql, like_params = self.substring.like_clauses(literal, any_term=False)
             user_where += f" AND {like_sql}"
             params = [*params, *like_params]
-        active = self.store._active_clause()
+        active = self.basics.active_clause()
         return user_where, params, user_where + (f" AND {active}" if active else ""), params
 
     def hit_count(self, table: str, expression: str, f: SearchFilters, literal=None) -> int:
         """Matches, up to RANK_CAP + 1 (as a search of this store alone counts them)."""
         user_where, params, _w, _p = self._across_where(table, f, literal)
-        wide = self.store.prefix_words(table, expression) if not literal else None
-        return self.store._count(table, wide or expression, user_where, params)
+        wide = self.basics.prefix_words(table, expression) if not literal else None
+        return self.basics.count(table, wide or expression, user_where, params)
 
     def best_hits(
         self,
@@ -54,7 +55,7 @@ class Across:
         """The store's first ``depth`` hits: by bm25 (``score``) or newest first (by id, as
         a search of one file pages them), each with its time and session."""
         _uw, _up, where, params = self._across_where(table, f, literal)
-        wide = None if ranked or literal else self.store.prefix_words(table, expression)
+        wide = None if ranked or literal else self.basics.prefix_words(table, expression)
         order = "score, m.id" if ranked else f"{table}.rowid DESC"
         return self.r.rows(
             f"SELECT m.id AS id, m.timestamp AS ts, m.session_id AS session_id, "
@@ -71,7 +72,7 @@ class Across:
         out: list[dict[str, Any]] = []
         page = 1
         while len(out) < depth:
-            result = self.store.substring.like(
+            result = self.substring.like(
                 terms, f, page, any_term=any_term, include_inactive=inactive
             )
             out += [
@@ -131,13 +132,13 @@ class Across:
         session names, context)."""
         if not ids:
             return []
-        rows = self.store.reading.hydrate(ids)
+        rows = self.basics.reading.hydrate(ids)
         if like_terms is not None:
             for row in rows:
                 row["snippet"] = None
                 row["match_terms"] = like_terms
         else:
-            snippets = self.store.reading.snippets(table, expression, ids)
+            snippets = self.basics.reading.snippets(table, expression, ids)
             for row in rows:
                 row["snippet"] = snippets.get(row["message_id"], "")
         return rows

@@ -18,19 +18,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from webui.db import deadline as request_deadline
 from webui.db import sql
 from webui.db.errors import QueryTimeout
 from webui.db.reader import TOOK_TOO_LONG
+from webui.db.search.basics import SearchBasics
 from webui.db.search.limits import MAX_RESULTS, PAGE_SIZE, SearchFilters, SearchResult
 from webui.db.sessions.store import like_escape
 from webui.hermes import cjk_bigram
 from webui.hermes.search import IndexState
-
-if TYPE_CHECKING:
-    from webui.db.search.store import SearchStore
 
 CJK_TABLE = "messages_fts_cjk"
 CJK_SOURCE = "messages_fts_cjk_src"
@@ -47,11 +45,11 @@ MARKERS = (
 class CjkRoute:
     """The CJK bigram index's answers and the index markers."""
 
-    def __init__(self, store: SearchStore):
-        # The store's reader, filters and reads of hits (webui.db.search.store).
-        self.store = store
-        self.r = store.r
-        self.schema = store.schema
+    def __init__(self, basics: SearchBasics):
+        # The file's reader, filters and reads of hits (webui.db.search.basics).
+        self.basics = basics
+        self.r = basics.r
+        self.schema = basics.schema
 
     def index_state(self) -> IndexState:
         """What Hermes says of its indexes in this file (point reads of state_meta)."""
@@ -91,7 +89,7 @@ class CjkRoute:
         found, hits = self._cjk_scan(query)
         if not found:
             return SearchResult([], 0, False, False, False, [])
-        where, params = self.store._filters(f)
+        where, params = self.basics.filters(f)
         shown = self._cjk_shown(list(found), where, params)
         rows_total, tokens_total = cjk_bigram.averages(
             _blob(self.r.scalar(f"SELECT hex(block) FROM {CJK_TABLE}_data WHERE id = 1"))
@@ -110,7 +108,7 @@ class CjkRoute:
             ranked.sort(key=lambda r: (r[0], r[1]))
         ids = [mid for _, mid, _ in ranked[offset : offset + PAGE_SIZE + 1]]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
-        rows = self.store.reading.hydrate(ids[:PAGE_SIZE], around=_first_cjk(query.texts))
+        rows = self.basics.reading.hydrate(ids[:PAGE_SIZE], around=_first_cjk(query.texts))
         for row in rows:
             # No FTS5 snippet without the tokenizer: presentation cuts one around the words.
             row["snippet"] = None

@@ -55,7 +55,8 @@ PREFIX_WORDS_MAX = 64
 
 
 @keep.memoize(4)
-def _hidden_json(ids: frozenset[int]) -> str:
+def hidden_json(ids: frozenset[int]) -> str:
+    """The hidden ids as one JSON array (for ``NOT IN json_each(?)``), made once per set."""
     return json.dumps(sorted(ids))
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from webui.db import sql
+from webui.db.search.basics import SearchBasics
 from webui.db.search.limits import (
     HIDDEN_MAX,
     OVERFETCH_HITS,
@@ -17,19 +18,20 @@ from webui.db.search.limits import (
     RANK_CAP,
     SearchFilters,
 )
-
-if TYPE_CHECKING:
-    from webui.db.search.store import SearchStore
+from webui.db.search.source_map import SourceMap
 
 
 class Scoping:
     """Hits within filters."""
 
-    def __init__(self, store: SearchStore):
-        # The store's reader, filters and reads of hits (webui.db.search.store).
-        self.store = store
-        self.r = store.r
-        self.schema = store.schema
+    def __init__(self, basics: SearchBasics, sources: SourceMap | None = None):
+        # The file's reader, filters and hidden ids (webui.db.search.basics).
+        self.basics = basics
+        self.r = basics.r
+        self.schema = basics.schema
+        # Each message's source, for searches filtered by source (by_source); None: the
+        # full query answers them.
+        self.sources = sources
 
     def by_source(
         self,
@@ -48,14 +50,14 @@ class Scoping:
         every hit of the index. Same order as the full query: (rank, id), or newest first
         past RANK_CAP. None when this route cannot answer (other filters, no map yet, too
         many hidden messages, or a page the map got wrong): the full query does."""
-        if self.store.sources is None or not (f.sources or f.exclude_sources):
+        if self.sources is None or not (f.sources or f.exclude_sources):
             return None
         if f.roles or f.session or f.session_key or f.since or f.until:
             return None
-        hidden = self.store._hidden_ids()
-        if len(hidden) > HIDDEN_MAX or not self.store.sources.current():
+        hidden = self.basics.hidden_ids()
+        if len(hidden) > HIDDEN_MAX or not self.sources.current():
             return None
-        keep = self.store.sources.keep(f.sources, f.exclude_sources)
+        keep = self.sources.keep(f.sources, f.exclude_sources)
         cap = RANK_CAP + 1 + len(hidden)
 
         def matches(
@@ -72,7 +74,7 @@ class Scoping:
         # share of messages that pass, they would reach half of it. Otherwise they are
         # counted first, and ranked only if they are under the cap.
         expect_under = min(OVERFETCH_HITS, int(RANK_CAP / 2 / max(keep.share, 1e-9)))
-        every = self.store._index_hits(table, wide or expression, max(expect_under, RANK_CAP) + 1)
+        every = self.basics.index_hits(table, wide or expression, max(expect_under, RANK_CAP) + 1)
         if every <= max(expect_under, RANK_CAP):
             ranked = self.r.run(
                 lambda raw: matches(raw, f"SELECT rank, rowid {passing} LIMIT ?", cap, ranking=True)
@@ -138,7 +140,7 @@ class Scoping:
             if f.session
             else (f"session_id IN (SELECT id FROM sessions WHERE {column} = ?)", [f.session_key])
         )
-        active = self.store._active_clause().replace("m.", "")
+        active = self.basics.active_clause().replace("m.", "")
         own = {
             r["id"]
             for r in self.r.rows(

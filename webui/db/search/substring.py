@@ -4,9 +4,11 @@ newest messages first when they prove the page. SearchStore holds one (``search.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from webui import keep
 from webui.db.errors import LogbookDBError
+from webui.db.search.basics import SearchBasics
 from webui.db.search.limits import (
     MAX_RESULTS,
     PAGE_SIZE,
@@ -17,18 +19,19 @@ from webui.db.search.limits import (
 )
 from webui.db.sessions.store import like_escape
 
-if TYPE_CHECKING:
-    from webui.db.search.store import SearchStore
-
 
 class SubstringRoute:
     """LIKE searches."""
 
-    def __init__(self, store: SearchStore):
-        # The store's reader, filters and reads of hits (webui.db.search.store).
-        self.store = store
-        self.r = store.r
-        self.schema = store.schema
+    def __init__(self, basics: SearchBasics):
+        # The file's reader, filters and reads of hits (webui.db.search.basics).
+        self.basics = basics
+        self.r = basics.r
+        self.schema = basics.schema
+        # floor id -> the newest timestamp of the messages up to it. Messages are appended
+        # with growing ids and never re-dated, so a value stays an upper bound (deleting
+        # rows can only lower the truth): kept for the process, whatever changes.
+        self._older_newest = keep.VersionedCache(64)
 
     # -- substring route -----------------------------------------------------------------
 
@@ -65,7 +68,7 @@ class SubstringRoute:
         equal times come oldest id first)."""
         if not terms:
             return SearchResult([], 0, False, False, False, [])
-        where, params = self.store._filters(f, include_inactive=include_inactive)
+        where, params = self.basics.filters(f, include_inactive=include_inactive)
         if id_floor is not None:
             where += " AND m.id > ?"
             params.append(id_floor)
@@ -84,7 +87,7 @@ class SubstringRoute:
         ]
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
-        rows = self.store.reading.hydrate(ids, around=terms[0] if terms else None)
+        rows = self.basics.reading.hydrate(ids, around=terms[0] if terms else None)
         for row in rows:
             # No snippet() on this route: presentation cuts one around the terms.
             row["snippet"] = None
@@ -123,7 +126,7 @@ class SubstringRoute:
     ) -> SearchResult:
         """The stored-rows route (Hermes 0.22's tool searches, a file whose index Hermes marked
         stale): newest first (oldest with ``sort="oldest"``) by time, then id."""
-        where, params = self.store._filters(f)
+        where, params = self.basics.filters(f)
         test, test_params = self._group_clauses(groups)
         way = "ASC" if sort == "oldest" else "DESC"
         offset = (page - 1) * PAGE_SIZE
@@ -143,7 +146,7 @@ class SubstringRoute:
         """While Hermes's FTS rebuild is pending: (how many, the ids from ``skip``, at most
         ``take``) of the messages in ``span`` = (indexed up to, high water], which the index
         does not hold yet, holding every term, newest first by time (Hermes's top-up)."""
-        where, params = self.store._filters(f)
+        where, params = self.basics.filters(f)
         like_sql, like_params = self.like_clauses(terms, any_term=False)
         base = (
             "FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.id > ? AND m.id <= ? "
@@ -163,7 +166,7 @@ class SubstringRoute:
     def substring_page(self, ids: list[int], offset: int, terms: list[str]) -> SearchResult:
         has_more = len(ids) > PAGE_SIZE and offset + PAGE_SIZE < MAX_RESULTS
         ids = ids[:PAGE_SIZE]
-        rows = self.store.reading.hydrate(ids, around=terms[0] if terms else None)
+        rows = self.basics.reading.hydrate(ids, around=terms[0] if terms else None)
         for row in rows:
             row["snippet"] = None
             row["match_terms"] = terms
@@ -179,12 +182,12 @@ class SubstringRoute:
         """Read the newest timestamp of the messages below the current floor, once (a scan
         of them: run it where a substring search already holds a search slot)."""
         floor = self._recent_floor()
-        if floor is not None and self.store._older_newest.peek(floor) is None:
+        if floor is not None and self._older_newest.peek(floor) is None:
             try:
                 newest = self.r.scalar("SELECT MAX(timestamp) FROM messages WHERE id <= ?", [floor])
             except LogbookDBError:
                 return  # out of this request's time: a later search learns it
-            self.store._older_newest.set(floor, newest)
+            self._older_newest.set(floor, newest)
 
     def like_recent(
         self,
@@ -200,7 +203,7 @@ class SubstringRoute:
         floor = self._recent_floor()
         if floor is None:
             return None
-        bound = self.store._older_newest.get(floor) if any_term else None
+        bound = self._older_newest.get(floor) if any_term else None
         if any_term and not isinstance(bound, (int, float)):
             return None  # not learnt yet, or text timestamps: SQLite orders text above numbers
         result = self.like(
@@ -220,6 +223,7 @@ class SubstringRoute:
             # (With oldest-id-first ties an older message at the very same time sorts before.)
             if (
                 not isinstance(last, (int, float))
+                or not isinstance(bound, (int, float))  # learnt above; said again for mypy
                 or bound > last
                 or (ties == "ASC" and bound == last)
             ):

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-import itertools
+from functools import partial
 
 from flask import Blueprint, current_app, g, jsonify, redirect, request, url_for
 
-from webui.db import BadRequest, LogbookDBError, SearchFilters
-from webui.db.search import plan as search_plan
-from webui.db.search.store import SearchResult, run
-from webui.db.stores.store_set import LIVE
+from webui.db import BadRequest, SearchFilters
+from webui.db.search.stores import Budget, Searched, search_profiles, search_stores
+from webui.db.stores.history import history_of, store_answer
+from webui.db.stores.store_set import LIVE, Store
 from webui.door.workclass import is_heavy
 from webui.hermes.search import query_problem
 from webui.present.rows import complete_snippets, search_hit_json, search_hit_view
 from webui.web.limits import search_slot
 from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
-from webui.web.stores import find_session, readable, request_stores, unreadable
+from webui.web.stores import (
+    OUT_OF_TIME,
+    find_session,
+    readable,
+    request_stores,
+    short_of_time,
+    unreadable,
+)
 from webui.web.views import render_page, wants_json
-from webui.web.views.search_stores import search_stores
 
 bp = Blueprint("search", __name__)
 
@@ -52,7 +58,7 @@ def _page() -> int:
 def search_facts(book, index: bool = True) -> dict:
     """The database's indexes and its Hermes's search rules (webui.db.search.plan): how the
     server's dispatcher classes a search before it runs."""
-    return search_plan.facts(book.search, index)
+    return book.search.facts(index)
 
 
 def app_search_facts(app) -> dict | None:
@@ -80,36 +86,23 @@ def _sort() -> str | None:
     return value
 
 
-def _merged(query: str, f: SearchFilters, page: int, books=None, label: str = "profile"):
-    """Each profile's own ranked page, interleaved (rank 1 of each, then rank 2, …): the
-    profiles are separate histories, so their ranks are set side by side, not compared. (The
-    stores of one history rank as one: webui.web.views.search_stores.)"""
-    books = books if books is not None else merged_logbooks(current_app)
-    per: list[list[dict]] = []
-    total, capped, more, notices, searched, p = 0, False, False, [], query, None
-    for i, (name, book) in enumerate(books):
-        try:
-            p = book.search.plan(query, f, _sort())
-            res, searched = run(book.search, p, f, page)
-        except LogbookDBError as exc:
-            if not i:
-                raise
-            notices.append(f"{name} was not searched: {exc.message}")
-            continue
-        rows = res.rows
-        complete_snippets(rows)
-        for row in rows:
-            row[label] = name
-        per.append(rows)
-        total += res.total
-        capped = capped or res.capped
-        more = more or res.has_more
-        notices += [
-            n if n.startswith(name) else f"{name}: {n}" for n in res.notices if n not in notices
-        ]
-    rows = [r for group in itertools.zip_longest(*per) for r in group if r is not None]
-    result = SearchResult(rows, total, capped, False, more, list(dict.fromkeys(notices)))
-    return result, searched, p
+def _searched(stores: list[Store]) -> list[Searched]:
+    """The readable stores of this request as a search across them asks them
+    (webui.db.search.stores): each one's copies of sessions an earlier store holds, and its
+    answers kept until its file changes."""
+    history = history_of(stores)
+    names = [s.name for s in stores]
+    return [
+        Searched(
+            s.name,
+            s.logbook.search,
+            live=s.kind == LIVE,
+            copies=tuple(history.copies_in(s.name, names)),
+            ask=partial(store_answer, s),
+        )
+        for s in stores
+        if s.logbook is not None
+    ]
 
 
 def _across(lb) -> tuple[list, list[str]] | None:
@@ -155,12 +148,23 @@ def search():
     heavy = is_heavy(request.path, request.query_string.decode("latin-1"), search_facts(lb))
     if stores:
         with search_slot(heavy=heavy):
-            result, searched, p = search_stores(query, f, page, stores[0], list(stores[1]))
-        if p is None:
-            p = lb.search.plan(query)
+            result, searched, p = search_stores(
+                query,
+                f,
+                page,
+                _searched(stores[0]),
+                list(stores[1]),
+                Budget(short_of_time, OUT_OF_TIME),
+                home=lb.search,
+            )
+        complete_snippets(result.rows)
     elif g.get("all_profiles"):
+        books = merged_logbooks(current_app)
         with search_slot(heavy=heavy):
-            result, searched, p = _merged(query, f, page)
+            result, searched, p = search_profiles(
+                query, f, page, [(name, book.search) for name, book in books], sort
+            )
+        complete_snippets(result.rows)
     else:
         # The store plans and answers; a substring search's first page often lies among the
         # newest messages and is answered from them without a slot (webui.db.search.store).

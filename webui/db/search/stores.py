@@ -12,28 +12,66 @@ sanitizer), hits in sessions that an earlier store also holds are left out in it
   a store whose bound reaches into the page is asked for more before the page is made;
 * otherwise **newest first**, every store's hits by time (each store's own order, its times
   made non-increasing along it, so that paging takes every hit exactly once), and the one
-  notice says why."""
+  notice says why.
+
+The caller names the stores (``Searched``: each one's SearchStore, whether it is the live file,
+its sessions an earlier store holds too, and where its answers are kept) and how to tell the
+request is short of time (``Budget``); nothing here knows Flask or the store set. Separate
+histories (profiles) are not one order: ``search_profiles`` sets their pages side by side."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
-from webui.db import LogbookDBError, SearchFilters
+from webui.db.errors import LogbookDBError
 from webui.db.search import bm25 as bm
-from webui.db.search.store import MAX_RESULTS, PAGE_SIZE, RANK_CAP, SearchResult, Way, resolve
-from webui.db.stores.history import history_of, store_answer
-from webui.db.stores.store_set import LIVE, Store
+from webui.db.search.limits import MAX_RESULTS, PAGE_SIZE, RANK_CAP, SearchFilters, SearchResult
+from webui.db.search.store import SearchStore, Way, resolve
 from webui.hermes.search import Plan, plan
-from webui.web.stores import OUT_OF_TIME, short_of_time
 
 ROUNDS = 3  # times a store may be asked for more of its best hits
 
 
+def _computed(key: tuple, compute: Callable[[], Any]) -> Any:
+    return compute()
+
+
+def _never() -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Searched:
+    """One store as a search across stores asks it."""
+
+    name: str
+    search: SearchStore
+    # The live file is asked however short of time the request is; the others are skipped.
+    live: bool = True
+    # Its sessions that an earlier store also holds: their hits are shown once, from there.
+    copies: tuple[str, ...] = ()
+    # ask(key, compute): its answer kept until its file changes (webui.db.stores.history's
+    # store_answer; for the live file, until the next commit to it).
+    ask: Callable[[tuple, Callable[[], Any]], Any] = _computed
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The request's time, as the caller tells it: ``short()`` when too little is left to ask
+    one more store, and what a store not asked then is said to be."""
+
+    short: Callable[[], bool] = _never
+    out_of_time: str = "not asked: this page ran out of time (the other stores answered)"
+
+
 @dataclass
 class Part:
-    store: Store
+    store: Searched
     plan: Plan
     way: Way
     f: SearchFilters
@@ -44,40 +82,51 @@ class Part:
     notices: list[str] = field(default_factory=list)
 
     @property
-    def book(self):
-        return self.store.logbook
+    def search(self) -> SearchStore:
+        return self.store.search
 
 
-def facts(book) -> dict:
-    return {
-        "has_fts": book.schema.has_fts,
-        "has_trigram": book.schema.has_trigram,
-        "dialect": book.rules.search,
-    }
+def facts(search: SearchStore) -> dict:
+    """What a plan across stores depends on: the file's indexes and its Hermes's dialect
+    (not its index markers, nor the rules of 0.20+ beyond the dialect)."""
+    known = search.facts(index=False)
+    return {k: known[k] for k in ("has_fts", "has_trigram", "dialect")}
 
 
-def _ask(part_or_store, key: tuple, compute):
+def _ask(part_or_store: Part | Searched, key: tuple, compute: Callable[[], Any]) -> Any:
     """A store's answer, kept until its file changes (for the live file: until the next
     commit to it, SQLite's data_version; beside a writing gateway, read afresh)."""
     store = part_or_store.store if isinstance(part_or_store, Part) else part_or_store
-    return store_answer(store, key, compute)
+    return store.ask(key, compute)
 
 
 def search_stores(
-    query: str, f: SearchFilters, page: int, stores: list[Store], missing: list[str]
+    query: str,
+    f: SearchFilters,
+    page: int,
+    stores: list[Searched],
+    missing: list[str],
+    budget: Budget | None = None,
+    home: SearchStore | None = None,
 ) -> tuple[SearchResult, str, Plan | None]:
+    """One page of ``query``'s hits in every one of ``stores`` (live first) as one history:
+    (result, what was searched, the first store's plan, or ``home``'s when no store
+    planned). A store that fails or is not asked for want of time is named in ``missing``
+    (given the stores that cannot be read now) and the page is made of the others; the
+    page's notices end with ``missing``. Rows come without the substring routes' snippets,
+    which presentation cuts (webui.present.rows.complete_snippets)."""
+    budget = budget or Budget()
+    short_of_time = budget.short
     depth = page * PAGE_SIZE + 1
-    history = history_of(stores)
-    names = [s.name for s in stores]
     parts: list[Part] = []
     first_plan: Plan | None = None
     plans: dict[tuple, Plan] = {}  # one plan per kind of store (its indexes, its dialect)
     for s in stores:
-        if s.kind != LIVE and short_of_time():
-            _missing(missing, s, OUT_OF_TIME)
+        if not s.live and short_of_time():
+            _missing(missing, s, budget.out_of_time)
             continue
         try:
-            parts.append(_part(s, query, f, history.copies_in(s.name, names), plans))
+            parts.append(_part(s, query, f, list(s.copies), plans))
         except (LogbookDBError, sqlite3.Error) as exc:
             _missing(missing, s, exc)
         else:
@@ -89,8 +138,8 @@ def search_stores(
     for p in list(parts):
         if not p.n:
             continue
-        if p.store.kind != LIVE and short_of_time():
-            _missing(missing, p.store, OUT_OF_TIME)
+        if not p.store.live and short_of_time():
+            _missing(missing, p.store, budget.out_of_time)
             parts.remove(p)
             continue
         try:
@@ -98,7 +147,7 @@ def search_stores(
         except (LogbookDBError, sqlite3.Error) as exc:
             _missing(missing, p.store, exc)
             parts.remove(p)
-    merged = _ranked(parts, depth) if ranked else _newest(parts)
+    merged = _ranked(parts, depth, short_of_time) if ranked else _newest(parts)
     total = sum(p.n for p in parts)
     more_unread = any(p.way.route == "like" and len(p.rows) >= p.depth for p in parts if p.n)
     offset = (page - 1) * PAGE_SIZE
@@ -111,10 +160,12 @@ def search_stores(
     searched = next((p.way.searched for p in parts if p.way.searched), "") or (
         first_plan.searched if first_plan else query
     )
+    if first_plan is None and home is not None:
+        first_plan = home.plan(query)
     return result, searched, first_plan
 
 
-def _missing(missing: list[str], store: Store, exc: Any) -> None:
+def _missing(missing: list[str], store: Searched, exc: Any) -> None:
     message = exc.message if isinstance(exc, LogbookDBError) else str(exc)
     line = f"{store.name} was not searched: {message}"
     if line not in missing:
@@ -122,10 +173,10 @@ def _missing(missing: list[str], store: Store, exc: Any) -> None:
 
 
 def _part(
-    s: Store, query: str, f: SearchFilters, copies: list[str], plans: dict[tuple, Plan]
+    s: Searched, query: str, f: SearchFilters, copies: list[str], plans: dict[tuple, Plan]
 ) -> Part:
-    book = s.logbook
-    known = facts(book)
+    search = s.search
+    known = facts(search)
     mark = tuple(sorted(known.items()))
     p = plans.get(mark)
     if p is None:
@@ -141,7 +192,7 @@ def _part(
             n = _ask(
                 s,
                 ("search-n", table, p.match, repr(fs)),
-                lambda: book.search.across.hit_count(table, p.match, fs),
+                lambda: search.across.hit_count(table, p.match, fs),
             )
             way = Way("fts", table, p.match)
             notices += [p.sanitize_note] if p.sanitize_note else []
@@ -152,7 +203,7 @@ def _part(
                 raise
             n = None
         if n is None:
-            way, said = _ask(s, ("search-way", query), lambda: _resolved(book, p))
+            way, said = _ask(s, ("search-way", query), lambda: _resolved(search, p))
             notices += said
     else:
         if p.sanitize_note:
@@ -166,14 +217,14 @@ def _part(
             else _ask(
                 s,
                 ("search-n", way.table, way.expression, repr(fs)),
-                lambda: book.search.across.hit_count(way.table, way.expression, fs, way.literal),
+                lambda: search.across.hit_count(way.table, way.expression, fs, way.literal),
             )
         )
         if copies:
             every = _ask(
                 s,
                 ("search-n", way.table, way.expression, repr(f)),
-                lambda: book.search.across.hit_count(way.table, way.expression, f, way.literal),
+                lambda: search.across.hit_count(way.table, way.expression, f, way.literal),
             )
             part.folded = max(0, every - part.n)
     elif way.route == "like":
@@ -181,9 +232,9 @@ def _part(
     return part
 
 
-def _resolved(book, p: Plan) -> tuple[Way, list[str]]:
+def _resolved(search: SearchStore, p: Plan) -> tuple[Way, list[str]]:
     said: list[str] = []
-    way = resolve(book.search, p, said)
+    way = resolve(search, p, said)
     if way.route == "like" and not way.terms:
         way = Way("none")
     return way, said
@@ -191,30 +242,30 @@ def _resolved(book, p: Plan) -> tuple[Way, list[str]]:
 
 def _fetch(p: Part, depth: int, ranked: bool) -> None:
     p.depth = depth
-    book, way, fs = p.book, p.way, p.f
+    search, way, fs = p.search, p.way, p.f
     if way.route == "like":
         any_term = p.plan.like_any if p.plan.route == "like" else True
         inactive = p.plan.like_inactive if p.plan.route == "like" else True
         p.rows = _ask(
             p,
             ("search-like", tuple(way.terms), repr(fs), depth, any_term, inactive),
-            lambda: book.search.across.newest_like(way.terms, fs, depth, any_term, inactive),
+            lambda: search.across.newest_like(way.terms, fs, depth, any_term, inactive),
         )
         p.n = len(p.rows) + (1 if len(p.rows) >= depth else 0)
         return
     p.rows = _ask(
         p,
         ("search-best", way.table, way.expression, repr(fs), depth, ranked),
-        lambda: book.search.across.best_hits(
-            way.table, way.expression, fs, depth, ranked, way.literal
-        ),
+        lambda: search.across.best_hits(way.table, way.expression, fs, depth, ranked, way.literal),
     )
 
 
 # -- one relevance order ----------------------------------------------------------------------
 
 
-def _ranked(parts: list[Part], depth: int) -> list[tuple[Part, dict[str, Any]]]:
+def _ranked(
+    parts: list[Part], depth: int, short_of_time: Callable[[], bool]
+) -> list[tuple[Part, dict[str, Any]]]:
     """Every store's best hits, scored with the whole history's statistics."""
     live = [p for p in parts if p.n and p.rows]
     if not live:
@@ -223,16 +274,17 @@ def _ranked(parts: list[Part], depth: int) -> list[tuple[Part, dict[str, Any]]]:
     # Every store searched from an index of this kind counts in the statistics, hits or
     # not: the one file they make holds its rows too.
     indexed = [p for p in parts if p.way.route == "fts" and p.way.table == table]
-    phrase_list = bm.phrases(live[0].way.expression)
-    same = phrase_list is not None and all(
-        bm.phrases(p.way.expression) == phrase_list and not p.way.literal for p in indexed
+    found = bm.phrases(live[0].way.expression)
+    same = found is not None and all(
+        bm.phrases(p.way.expression) == found and not p.way.literal for p in indexed
     )
+    phrase_list = found or []  # read only when ``same``
     for _round in range(ROUNDS):
         try:
             stats = _statistics(indexed, phrase_list) if same and not short_of_time() else None
         except (LogbookDBError, sqlite3.Error):
             stats = None  # each store's own scores, then
-        scored: list[tuple[float, int, Any, Part, dict]] = []
+        scored: list[tuple[float, tuple, int, Part, dict]] = []
         for i, p in enumerate(live):
             for r in p.rows:
                 score = r["score"] if stats is None else _global(p, r, stats, phrase_list)
@@ -270,7 +322,7 @@ def _statistics(parts: list[Part], phrase_list: list[str]):
 
 
 def _part_statistics(p: Part, phrase_list: list[str]):
-    table, expression, search = p.way.table, p.way.expression, p.book.search
+    table, expression, search = p.way.table, p.way.expression, p.search
     ids = [r["id"] for r in p.rows]  # none for a store without hits: its figures only
     mark = (len(ids), hash(tuple(ids)))
     figures = _ask(p, ("bm25-index", table), lambda: search.across.index_figures(table))
@@ -288,9 +340,7 @@ def _part_statistics(p: Part, phrase_list: list[str]):
         hits[phrase], scores[phrase] = _ask(
             p,
             ("bm25-phrase", table, phrase, *mark),
-            lambda phrase=phrase, alone=alone: search.across.phrase_figures(
-                table, phrase, ids, alone
-            ),
+            partial(search.across.phrase_figures, table, phrase, ids, alone),
         )
     lengths = _ask(p, ("bm25-lengths", table, *mark), lambda: search.across.doc_lengths(table, ids))
     return bm.FileStats(figures[0], figures[1], hits), scores, lengths
@@ -344,8 +394,6 @@ def _id_key(value: Any) -> tuple:
 
 
 def _rows(parts: list[Part], chosen: list[tuple[Part, dict]], missing: list[str]) -> list[dict]:
-    from webui.present.rows import complete_snippets
-
     by_part: dict[int, list[int]] = {}
     for p, r in chosen:
         by_part.setdefault(id(p), []).append(r["id"])
@@ -356,20 +404,13 @@ def _rows(parts: list[Part], chosen: list[tuple[Part, dict]], missing: list[str]
             continue
         try:
             like = p.way.terms if p.way.route == "like" else None
-            rows = p.book.search.across.page_hits(p.way.table, p.way.expression, ids, like)
-            p.book.search.reading.contexts(rows)
+            rows = p.search.across.page_hits(p.way.table, p.way.expression, ids, like)
+            p.search.basics.finish_rows(rows)
         except (LogbookDBError, sqlite3.Error) as exc:
             _missing(missing, p.store, exc)
             continue
-        complete_snippets(rows)
         for row in rows:
             row["store"] = p.store.name
-            if row.get("snippet") is not None and (
-                row.get("role") == "tool" or row.get("tool_calls")
-            ):
-                row["_text"] = (row.get("_text") or "")[:200_000]
-            elif row.get("snippet") is not None:
-                row.pop("_text", None)
             read[(p.store.name, row["message_id"])] = row
     return [read[k] for p, r in chosen if (k := (p.store.name, r["id"])) in read]
 
@@ -401,3 +442,44 @@ def _notices(parts, ranked, total, unranked, tables, missing) -> list[str]:
             "from another store left out."
         )
     return said + missing
+
+
+# -- separate histories ---------------------------------------------------------------------
+
+
+def search_profiles(
+    query: str,
+    f: SearchFilters,
+    page: int,
+    searches: list[tuple[str, SearchStore]],
+    sort: str | None = None,
+    label: str = "profile",
+) -> tuple[SearchResult, str, Plan | None]:
+    """Each profile's own ranked page, interleaved (rank 1 of each, then rank 2, …): the
+    profiles are separate histories, so their ranks are set side by side, not compared (the
+    stores of one history rank as one: search_stores). Each row is named by ``label``; a
+    profile that fails after the first is named in a notice (the first's failure is the
+    page's). Rows come without the substring routes' snippets, as search_stores's."""
+    per: list[list[dict]] = []
+    total, capped, more, notices, searched, p = 0, False, False, [], query, None
+    for i, (name, search) in enumerate(searches):
+        try:
+            res, searched, p = search.search(query, f, page, sort)
+        except LogbookDBError as exc:
+            if not i:
+                raise
+            notices.append(f"{name} was not searched: {exc.message}")
+            continue
+        rows = res.rows
+        for row in rows:
+            row[label] = name
+        per.append(rows)
+        total += res.total
+        capped = capped or res.capped
+        more = more or res.has_more
+        notices += [
+            n if n.startswith(name) else f"{name}: {n}" for n in res.notices if n not in notices
+        ]
+    rows = [r for group in itertools.zip_longest(*per) for r in group if r is not None]
+    result = SearchResult(rows, total, capped, False, more, list(dict.fromkeys(notices)))
+    return result, searched, p
