@@ -243,6 +243,8 @@ def varints(blob: bytes) -> list[int]:
     while i < len(blob):
         value = 0
         for k in range(9):
+            if i >= len(blob):  # a record cut short: the whole values before it
+                return out
             byte = blob[i]
             i += 1
             if k == 8:

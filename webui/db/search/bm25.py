@@ -26,6 +26,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from webui.hermes.cjk_bigram import varints
+
 K1, B = 1.2, 0.75
 
 _TOKEN = re.compile(r'\s*(?:("(?:[^"]|"")*")|(\()|(\))|([^\s()"]+))')
@@ -81,23 +83,7 @@ def doc_length(block: bytes | None) -> int | None:
 def _varints(block: bytes | None) -> list[int]:
     if not isinstance(block, (bytes, bytearray)):
         return []
-    out: list[int] = []
-    i = 0
-    while i < len(block):
-        value = 0
-        for j in range(9):
-            if i >= len(block):
-                return out
-            byte = block[i]
-            i += 1
-            if j == 8:
-                value = (value << 8) | byte
-                break
-            value = (value << 7) | (byte & 0x7F)
-            if not byte & 0x80:
-                break
-        out.append(value)
-    return out
+    return varints(bytes(block))
 
 
 def idf(rows: int, hits: int) -> float:
