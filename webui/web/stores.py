@@ -12,8 +12,7 @@ from pathlib import Path
 from flask import Flask, current_app, g, has_request_context, request
 
 from webui.db import Logbook, LogbookDBError
-from webui.db import deadline as request_deadline
-from webui.db.stores.history import kept_answer  # noqa: F401 - the views' way to keep a store's answer
+from webui.db.history.budget import OUT_OF_TIME, short_of_time  # noqa: F401 - the views' names
 from webui.db.stores.store_set import LIVE, Store, StoreSet
 
 # Links that stay within a pinned store: a session's own pages.
@@ -60,20 +59,6 @@ def init_app(app: Flask, primary: Logbook) -> None:
         pin = g.get("store_pin")
         if pin and "store" not in values and endpoint in PINNED_ENDPOINTS:
             values["store"] = pin
-
-
-# What a page over many stores leaves of its deadline for its own last queries (the live
-# file's menus, the page's rendering): stores not asked by then are named as not read.
-RESERVE_S = 1.0
-
-
-def short_of_time() -> bool:
-    """Is this request's deadline too close to ask one more store?"""
-    left = request_deadline.remaining()
-    return left is not None and left < RESERVE_S
-
-
-OUT_OF_TIME = "not asked: this page ran out of time (the other stores answered)"
 
 
 def store_set() -> StoreSet | None:

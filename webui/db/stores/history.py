@@ -42,7 +42,7 @@ def store_answer(store: Store, key: tuple, compute: Callable[[], Any]) -> Any:
     store set checks it at most once a second, and reads a changed file again as a new
     store), everything else under its data_version."""
     signature = store.signature if store.kind == "archive" else None
-    return kept_answer(store.logbook, key, compute, signature)
+    return kept_answer(store.book, key, compute, signature)
 
 
 @dataclass
@@ -169,6 +169,28 @@ def history_of(stores: Iterable[Store]) -> History:
     parts = [part_of(s) for s in stores]
     mark = tuple((p.name, id(p.ids), len(p.ids), id(p.dangling), id(p.links)) for p in parts)
     return _histories.get_or_set(mark, mark, lambda: build(parts))
+
+
+@dataclass
+class Copies:
+    """The copies among some readable stores (in the history's order): the one way a page
+    over a fixed set of stores (statistics, exports, chats) leaves them out. (The list asks
+    ``History`` itself: its stores that answered change while it pages.)"""
+
+    history: History
+    names: list[str]
+
+    def of(self, store: str) -> list[str]:
+        """This store's sessions an earlier store of the set also holds."""
+        return self.history.copies_in(store, self.names)
+
+    def is_copy(self, store: str, sid: str) -> bool:
+        return self.history.is_copy(store, sid, self.names)
+
+
+def copies_among(readable: list[Store]) -> Copies:
+    """The copies among ``readable`` (stores that can be read, live first)."""
+    return Copies(history_of(readable), [s.name for s in readable])
 
 
 def walk_across(

@@ -12,6 +12,7 @@ from webui import threads
 from webui.db import BadRequest, SessionQuery
 from webui.db import deadline as request_deadline
 from webui.db.errors import DatabaseBusy
+from webui.db.history import list_page, profiles_page
 from webui.db.schema import KNOWN_SESSION_COLUMNS
 from webui.db.sessions.lineage import tree_across
 from webui.db.sessions.messages import END_CURSOR
@@ -30,11 +31,10 @@ from webui.web.stores import (
     readable,
     relatives_elsewhere,
     request_stores,
+    short_of_time,
     unreadable,
 )
 from webui.web.views import (
-    merged,
-    merged_stores,
     no_session,
     query_args,
     refuse_unknown,
@@ -84,12 +84,12 @@ def list_sessions():
     missing: list[str] = []
     store_facet: dict[str, int] = {}
     if g.get("all_profiles"):
-        merged_page = merged.session_page(q)
+        merged_page = profiles_page.session_page(q, merged_logbooks(current_app))
         rows, cursor, facets = merged_page.rows, merged_page.cursor, merged_page.facets
     elif len(stores) > 1 or unread:
-        # Every store as one history (webui.web.views.merged_stores).
+        # Every store as one history (webui.db.history.list_page).
         missing = list(unread)
-        merged_page = merged_stores.store_page(q, stores, missing)
+        merged_page = list_page.store_page(q, stores, missing, short_of_time)
         rows, cursor, facets = merged_page.rows, merged_page.cursor, merged_page.facets
         folded, missing = merged_page.folded, merged_page.missing
         store_facet, copies = merged_page.counts, merged_page.copies
