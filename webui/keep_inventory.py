@@ -136,7 +136,7 @@ INVENTORY: tuple[Cached, ...] = (
         "Until its file changes (an archive's signature, checked at most once a second; a "
         "replica's `data_version`)",
         "The store going away (removed, replaced, no longer configured)",
-        ("db/stores/history.py", "web/views/stats_stores.py", "web/views/origins.py"),
+        ("db/stores/history.py", "db/history/stats.py", "web/views/origins.py"),
     ),
     Cached(
         "Merged views",
@@ -144,7 +144,7 @@ INVENTORY: tuple[Cached, ...] = (
         "statistics, chats, people, workspaces",
         "While every store's part is the same cached value",
         "Any part changing",
-        ("db/stores/history.py", "web/views/stats_stores.py", "web/views/origins.py"),
+        ("db/stores/history.py", "db/history/stats.py", "web/views/origins.py"),
     ),
     Cached(
         "Renderings",

@@ -13,6 +13,7 @@ from flask import Blueprint, Response, current_app, g, jsonify, render_template,
 
 from webui import keep, threads
 from webui.db import BadRequest, tz
+from webui.db.history import stats as across_stores
 from webui.db.sessions.store import parse_day
 from webui.db.stats import models as stats_models
 from webui.db.stats.rollup import Coverage
@@ -30,9 +31,8 @@ from webui.present.filters import axis_money, compact, group_cost, money, num
 from webui.present.headline import headline, leaders
 from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
-from webui.web.stores import request_stores
+from webui.web.stores import request_stores, short_of_time
 from webui.web.views import reliability, render_page, wants_json
-from webui.web.views.stats_stores import whole_report
 
 bp = Blueprint("stats", __name__)
 
@@ -407,7 +407,7 @@ def build_merged_report(q: StatsQuery) -> dict[str, Any]:
 
 def whole_history(q: StatsQuery, report: dict[str, Any]) -> tuple[dict[str, Any], list]:
     """Over several stores (the live file, archives, replicas): one report for them all, and
-    each store's share of the period (webui.web.views.stats_stores); else ``report`` as is."""
+    each store's share of the period (webui.db.history.stats); else ``report`` as is."""
     if g.get("all_profiles") or g.get("store_pin"):
         return report, []
     every = request_stores(live_logbook())
@@ -416,7 +416,8 @@ def whole_history(q: StatsQuery, report: dict[str, Any]) -> tuple[dict[str, Any]
     if every[0].kind != "live" and every[0].logbook is not None:
         report = _build_report(q, every[0].logbook)
         report["as_of"] = time.time()
-    return whole_report(q, every, report, _build_report, [])
+    budget_s = float(current_app.config["LOGBOOK_ROLLUP_BUDGET"])
+    return across_stores.whole_report(q, every, report, _build_report, [], budget_s, short_of_time)
 
 
 class LazyCharts:
