@@ -49,6 +49,11 @@ class StorePage:
     copies: int = 0  # of those, copies of sessions an earlier store holds
     answered: list[str] = field(default_factory=list)
 
+    @property
+    def total(self) -> int:
+        """The sessions of the whole history that match: a session kept in two stores once."""
+        return sum(self.counts.values()) - self.copies
+
 
 def encode(cursors: dict[str, Any]) -> str:
     raw = json.dumps(cursors, separators=(",", ":")).encode()

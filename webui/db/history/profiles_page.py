@@ -24,6 +24,12 @@ class MergedPage:
     missing: list[str] = field(default_factory=list)
 
 
+def count(q: SessionQuery, books: list[tuple[str, Logbook]]) -> tuple[int, bool]:
+    """The sessions of every profile that match (total, capped: a count stopped at its cap)."""
+    counts = [book.sessions.count(q) for _name, book in books]
+    return sum(c[0] for c in counts), any(c[1] for c in counts)
+
+
 def _sort_key(r: dict[str, Any], label: str) -> tuple:
     return (r["_sort_key"] if r["_sort_key"] is not None else 0, r[label], r["_sort_id"])
 

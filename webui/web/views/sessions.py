@@ -83,6 +83,7 @@ def list_sessions():
     folded = copies = 0
     missing: list[str] = []
     store_facet: dict[str, int] = {}
+    whole = 0
     if g.get("all_profiles"):
         merged_page = profiles_page.session_page(q, merged_logbooks(current_app))
         rows, cursor, facets = merged_page.rows, merged_page.cursor, merged_page.facets
@@ -92,7 +93,7 @@ def list_sessions():
         merged_page = list_page.store_page(q, stores, missing, short_of_time)
         rows, cursor, facets = merged_page.rows, merged_page.cursor, merged_page.facets
         folded, missing = merged_page.folded, merged_page.missing
-        store_facet, copies = merged_page.counts, merged_page.copies
+        store_facet, copies, whole = merged_page.counts, merged_page.copies, merged_page.total
     else:
         # The menus' counts scan every session row when they are not shared (the first visit,
         # after a change): beside the page's own queries, not after them (2.3 s -> 1.4 s for
@@ -128,12 +129,11 @@ def list_sessions():
             }
         )
     if g.get("all_profiles"):
-        counts = [book.sessions.count(q) for _, book in merged_logbooks(current_app)]
-        total, capped = sum(c[0] for c in counts), any(c[1] for c in counts)
+        total, capped = profiles_page.count(q, merged_logbooks(current_app))
         hidden = None
     elif len(stores) > 1 or unread:
         # Sessions kept in two stores are listed once (from the first store holding them).
-        total, capped = sum(store_facet.values()) - copies, False
+        total, capped = whole, False
         hidden = None
     else:
         total, capped = lb.sessions.count(q)
