@@ -112,7 +112,7 @@ INVENTORY: tuple[Cached, ...] = (
         "while one background thread works out the next, the page saying how old; a partial "
         "report is not kept",
         OWN,
-        ("web/views/stats.py",),
+        ("db/stats/report.py",),
     ),
     Cached(
         "Storage, Files and Reliability",
