@@ -10,7 +10,8 @@ of these, and render:
 * stats.py: one statistics report across stores, each store's share;
 * export.py: which store each exported session is read from, and a stream that goes on
   when one store fails;
-* chats.py: chats, workspaces and people across stores.
+* chats.py: chats, workspaces and people across stores;
+* relatives.py: which store holds a session, its parent and children kept in other stores.
 
 Which sessions are copies, and which conversations go on from one store into another, is
 worked out in one place (webui.db.stores.history); ``budget`` says when a page has no time
