@@ -22,7 +22,7 @@ from webui.db import LogbookDBError
 from webui.db.history.budget import OUT_OF_TIME
 from webui.db.stats.merge import merge
 from webui.db.stats.store import StatsQuery
-from webui.db.stores.history import copies_among
+from webui.db.stores.history import copies_among, store_answer
 from webui.db.stores.store_set import Store
 
 _merged = keep.VersionedCache(16)
@@ -130,19 +130,17 @@ def _store_report(s: Store, q: StatsQuery, build, budget: list[float]) -> dict[s
     asked = (q.period, q.since, q.until, q.sources, q.models, q.lineage, q.cost_by, q.tz)
     when = "inside" if _inside(s, q) else int(q.now // 60)
     key = ("stats", repr(asked), q.archived, q.exclude, when)
-    version = s.signature if s.kind == "archive" and s.signature else lb.reader.data_version()
-    answers = lb.sessions.cache.versioned(512, name="answers")
-    hit = answers.get(key, version)
-    if hit is not None:
-        return hit
-    t0 = time.monotonic()
-    report = build(q, lb, budget[0])
-    budget[0] = max(0.0, budget[0] - (time.monotonic() - t0))
-    report = _labelled(report, s.name)
-    report["as_of"] = time.time()
-    if report["coverage"]["complete"] and not str(version).startswith("unknown"):
-        answers.set(key, report, version)
-    return report
+
+    def compute() -> dict[str, Any]:
+        t0 = time.monotonic()
+        report = build(q, lb, budget[0])
+        budget[0] = max(0.0, budget[0] - (time.monotonic() - t0))
+        report = _labelled(report, s.name)
+        report["as_of"] = time.time()
+        return report
+
+    # A partial report (the store's rollup still reading) is not kept.
+    return store_answer(s, key, compute, keep_if=lambda r: r["coverage"]["complete"])
 
 
 SHARE = ("sessions", "messages", "total_tokens", "cost_usd", "api_calls", "tool_calls")
