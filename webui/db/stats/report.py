@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from webui import keep, threads
 from webui.db import tz
@@ -18,7 +18,31 @@ from webui.db.stats.rollup import Coverage
 from webui.db.stats.store import StatsQuery, StatsStore, bucket_for, merge_aux_into_by_model
 
 if TYPE_CHECKING:
-    from webui.db import Logbook
+    from webui.db.changes.maintenance import Maintenance
+    from webui.db.reader import Reader
+    from webui.db.sessions.store import SessionStore
+    from webui.db.stats.rollup import Rollup
+
+
+class Logbook(Protocol):
+    """What a report reads of a file's Logbook (webui.db.Logbook is one)."""
+
+    @property
+    def reader(self) -> Reader: ...
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    @property
+    def stats(self) -> StatsStore: ...
+
+    @property
+    def rollup(self) -> Rollup: ...
+
+    @property
+    def maintenance(self) -> Maintenance: ...
+
+    def size_bytes(self) -> int: ...
 
 
 def period_json(q: StatsQuery) -> dict[str, Any]:
