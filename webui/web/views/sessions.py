@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from flask import Blueprint, abort, current_app, g, jsonify, redirect, render_template, url_for
+from flask import Blueprint, current_app, g, jsonify, redirect, render_template, url_for
 from htmx_flask import request
 
 from webui import threads
@@ -27,7 +27,6 @@ from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import (
     elsewhere,
-    find_session,
     readable,
     relatives_elsewhere,
     request_stores,
@@ -35,7 +34,7 @@ from webui.web.stores import (
     unreadable,
 )
 from webui.web.views import (
-    no_session,
+    elsewhere_or_404,
     query_args,
     refuse_unknown,
     render_page,
@@ -404,14 +403,7 @@ def tail(session_id: str):
     lb = get_logbook()
     session = lb.sessions.brief(session_id)
     if session is None:
-        holder = None if g.get("store_pin") else find_session(live_logbook(), session_id)
-        if holder is not None and holder.name != LIVE:
-            return redirect(
-                url_for(
-                    "sessions.tail", session_id=session_id, **{**query_args(), "store": holder.name}
-                )
-            )
-        no_session(session_id)
+        return elsewhere_or_404("sessions.tail", session_id)
     after = request.args.get("after")
     page = lb.messages.tail(session_id, after)
     ended = session.get("ended_at")
@@ -438,17 +430,9 @@ def _resolve_prefix(prefix: str):
         return redirect(url_for("sessions.view_session", session_id=matches[0]["id"], **args))
     if not matches:
         # Not in this database: in another store (an archive, another machine)?
-        if not g.get("store_pin"):
-            store = find_session(live_logbook(), prefix)
-            if store is not None and store.name != LIVE:
-                return redirect(
-                    url_for(
-                        "sessions.view_session",
-                        session_id=prefix,
-                        **{**query_args(), "store": store.name},
-                    )
-                )
-        abort(404, description=f"No session has the id or id prefix “{prefix}”.")
+        return elsewhere_or_404(
+            "sessions.view_session", prefix, f"No session has the id or id prefix “{prefix}”."
+        )
     if wants_json():
         return jsonify(
             {
