@@ -48,7 +48,7 @@ INVENTORY: tuple[Cached, ...] = (
             "db/sessions/list_rules.py",
             "db/sessions/orders.py",
             "web/views/sessions.py",
-            "web/views/origins.py",
+            "db/history/chats.py",
         ),
     ),
     Cached(
@@ -112,7 +112,7 @@ INVENTORY: tuple[Cached, ...] = (
         "while one background thread works out the next, the page saying how old; a partial "
         "report is not kept",
         OWN,
-        ("web/views/stats.py",),
+        ("db/stats/report.py",),
     ),
     Cached(
         "Storage, Files and Reliability",
@@ -136,7 +136,7 @@ INVENTORY: tuple[Cached, ...] = (
         "Until its file changes (an archive's signature, checked at most once a second; a "
         "replica's `data_version`)",
         "The store going away (removed, replaced, no longer configured)",
-        ("db/stores/history.py", "web/views/stats_stores.py", "web/views/origins.py"),
+        ("db/stores/history.py", "db/history/stats.py", "db/history/chats.py"),
     ),
     Cached(
         "Merged views",
@@ -144,7 +144,7 @@ INVENTORY: tuple[Cached, ...] = (
         "statistics, chats, people, workspaces",
         "While every store's part is the same cached value",
         "Any part changing",
-        ("db/stores/history.py", "web/views/stats_stores.py", "web/views/origins.py"),
+        ("db/stores/history.py", "db/history/stats.py", "db/history/chats.py"),
     ),
     Cached(
         "Renderings",

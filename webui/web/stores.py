@@ -6,14 +6,13 @@ kept in any one store opens from any page without ``store=`` (found by its id)."
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from flask import Flask, current_app, g, has_request_context, request
 
-from webui.db import Logbook, LogbookDBError
-from webui.db import deadline as request_deadline
-from webui.db.stores.history import kept_answer  # noqa: F401 - the views' way to keep a store's answer
+from webui.db import Logbook
+from webui.db.history.budget import OUT_OF_TIME, short_of_time  # noqa: F401 - the views' names
+from webui.db.history.relatives import first_holder, relatives_in
 from webui.db.stores.store_set import LIVE, Store, StoreSet
 
 # Links that stay within a pinned store: a session's own pages.
@@ -60,20 +59,6 @@ def init_app(app: Flask, primary: Logbook) -> None:
         pin = g.get("store_pin")
         if pin and "store" not in values and endpoint in PINNED_ENDPOINTS:
             values["store"] = pin
-
-
-# What a page over many stores leaves of its deadline for its own last queries (the live
-# file's menus, the page's rendering): stores not asked by then are named as not read.
-RESERVE_S = 1.0
-
-
-def short_of_time() -> bool:
-    """Is this request's deadline too close to ask one more store?"""
-    left = request_deadline.remaining()
-    return left is not None and left < RESERVE_S
-
-
-OUT_OF_TIME = "not asked: this page ran out of time (the other stores answered)"
 
 
 def store_set() -> StoreSet | None:
@@ -124,23 +109,10 @@ def pinned(live: Logbook) -> Store | None:
     return stores.named(live, name)
 
 
-def holds(store: Store, session_id: str) -> bool:
-    """Does this store hold the session? An archive answers from its summary (no query)."""
-    if store.summary is not None:
-        return session_id in store.summary.id_set()
-    try:
-        return store.logbook is not None and store.logbook.sessions.brief(session_id) is not None
-    except (LogbookDBError, sqlite3.Error):
-        return False
-
-
 def find_session(live: Logbook, session_id: str) -> Store | None:
     """The first store (live first) holding this session, or None: every store, whatever
     ``store=`` says (a session id opens from any page)."""
-    for store in readable(every_store(live)):
-        if holds(store, session_id):
-            return store
-    return None
+    return first_holder(readable(every_store(live)), session_id)
 
 
 def elsewhere(live: Logbook, here: str) -> list[Store]:
@@ -152,24 +124,4 @@ def elsewhere(live: Logbook, here: str) -> list[Store]:
 def relatives_elsewhere(live: Logbook, here: str, parent_id: str | None, session_id: str):
     """A session's parent and children kept in other stores (an older segment in an archive,
     the newest in the live file): ({id, label, store, end_reason} or None, [children])."""
-    parent, children = None, []
-    for store in elsewhere(live, here):
-        book = store.logbook
-        try:
-            if parent_id and parent is None and holds(store, parent_id):
-                found = book.sessions.brief(parent_id)
-                if found is not None:
-                    parent = {
-                        **found,
-                        "store": store.name,
-                        "label": found.get("title") or found["id"],
-                    }
-            if store.summary is not None and not any(
-                d[1] == session_id for d in store.summary.dangling
-            ):
-                continue  # its summary says no session of it has this parent
-            for c in book.sessions.children(session_id):
-                children.append({**c, "store": store.name, "label": c.get("title") or c["id"]})
-        except (LogbookDBError, sqlite3.Error):
-            continue  # that store is named as missing elsewhere; the page still comes
-    return parent, children
+    return relatives_in(elsewhere(live, here), parent_id, session_id)

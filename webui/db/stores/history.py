@@ -25,24 +25,42 @@ if TYPE_CHECKING:
     from webui.db.stores.store_set import Store
 
 
-def kept_answer(book: Logbook, key: tuple, compute: Callable[[], Any], version: Any = None) -> Any:
+def kept_answer(
+    book: Logbook,
+    key: tuple,
+    compute: Callable[[], Any],
+    version: Any = None,
+    keep_if: Callable[[Any], bool] | None = None,
+) -> Any:
     """``compute()`` for a read-only store's ``book`` (an archive, a replica), kept under
     ``key`` until its file changes (its files' sizes and times; ``version``: the file's
     signature as the store set last checked it, when it has one): its part of a merged page
-    is read once, not on every request. Callers copy what they change in it."""
+    is read once, not on every request. ``keep_if(answer)`` false: that answer is not kept (a
+    partial report). Callers copy what they change in it."""
     if version is None:
         version = book.reader.data_version()
     answers = book.sessions.cache.versioned(512, name="answers")
     cacheable = not (isinstance(version, str) and version.startswith("unknown"))
-    return answers.get_or_set(key, version, compute, cacheable)
+    if keep_if is None:
+        return answers.get_or_set(key, version, compute, cacheable)
+    hit = answers.get(key, version)
+    if hit is not None:
+        return hit
+    answer = compute()
+    return answers.set(key, answer, version) if cacheable and keep_if(answer) else answer
 
 
-def store_answer(store: Store, key: tuple, compute: Callable[[], Any]) -> Any:
+def store_answer(
+    store: Store,
+    key: tuple,
+    compute: Callable[[], Any],
+    keep_if: Callable[[Any], bool] | None = None,
+) -> Any:
     """kept_answer for a store: an archive's answers kept under its file's signature (the
     store set checks it at most once a second, and reads a changed file again as a new
     store), everything else under its data_version."""
     signature = store.signature if store.kind == "archive" else None
-    return kept_answer(store.logbook, key, compute, signature)
+    return kept_answer(store.book, key, compute, signature, keep_if)
 
 
 @dataclass
@@ -169,6 +187,28 @@ def history_of(stores: Iterable[Store]) -> History:
     parts = [part_of(s) for s in stores]
     mark = tuple((p.name, id(p.ids), len(p.ids), id(p.dangling), id(p.links)) for p in parts)
     return _histories.get_or_set(mark, mark, lambda: build(parts))
+
+
+@dataclass
+class Copies:
+    """The copies among some readable stores (in the history's order): the one way a page
+    over a fixed set of stores (statistics, exports, chats) leaves them out. (The list asks
+    ``History`` itself: its stores that answered change while it pages.)"""
+
+    history: History
+    names: list[str]
+
+    def of(self, store: str) -> list[str]:
+        """This store's sessions an earlier store of the set also holds."""
+        return self.history.copies_in(store, self.names)
+
+    def is_copy(self, store: str, sid: str) -> bool:
+        return self.history.is_copy(store, sid, self.names)
+
+
+def copies_among(readable: list[Store]) -> Copies:
+    """The copies among ``readable`` (stores that can be read, live first)."""
+    return Copies(history_of(readable), [s.name for s in readable])
 
 
 def walk_across(

@@ -83,6 +83,14 @@ class Store:
     def readable(self) -> bool:
         return self.logbook is not None
 
+    @property
+    def book(self) -> Logbook:
+        """Its Logbook, for a store that can be read (a page asks only those); one that cannot
+        answers as a store that fails, with what it says about itself."""
+        if self.logbook is None:
+            raise LogbookDBError(self.message or self.status)
+        return self.logbook
+
     def as_of(self) -> float | None:
         """For a replica: the moment of the last change Litestream applied (None: never)."""
         return self.follower.as_of() if self.follower is not None else None

@@ -1,13 +1,19 @@
-"""Blueprints. Views parse the request, call the database layer's named queries, and pick a
-template (or one of its blocks for an htmx request, or JSON for ?format=json)."""
+"""Blueprints. Views parse the request, call the database layer's named queries (or, over
+several stores or profiles, its services in webui.db.history), and pick a template (or one of
+its blocks for an htmx request, or JSON for ?format=json). An unknown session has one answer
+here: no_session, or elsewhere_or_404 where another store may hold it."""
 
 from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from flask import abort, render_template
+from flask import abort, g, redirect, render_template, url_for
 from htmx_flask import request
 from jinja2_fragments.flask import render_block
+
+from webui.db.stores.store_set import LIVE
+from webui.web.logbooks import live_logbook
+from webui.web.stores import find_session
 
 
 def wants_json() -> bool:
@@ -50,6 +56,19 @@ def refuse_unknown(allowed: frozenset[str] | set[str]) -> None:
         )
 
 
-def no_session(session_id: str) -> NoReturn:
+def no_session(session_id: str, description: str | None = None) -> NoReturn:
     """The one answer to an id no store holds: 404, naming it."""
-    abort(404, description=f"No session has the id “{session_id}”.")
+    abort(404, description=description or f"No session has the id “{session_id}”.")
+
+
+def elsewhere_or_404(endpoint: str, session_id: str, description: str | None = None):
+    """A session the store a page reads does not hold: the same page in the store that holds
+    it (an archive, another machine's replica), unless ``store=`` pins the request; else 404
+    naming it (``description``: the page's own words)."""
+    if not g.get("store_pin"):
+        holder = find_session(live_logbook(), session_id)
+        if holder is not None and holder.name != LIVE:
+            return redirect(
+                url_for(endpoint, session_id=session_id, **{**query_args(), "store": holder.name})
+            )
+    no_session(session_id, description)

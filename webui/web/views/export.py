@@ -25,6 +25,7 @@ from flask import (
 from jinja2_fragments.flask import render_block
 
 from webui.db import BadRequest, LogbookDBError
+from webui.db.history.export import Missing, Part, first_id
 from webui.hermes import export_markdown, export_prompts, exports
 from webui.hermes.exports import ExportFormatError
 from webui.hermes.redaction import redact_record
@@ -37,10 +38,7 @@ from webui.web.views import refuse_unknown, wants_json
 from webui.web.views.export_selection import EXPORT_PARAMS, selection, summary_numbers
 from webui.web.views.export_selection import whole as everything_asked
 from webui.web.views.export_stores import (
-    Missing,
-    Part,
     csv_note,
-    first_id,
     html_note,
     jsonl_note,
     markdown_note,
@@ -54,7 +52,7 @@ bp = Blueprint("export", __name__)
 
 def _ids():
     """(parts, name, missing) for the request's selection: each store's share of it (see
-    webui.web.views.export_stores); a selection that matches nothing is answered with a
+    webui.db.history.export); a selection that matches nothing is answered with a
     message, never with an empty file."""
     refuse_unknown(EXPORT_PARAMS)
     parts, name, missing = selection()

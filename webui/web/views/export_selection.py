@@ -1,27 +1,25 @@
 """Which sessions an export reads: the request's selection (sessions, a lineage tree, the
 list's filters, a prune preview or Hermes's ``selection=export``), split into each store's
-share (webui.web.views.export_stores), and the form's summary of it before any download."""
+share (webui.db.history.export), and the form's summary of it before any download."""
 
 from __future__ import annotations
 
 import math
-import sqlite3
 from datetime import datetime
 
 from flask import abort, g, request
 from werkzeug.datastructures import MultiDict
 
-from webui.db import LogbookDBError, SessionQuery
+from webui.db import SessionQuery
+from webui.db.history.export import Missing, Part, each_store, runs, summaries
 from webui.db.sessions.lineage import tree_across
 from webui.db.sessions.store import LIST_PARAMS
 from webui.db.sql import is_cursor
-from webui.db.stores.history import history_of
 from webui.db.stores.store_set import Store
 from webui.hermes.selection import SelectionError, selection_from_args
 from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.stores import elsewhere, find_session, pinned, request_stores
 from webui.web.views import no_session
-from webui.web.views.export_stores import Missing, Part, each_store, runs
 
 # What every export reads: the list's parameters (so an export of a list is that list), the
 # sessions or lineage chosen, a prune preview's or Hermes's export selection, and how to write.
@@ -212,21 +210,7 @@ def summary_numbers() -> dict:
         for store, ids in ids_by.values():
             shares.append((store, store.logbook.exporter.summary(ids=ids)))
     else:
-        q = _everything_query()
-        stores = _stores()
-        readable = [s for s in stores if s.logbook is not None]
-        for s in stores:
-            if s.logbook is None:
-                missing.add(s.name, s.message or s.status)
-        history = history_of(readable)
-        names = [s.name for s in readable]
-        for s in readable:
-            try:
-                shares.append(
-                    (s, s.logbook.exporter.summary(q, exclude=history.copies_in(s.name, names)))
-                )
-            except (LogbookDBError, sqlite3.Error) as exc:
-                missing.add(s.name, exc)
+        shares = summaries(_stores(), _everything_query(), missing)
     out = {k: sum(share[k] for _s, share in shares) for k in ("sessions", "messages", "bytes")}
     if len(shares) > 1 or missing.lines:
         out["stores"] = [{"store": s.name, **share} for s, share in shares if share["sessions"]]

@@ -10,8 +10,8 @@ from webui.db.stores.store_set import LIVE
 from webui.present.lineage_layout import clip, layout
 from webui.present.rows import session_label, with_origin
 from webui.web.logbooks import get_logbook, live_logbook
-from webui.web.stores import elsewhere, find_session
-from webui.web.views import no_session, query_args, render_page, wants_json
+from webui.web.stores import elsewhere
+from webui.web.views import elsewhere_or_404, query_args, render_page, wants_json
 
 bp = Blueprint("lineage", __name__)
 
@@ -56,17 +56,8 @@ def lineage(session_id: str):
         matches = lb.sessions.resolve_prefix(session_id)
         if len(matches) == 1:
             return redirect(url_for("lineage.lineage", session_id=matches[0]["id"], **query_args()))
-        holder = None if g.get("store_pin") else find_session(live_logbook(), session_id)
-        if holder is not None and holder.name != LIVE:
-            # Kept in an archive or a replica: its lineage opens there.
-            return redirect(
-                url_for(
-                    "lineage.lineage",
-                    session_id=session_id,
-                    **{**query_args(), "store": holder.name},
-                )
-            )
-        no_session(session_id)
+        # Kept in an archive or a replica: its lineage opens there.
+        return elsewhere_or_404("lineage.lineage", session_id)
     everywhere = elsewhere(live_logbook(), g.get("store_pin") or LIVE)
     if everywhere:
         # A family split across stores (an archive holds its older segments): followed into

@@ -5,13 +5,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from flask import Blueprint, abort, current_app, g, jsonify, redirect, render_template, url_for
+from flask import Blueprint, current_app, g, jsonify, redirect, render_template, url_for
 from htmx_flask import request
 
 from webui import threads
 from webui.db import BadRequest, SessionQuery
 from webui.db import deadline as request_deadline
 from webui.db.errors import DatabaseBusy
+from webui.db.history import list_page, profiles_page
 from webui.db.schema import KNOWN_SESSION_COLUMNS
 from webui.db.sessions.lineage import tree_across
 from webui.db.sessions.messages import END_CURSOR
@@ -26,16 +27,14 @@ from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
 from webui.web.stores import (
     elsewhere,
-    find_session,
     readable,
     relatives_elsewhere,
     request_stores,
+    short_of_time,
     unreadable,
 )
 from webui.web.views import (
-    merged,
-    merged_stores,
-    no_session,
+    elsewhere_or_404,
     query_args,
     refuse_unknown,
     render_page,
@@ -83,16 +82,17 @@ def list_sessions():
     folded = copies = 0
     missing: list[str] = []
     store_facet: dict[str, int] = {}
+    whole = 0
     if g.get("all_profiles"):
-        merged_page = merged.session_page(q)
+        merged_page = profiles_page.session_page(q, merged_logbooks(current_app))
         rows, cursor, facets = merged_page.rows, merged_page.cursor, merged_page.facets
     elif len(stores) > 1 or unread:
-        # Every store as one history (webui.web.views.merged_stores).
+        # Every store as one history (webui.db.history.list_page).
         missing = list(unread)
-        merged_page = merged_stores.store_page(q, stores, missing)
+        merged_page = list_page.store_page(q, stores, missing, short_of_time)
         rows, cursor, facets = merged_page.rows, merged_page.cursor, merged_page.facets
         folded, missing = merged_page.folded, merged_page.missing
-        store_facet, copies = merged_page.counts, merged_page.copies
+        store_facet, copies, whole = merged_page.counts, merged_page.copies, merged_page.total
     else:
         # The menus' counts scan every session row when they are not shared (the first visit,
         # after a change): beside the page's own queries, not after them (2.3 s -> 1.4 s for
@@ -128,12 +128,11 @@ def list_sessions():
             }
         )
     if g.get("all_profiles"):
-        counts = [book.sessions.count(q) for _, book in merged_logbooks(current_app)]
-        total, capped = sum(c[0] for c in counts), any(c[1] for c in counts)
+        total, capped = profiles_page.count(q, merged_logbooks(current_app))
         hidden = None
     elif len(stores) > 1 or unread:
         # Sessions kept in two stores are listed once (from the first store holding them).
-        total, capped = sum(store_facet.values()) - copies, False
+        total, capped = whole, False
         hidden = None
     else:
         total, capped = lb.sessions.count(q)
@@ -404,14 +403,7 @@ def tail(session_id: str):
     lb = get_logbook()
     session = lb.sessions.brief(session_id)
     if session is None:
-        holder = None if g.get("store_pin") else find_session(live_logbook(), session_id)
-        if holder is not None and holder.name != LIVE:
-            return redirect(
-                url_for(
-                    "sessions.tail", session_id=session_id, **{**query_args(), "store": holder.name}
-                )
-            )
-        no_session(session_id)
+        return elsewhere_or_404("sessions.tail", session_id)
     after = request.args.get("after")
     page = lb.messages.tail(session_id, after)
     ended = session.get("ended_at")
@@ -438,17 +430,9 @@ def _resolve_prefix(prefix: str):
         return redirect(url_for("sessions.view_session", session_id=matches[0]["id"], **args))
     if not matches:
         # Not in this database: in another store (an archive, another machine)?
-        if not g.get("store_pin"):
-            store = find_session(live_logbook(), prefix)
-            if store is not None and store.name != LIVE:
-                return redirect(
-                    url_for(
-                        "sessions.view_session",
-                        session_id=prefix,
-                        **{**query_args(), "store": store.name},
-                    )
-                )
-        abort(404, description=f"No session has the id or id prefix “{prefix}”.")
+        return elsewhere_or_404(
+            "sessions.view_session", prefix, f"No session has the id or id prefix “{prefix}”."
+        )
     if wants_json():
         return jsonify(
             {

@@ -11,28 +11,20 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 
-from webui import keep, threads
+from webui import threads
 from webui.db import BadRequest, tz
+from webui.db.history import stats as across_stores
 from webui.db.sessions.store import parse_day
-from webui.db.stats import models as stats_models
-from webui.db.stats.rollup import Coverage
-from webui.db.stats.store import (
-    PERIODS,
-    TOKEN_KINDS,
-    StatsQuery,
-    StatsStore,
-    bucket_for,
-    merge_aux_into_by_model,
-)
+from webui.db.stats import report as stats_report
+from webui.db.stats.store import PERIODS, TOKEN_KINDS, StatsQuery
 from webui.hermes import listing
 from webui.present import charts, fragments
 from webui.present.filters import axis_money, compact, group_cost, money, num
 from webui.present.headline import headline, leaders
 from webui.web.logbooks import get_logbook, live_logbook
 from webui.web.profiles import merged_logbooks
-from webui.web.stores import request_stores
+from webui.web.stores import request_stores, short_of_time
 from webui.web.views import reliability, render_page, wants_json
-from webui.web.views.stats_stores import whole_report
 
 bp = Blueprint("stats", __name__)
 
@@ -137,169 +129,13 @@ def period_heading(q: StatsQuery) -> str:
     return f"{name}{day(start)} – {day(last)} ({span} day{'s' if span != 1 else ''})"
 
 
-def _period_json(q: StatsQuery) -> dict[str, Any]:
-    """The period and filters a report covers, as its JSON twin states them."""
-    return {
-        "period": q.period,
-        "since": q.start,
-        "until": q.end,
-        "source": q.sources,
-        "model": q.models,
-    }
-
-
 def build_report(q: StatsQuery) -> dict[str, Any]:
-    """The report for ``q``, cached by the store's cache (webui.keep) under the file's
-    data_version (every figure scans the period's session rows: half a second on a million
-    messages):
-
-    * while nobody commits to the file, a report is reused as is;
-    * beside a live gateway, whose every message is a commit, a report younger than
-      LOGBOOK_STATS_REUSE_S (3 s) is reused all the same, so one query is computed at most
-      once in that time however many readers ask; the report says when it was computed
-      (``as_of``), and the page says so when it is not of this moment;
-    * an older one, up to LOGBOOK_STATS_STALE_S, is still served at once while one
-      background thread computes its successor, so a reader beside a busy gateway does not
-      wait for the computation either;
-    * requests asking for a report nobody has, while it is being computed, wait for that one
-      computation; a partial report (the rollup still building) is not kept.
-
-    Logbook's own changes drop every kept report."""
-    lb = get_logbook()
-    asked = (q.period, q.since, q.until, q.sources, q.models, q.lineage, q.cost_by, q.tz)
-    policy = keep.reused(
-        current_app.config, cacheable=lambda report: report["coverage"]["complete"]
-    )
-    return lb.sessions.cached(
-        f"stats:{asked!r}:{q.archived}", lb.reader.data_version(), lambda: _dated(q), policy
-    )
+    """This request's file's report for ``q``, kept as webui.db.stats.report says."""
+    return stats_report.kept_report(q, get_logbook(), _rollup_budget(), current_app.config)
 
 
-def _dated(q: StatsQuery) -> dict[str, Any]:
-    report = _build_report(q)
-    report["as_of"] = time.time()
-    return report
-
-
-def _build_report(q: StatsQuery, lb=None, budget_s: float | None = None) -> dict[str, Any]:
-    """The report in two halves that share nothing but the request's deadline: the panels
-    summed from the period's session rows and the rollup's panels (this thread), and beside
-    them the per-task usage and the series (a side thread, when one is free). On a million
-    messages each half is about 90 ms of one core. The halves' statements read the file at
-    slightly different moments, as they did one after another: beside a live gateway the
-    series may hold a message or two more than the totals; every figure follows one rule."""
-    lb = lb or get_logbook()
-    st = lb.stats
-    first = q.start if q.start is not None else (st.first_started() or q.now)
-    beside = threads.Beside(lambda: _side_panels(q, first, lb))
-    report = _session_panels(st, q, first, lb)
-    report.update(_rollup_panels(q, lb, budget_s))
-    side = beside.result()
-    coverage: Coverage = report.pop("coverage")
-    aux_by_model, aux_usage = side["aux"]
-    report["overview"] = {
-        **st.counts(rollup_messages=coverage.messages if coverage.complete else None),
-        **report["overview"],
-        "messages_by_source": report.pop("messages_by_source"),
-    }
-    if st.models_by_usage():
-        # Hermes 0.20+: every model a session used, from its usage rows (and its residual)
-        report["by_model"] = stats_models.by_model(side["models"], report["by_model"], aux_by_model)
-        report["aux_usage"] = stats_models.usage_by_task(report["by_model"], aux_by_model)
-    else:
-        report["by_model"] = merge_aux_into_by_model(report["by_model"], aux_by_model)
-        report["aux_usage"] = aux_usage
-    # `hermes sessions stats`, beside Logbook's own counts of the whole database
-    report["overview"]["hermes_stats"] = st.hermes_stats(report["overview"]["messages"])
-    report["series"] = side["series"]
-    report["coverage"] = {
-        "complete": coverage.complete,
-        "messages_seen_up_to_id": coverage.seen_max_id,
-        "newest_message_id": coverage.db_max_id,
-        # the longest single read the rollup has made of state.db (a read transaction)
-        "longest_read_ms": round(lb.rollup.longest_read_s * 1000, 1),
-    }
-    return report
-
-
-def _side_panels(q: StatsQuery, first: float, lb=None) -> dict[str, Any]:
-    """The per-task usage (Hermes's usage rows) and the series."""
-    st = (lb or get_logbook()).stats
-    if st.models_by_usage():
-        # Hermes 0.20+: usage by model and by task from its per-model rows (stats_models)
-        models, per_task = stats_models.model_usage(st, q)
-        aux = (per_task, [])
-    else:
-        models, aux = None, st.aux(q)
-    return {
-        "models": models,
-        "aux": aux,
-        "series": st.series(q, bucket_for((q.end or q.now) - first), q.cost_by, first=first),
-    }
-
-
-def _rollup_panels(q: StatsQuery, lb=None, budget_s: float | None = None) -> dict[str, Any]:
-    """Tool usage, the heatmap and messages per source, from the rollup of the messages.
-    ``budget_s``: the time this request may spend reading more into it (the app's budget by
-    default; 0: none, the report says how far the rollup is)."""
-    lb = lb or get_logbook()
-    st = lb.stats
-    budget = current_app.config["LOGBOOK_ROLLUP_BUDGET"] if budget_s is None else budget_s
-    # Never queue behind the start-up warmer: while it reads, the page says how far it got.
-    coverage = lb.rollup.refresh(budget, wait=False) if budget > 0 else lb.rollup.coverage()
-    # The rollup's panels read their own copy of the columns; the archived flag they take live.
-    rwhere, rparams = st.rollup_where(q)
-    # Filtered by the period alone: whole days are read from the rollup's daily sums.
-    span = None if q.sources or q.models or q.archived != "include" else (q.start, q.end)
-    with lb.rollup.reading():
-        tools = lb.rollup.tools(rwhere, rparams, span)
-        heatmap = lb.rollup.heatmap(
-            rwhere, rparams, int(datetime.now(tz.zone(q.tz)).utcoffset().total_seconds()), span
-        )
-        by_source = lb.rollup.messages_by_source()
-    all_calls = sum(t["calls"] for t in tools) or 1
-    for t in tools:
-        t["share"] = round(t["calls"] / all_calls, 6)
-    return {
-        "coverage": coverage,
-        "tools": tools,
-        "heatmap": heatmap,
-        "messages_by_source": by_source,
-    }
-
-
-def _session_panels(st: StatsStore, q: StatsQuery, first: float, lb=None) -> dict[str, Any]:
-    """Every panel summed from the session rows."""
-    lb = lb or get_logbook()
-    bucket = bucket_for((q.end or q.now) - first)
-    prev = q.previous()
-    summary = st.summary(q)
-    return {
-        "query": {
-            **_period_json(q),
-            "lineage": q.lineage,
-            "bucket": bucket,
-            "cost_by": q.cost_by,
-            "time_zone": q.tz,
-            "archived": q.archived,
-            # by_model counts every model a session used (Hermes 0.20+'s insights)
-            "models_by_usage": st.models_by_usage(),
-        },
-        "overview": {
-            "size_bytes": lb.size_bytes(),
-            "maintenance": lb.maintenance.state(),
-            "sessions_by_source": st.sources_overview(),
-        },
-        **summary,
-        # The same-length period just before, same filters: what the headline compares with.
-        "previous": None
-        if prev is None
-        else {"since": prev.since, "until": prev.until, "totals": st.totals(prev)},
-        "top_sessions": {
-            "tokens": st.top_sessions(q, "tokens"),
-            "cost": st.top_sessions(q, "cost"),
-        },
-    }
+def _rollup_budget() -> float:
+    return float(current_app.config["LOGBOOK_ROLLUP_BUDGET"])
 
 
 def previous_words(q: StatsQuery) -> str:
@@ -400,23 +236,25 @@ def build_merged_report(q: StatsQuery) -> dict[str, Any]:
             }
         )
     return {
-        "query": _period_json(q),
+        "query": stats_report.period_json(q),
         "profiles": profiles,
     }
 
 
 def whole_history(q: StatsQuery, report: dict[str, Any]) -> tuple[dict[str, Any], list]:
     """Over several stores (the live file, archives, replicas): one report for them all, and
-    each store's share of the period (webui.web.views.stats_stores); else ``report`` as is."""
+    each store's share of the period (webui.db.history.stats); else ``report`` as is."""
     if g.get("all_profiles") or g.get("store_pin"):
         return report, []
     every = request_stores(live_logbook())
     if len(every) < 2:
         return report, []
     if every[0].kind != "live" and every[0].logbook is not None:
-        report = _build_report(q, every[0].logbook)
+        report = stats_report.build_report(q, every[0].logbook, _rollup_budget())
         report["as_of"] = time.time()
-    return whole_report(q, every, report, _build_report, [])
+    return across_stores.whole_report(
+        q, every, report, stats_report.build_report, [], _rollup_budget(), short_of_time
+    )
 
 
 class LazyCharts:

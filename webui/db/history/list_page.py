@@ -23,15 +23,17 @@ import json
 import sqlite3
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from webui.db import BadRequest, LogbookDBError, SessionQuery
+from webui.db.history.budget import OUT_OF_TIME
 from webui.db.sessions.store import encode_cursor, parse_day
 from webui.db.stores.history import History, history_of, store_answer, walk_across
 from webui.db.stores.store_set import LIVE, Store
 from webui.hermes import listing
-from webui.web.stores import OUT_OF_TIME, short_of_time
 
 DONE = "done"
 
@@ -46,6 +48,11 @@ class StorePage:
     counts: dict[str, int] = field(default_factory=dict)  # each store's matching rows
     copies: int = 0  # of those, copies of sessions an earlier store holds
     answered: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        """The sessions of the whole history that match: a session kept in two stores once."""
+        return sum(self.counts.values()) - self.copies
 
 
 def encode(cursors: dict[str, Any]) -> str:
@@ -83,8 +90,9 @@ def order_key(value: Any) -> tuple:
     return (3, bytes(value))
 
 
-def may_match(store: Store, q: SessionQuery) -> bool:
-    """Could this store hold a row of ``q``? Read from its summary (True without one)."""
+def may_match(store: Store, q: SessionQuery, now: float | None = None) -> bool:
+    """Could this store hold a row of ``q`` (at ``now``: the clock's time when not given)?
+    Read from its summary (True without one)."""
     s = store.summary
     if s is None:
         return True
@@ -109,7 +117,8 @@ def may_match(store: Store, q: SessionQuery) -> bool:
         return False
     if q.active_minutes:
         newest = (s.bounds.get("last_active") or [None, None])[1]
-        if newest is not None and newest < time.time() - q.active_minutes * 60:
+        at = time.time() if now is None else now
+        if newest is not None and newest < at - q.active_minutes * 60:
             return False
     return True
 
@@ -125,21 +134,30 @@ def _beyond(store: Store, q: SessionQuery, worst: tuple | None) -> bool:
     return order_key(best) < worst if q.descending else order_key(best) > worst
 
 
-def _asked(store: Store, q: SessionQuery, what: str, compute):
+def _asked(store: Store, q: SessionQuery, what: str, compute: Callable[[], Any]) -> Any:
     """A store's answer: computed for the live file, kept while an archive stands still."""
     if store.kind == LIVE:
         return compute()
     return store_answer(store, (what, repr(q)), compute)
 
 
-def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> StorePage:
-    """One merged page of the list over ``stores`` (readable ones, live first)."""
+def store_page(
+    q: SessionQuery,
+    stores: list[Store],
+    missing: list[str],
+    short_of_time: Callable[[], bool],
+    clock: Callable[[], float] = time.time,
+) -> StorePage:
+    """One merged page of the list over ``stores`` (readable ones, live first). ``missing``:
+    the stores not read, to which the ones failing now are added; ``short_of_time``: is the
+    page's budget too short to ask one more store (webui.db.history.budget)?"""
     cursors = decode(q.after)
     whole = replace(q, after=None)
     answered = {s.name: s for s in stores}  # the stores that answered so far (by name)
     books = {s.name: s.logbook for s in stores}
     facets: dict[str, int] = {}
-    matching = [s for s in stores if may_match(s, whole)]
+    now = clock()
+    matching = [s for s in stores if may_match(s, whole, now)]
     matched = {s.name for s in matching}
     for s in stores:
         if s.kind != LIVE and short_of_time():
@@ -153,7 +171,7 @@ def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> Stor
             by_source = s.summary.facets_for(whole) if s.summary is not None else None
             if by_source is None:
                 by_source = _asked(
-                    s, whole, "facets", lambda s=s: s.logbook.sessions.source_facets(whole)
+                    s, whole, "facets", partial(s.book.sessions.source_facets, whole)
                 )
         except (LogbookDBError, sqlite3.Error) as exc:
             _fail(s, exc, missing, answered)
@@ -168,7 +186,7 @@ def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> Stor
     finished = False
     for _round in range(ROUNDS):
         rows, cursors, finished, passed = _round_of(
-            q, cursors, q.limit - len(page), matching, answered, history, missing
+            q, cursors, q.limit - len(page), matching, answered, history, missing, short_of_time
         )
         page += rows
         folded += passed
@@ -177,7 +195,7 @@ def store_page(q: SessionQuery, stores: list[Store], missing: list[str]) -> Stor
     names = list(answered)
     if q.conversations and history.split:
         _whole_conversations(page, history, books, names, missing)
-    counts, copies = _counts(whole, matched, answered, history, missing)
+    counts, copies = _counts(whole, matched, answered, history, missing, short_of_time)
     return StorePage(
         page,
         None if finished else encode(cursors),
@@ -201,6 +219,7 @@ def _round_of(
     answered: dict[str, Store],
     history: History,
     missing: list[str],
+    short_of_time: Callable[[], bool],
 ) -> tuple[list[dict[str, Any]], dict[str, Any], bool, int]:
     """Each store asked for its next rows, merged: up to ``needed`` rows shown, the copies met
     on the way passed over. The walk stops where a store that has more rows than it gave
@@ -236,9 +255,7 @@ def _round_of(
             continue  # not asked: its cursor stays where it was
         asked = replace(q, after=state)
         try:
-            rows, nxt = _asked(
-                s, asked, "page", lambda s=s, asked=asked: s.logbook.sessions.page(asked)
-            )
+            rows, nxt = _asked(s, asked, "page", partial(s.book.sessions.page, asked))
         except (LogbookDBError, sqlite3.Error) as exc:
             _fail(s, exc, missing, answered)
             continue
@@ -306,6 +323,7 @@ def _counts(
     answered: dict[str, Store],
     history: History,
     missing: list[str],
+    short_of_time: Callable[[], bool],
 ) -> tuple[dict[str, int], int]:
     """Each store's matching rows, and how many of them are copies of a session an earlier
     store that answered holds (counted among the copies' ids only: none in most stores)."""
@@ -324,14 +342,14 @@ def _counts(
             counts[s.name] = (
                 known
                 if known is not None
-                else _asked(s, q, "count", lambda s=s: s.logbook.sessions.count(q))[0]
+                else _asked(s, q, "count", partial(s.book.sessions.count, q))[0]
             )
             dup = history.copies_in(s.name, names)
             if dup:
                 copies += store_answer(
                     s,
                     ("copies", repr(q), len(dup), hash(tuple(dup))),
-                    lambda s=s, dup=dup: s.logbook.sessions.count_among(q, dup),
+                    partial(s.book.sessions.count_among, q, dup),
                 )
         except (LogbookDBError, sqlite3.Error) as exc:
             _fail(s, exc, missing, answered)

@@ -2,22 +2,16 @@
 keyset page; the pages are merged, never whole tables, and the cursor remembers where each
 database stopped (a row's place in its database: its keyset key and id, a chain's root's for
 a row shown as its tip). The stores of one profile (the live file, archives, replicas) are
-merged by webui.web.views.merged_stores, which also folds copies."""
+merged by webui.db.history.list_page, which also folds copies."""
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from flask import current_app
-
-from webui.db import BadRequest, Logbook, LogbookDBError, SessionQuery
+from webui.db import Logbook, LogbookDBError, SessionQuery
+from webui.db.history.list_page import DONE, decode, encode
 from webui.db.sessions.store import encode_cursor
-from webui.web.profiles import merged_logbooks
-
-DONE = "done"
 
 
 @dataclass
@@ -30,26 +24,10 @@ class MergedPage:
     missing: list[str] = field(default_factory=list)
 
 
-def encode(cursors: dict[str, Any]) -> str:
-    return (
-        base64.urlsafe_b64encode(json.dumps(cursors, separators=(",", ":")).encode())
-        .decode()
-        .rstrip("=")
-    )
-
-
-def decode(cursor: str | None) -> dict[str, Any]:
-    if not cursor:
-        return {}
-    try:
-        value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(value, dict):
-            raise ValueError
-        return value
-    except (ValueError, TypeError):
-        raise BadRequest(
-            "The page cursor ('after') is not valid; start from the first page."
-        ) from None
+def count(q: SessionQuery, books: list[tuple[str, Logbook]]) -> tuple[int, bool]:
+    """The sessions of every profile that match (total, capped: a count stopped at its cap)."""
+    counts = [book.sessions.count(q) for _name, book in books]
+    return sum(c[0] for c in counts), any(c[1] for c in counts)
 
 
 def _sort_key(r: dict[str, Any], label: str) -> tuple:
@@ -58,12 +36,11 @@ def _sort_key(r: dict[str, Any], label: str) -> tuple:
 
 def session_page(
     q: SessionQuery,
-    books: list[tuple[str, Logbook]] | None = None,
+    books: list[tuple[str, Logbook]],
     label: str = "profile",
 ) -> MergedPage:
     """A merged page: rows labelled with their database (``label``), the next cursor,
     merged facets."""
-    books = books if books is not None else merged_logbooks(current_app)
     cursors = decode(q.after)
     fetched: list[dict[str, Any]] = []
     more: dict[str, bool] = {}

@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from flask import current_app
-
 from webui import keep
 from webui.db import LogbookDBError
+from webui.db.history.budget import OUT_OF_TIME
 from webui.db.stats.merge import merge
 from webui.db.stats.store import StatsQuery
-from webui.db.stores.history import history_of
+from webui.db.stores.history import copies_among, store_answer
 from webui.db.stores.store_set import Store
-from webui.web.stores import OUT_OF_TIME, short_of_time
 
 _merged = keep.VersionedCache(16)
 # The live report with its rows labelled, kept while the report itself is (by identity).
@@ -57,21 +56,28 @@ def _inside(s: Store, q: StatsQuery) -> bool:
 
 
 def whole_report(
-    q: StatsQuery, stores: list[Store], live_report: dict[str, Any], build, missing: list[str]
+    q: StatsQuery,
+    stores: list[Store],
+    live_report: dict[str, Any],
+    build,
+    missing: list[str],
+    rollup_budget_s: float,
+    short_of_time: Callable[[], bool],
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the whole history's report, each store's share). ``build(q, lb, budget_s)``: a
-    store's report."""
+    store's report; ``rollup_budget_s``: the time the stores' rollups may take, together;
+    ``missing``: the stores not read (those failing now are added); ``short_of_time``: is the
+    page's budget too short to ask one more store (webui.db.history.budget)?"""
     readable = [s for s in stores if s.logbook is not None]
-    history = history_of(readable)
-    names = [s.name for s in readable]
+    copies = copies_among(readable)
     first = _first_labelled.get_or_set(
         id(live_report), live_report, lambda: _labelled(live_report, stores[0].name)
     )
     reports = [first]
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"store": stores[0].name, "kind": stores[0].kind, "totals": _share(live_report["totals"])}
     ]
-    budget = [float(current_app.config["LOGBOOK_ROLLUP_BUDGET"])]
+    budget = [float(rollup_budget_s)]
     for s in stores[1:]:
         if s.logbook is None:
             rows.append({"store": s.name, "kind": s.kind, "totals": None, "error": s.message})
@@ -84,7 +90,7 @@ def whole_report(
             rows.append({"store": s.name, "kind": s.kind, "totals": None, "error": OUT_OF_TIME})
             missing.append(f"{s.name}: {OUT_OF_TIME}")
             continue
-        qs = replace(q, exclude=tuple(history.copies_in(s.name, names)))
+        qs = replace(q, exclude=tuple(copies.of(s.name)))
         try:
             report = _store_report(s, qs, build, budget)
         except (LogbookDBError, sqlite3.Error) as exc:
@@ -96,13 +102,13 @@ def whole_report(
         rows.append({"store": s.name, "kind": s.kind, "totals": _share(report["totals"])})
     mark = tuple((id(r), r.get("as_of")) for r in reports)
     whole = _merged.get_or_set(mark, mark, lambda: merge(reports))
-    copies = sum(len(history.copies_in(s.name, names)) for s in readable[1:])
+    left_out = sum(len(copies.of(s.name)) for s in readable[1:])
     whole = {
         **whole,
         "covers": {
             "stores": [r["store"] for r in rows if r.get("totals") is not None],
             "missing": list(missing),
-            "copies_left_out": copies,
+            "copies_left_out": left_out,
         },
     }
     return whole, rows
@@ -120,23 +126,21 @@ def _labelled(report: dict[str, Any], store: str) -> dict[str, Any]:
 
 
 def _store_report(s: Store, q: StatsQuery, build, budget: list[float]) -> dict[str, Any]:
-    lb = s.logbook
+    lb = s.book
     asked = (q.period, q.since, q.until, q.sources, q.models, q.lineage, q.cost_by, q.tz)
     when = "inside" if _inside(s, q) else int(q.now // 60)
     key = ("stats", repr(asked), q.archived, q.exclude, when)
-    version = s.signature if s.kind == "archive" and s.signature else lb.reader.data_version()
-    answers = lb.sessions.cache.versioned(512, name="answers")
-    hit = answers.get(key, version)
-    if hit is not None:
-        return hit
-    t0 = time.monotonic()
-    report = build(q, lb, budget[0])
-    budget[0] = max(0.0, budget[0] - (time.monotonic() - t0))
-    report = _labelled(report, s.name)
-    report["as_of"] = time.time()
-    if report["coverage"]["complete"] and not str(version).startswith("unknown"):
-        answers.set(key, report, version)
-    return report
+
+    def compute() -> dict[str, Any]:
+        t0 = time.monotonic()
+        report = build(q, lb, budget[0])
+        budget[0] = max(0.0, budget[0] - (time.monotonic() - t0))
+        report = _labelled(report, s.name)
+        report["as_of"] = time.time()
+        return report
+
+    # A partial report (the store's rollup still reading) is not kept.
+    return store_answer(s, key, compute, keep_if=lambda r: r["coverage"]["complete"])
 
 
 SHARE = ("sessions", "messages", "total_tokens", "cost_usd", "api_calls", "tool_calls")
