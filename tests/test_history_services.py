@@ -12,8 +12,8 @@ from werkzeug.datastructures import MultiDict
 from support import FIXTURES, make_app
 from support.stores import ids, split
 from webui.db import LogbookDBError, SessionQuery
+from webui.db.deadline import OUT_OF_TIME
 from webui.db.history import export as history_export
-from webui.db.history.budget import OUT_OF_TIME
 from webui.db.history.chats import Groups
 from webui.db.history.list_page import store_page
 

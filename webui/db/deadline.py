@@ -94,6 +94,21 @@ def remaining() -> float | None:
     return 0.0 if client_gone() else at - time.monotonic()
 
 
+# A page over many stores stops asking them when less than this is left of its deadline: the
+# rest is for its own last queries (the live file's menus, the rendering). The history and
+# search services take ``short_of_time`` as an argument (a test or a background job gives its
+# own); this one is the request deadline's.
+RESERVE_S = 1.0
+
+OUT_OF_TIME = "not asked: this page ran out of time (the other stores answered)"
+
+
+def short_of_time() -> bool:
+    """Is this request's deadline too close to ask one more store?"""
+    left = remaining()
+    return left is not None and left < RESERVE_S
+
+
 class Watchdog:
     """A single daemon thread holding (deadline, connection) pairs; it interrupts each
     connection still registered when its deadline passes."""

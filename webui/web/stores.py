@@ -11,7 +11,7 @@ from pathlib import Path
 from flask import Flask, current_app, g, has_request_context, request
 
 from webui.db import Logbook
-from webui.db.history.budget import OUT_OF_TIME, short_of_time  # noqa: F401 - the views' names
+from webui.db.deadline import OUT_OF_TIME, short_of_time  # noqa: F401 - the views' names
 from webui.db.history.relatives import first_holder, relatives_in
 from webui.db.stores.store_set import LIVE, Store, StoreSet
 

@@ -14,5 +14,5 @@ of these, and render:
 * relatives.py: which store holds a session, its parent and children kept in other stores.
 
 Which sessions are copies, and which conversations go on from one store into another, is
-worked out in one place (webui.db.stores.history); ``budget`` says when a page has no time
-left to ask one more store."""
+worked out in one place (webui.db.stores.history); ``webui.db.deadline.short_of_time`` says when
+a request has no time left to ask one more store."""

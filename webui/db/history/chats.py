@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from webui import keep
 from webui.db import BadRequest, LogbookDBError
-from webui.db.history.budget import OUT_OF_TIME
+from webui.db.deadline import OUT_OF_TIME
 from webui.db.sessions.origins import PAGE as CHATS_PAGE
 from webui.db.sql import decode_cursor, encode_cursor
 from webui.db.stores.history import copies_among, store_answer
@@ -37,7 +37,7 @@ SHOWN = 500  # workspaces and people listed, the most recent or costly first
 class Groups:
     """Chats, workspaces and people across ``stores`` (live first). ``missing``: the stores
     not read, to which those failing now are added; ``short_of_time``: is the page's budget
-    too short to ask one more store (webui.db.history.budget)?"""
+    too short to ask one more store (webui.db.deadline.short_of_time)?"""
 
     def __init__(
         self, stores: list[Store], missing: list[str], short_of_time: Callable[[], bool]

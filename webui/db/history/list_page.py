@@ -29,7 +29,7 @@ from functools import partial
 from typing import Any
 
 from webui.db import BadRequest, LogbookDBError, SessionQuery
-from webui.db.history.budget import OUT_OF_TIME
+from webui.db.deadline import OUT_OF_TIME
 from webui.db.sessions.store import encode_cursor, parse_day
 from webui.db.stores.history import History, history_of, store_answer, walk_across
 from webui.db.stores.store_set import LIVE, Store
@@ -150,7 +150,7 @@ def store_page(
 ) -> StorePage:
     """One merged page of the list over ``stores`` (readable ones, live first). ``missing``:
     the stores not read, to which the ones failing now are added; ``short_of_time``: is the
-    page's budget too short to ask one more store (webui.db.history.budget)?"""
+    page's budget too short to ask one more store (webui.db.deadline.short_of_time)?"""
     cursors = decode(q.after)
     whole = replace(q, after=None)
     answered = {s.name: s for s in stores}  # the stores that answered so far (by name)

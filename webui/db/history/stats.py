@@ -19,7 +19,7 @@ from typing import Any
 
 from webui import keep
 from webui.db import LogbookDBError
-from webui.db.history.budget import OUT_OF_TIME
+from webui.db.deadline import OUT_OF_TIME
 from webui.db.stats.merge import merge
 from webui.db.stats.store import StatsQuery
 from webui.db.stores.history import copies_among, store_answer
@@ -67,7 +67,7 @@ def whole_report(
     """(the whole history's report, each store's share). ``build(q, lb, budget_s)``: a
     store's report; ``rollup_budget_s``: the time the stores' rollups may take, together;
     ``missing``: the stores not read (those failing now are added); ``short_of_time``: is the
-    page's budget too short to ask one more store (webui.db.history.budget)?"""
+    page's budget too short to ask one more store (webui.db.deadline.short_of_time)?"""
     readable = [s for s in stores if s.logbook is not None]
     copies = copies_among(readable)
     first = _first_labelled.get_or_set(

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
+from webui.db.deadline import OUT_OF_TIME
 from webui.db.errors import LogbookDBError
 from webui.db.search import bm25 as bm
 from webui.db.search.limits import MAX_RESULTS, PAGE_SIZE, RANK_CAP, SearchFilters, SearchResult
@@ -66,7 +67,7 @@ class Budget:
     one more store, and what a store not asked then is said to be."""
 
     short: Callable[[], bool] = _never
-    out_of_time: str = "not asked: this page ran out of time (the other stores answered)"
+    out_of_time: str = OUT_OF_TIME
 
 
 @dataclass
