@@ -47,6 +47,16 @@ def col(schema: Schema, name: str, alias: str = "", table: str = "sessions") -> 
     return f"{alias}.{name}" if alias else name
 
 
+def attached_col(
+    conn: sqlite3.Connection, db: str, name: str, alias: str = "", table: str = "sessions"
+) -> str:
+    """``col`` for a file attached to ``conn`` as ``db`` whose Schema was not read (a ledger
+    file's view of state.db): the column when ``PRAGMA table_info`` lists it, else ``NULL``."""
+    if not any(r[1] == name for r in conn.execute(f"PRAGMA {db}.table_info({table})")):
+        return "NULL"
+    return f"{alias}.{name}" if alias else name
+
+
 def num(schema: Schema, name: str, alias: str = "") -> str:
     return f"COALESCE({col(schema, name, alias)}, 0)"
 
