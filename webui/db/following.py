@@ -256,9 +256,7 @@ class Follower:
                     self._add_range(conn, max_id, hi, last=hi == db_max)
                 except QueryTimeout:
                     # A read that ran out of time (a cold disk, a tight limit) changed
-                    # nothing: the next one is a quarter of the size.
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
+                    # nothing (its transaction rolled back): the next one is a quarter of the size.
                     if self.batch <= self.pace.min_batch:
                         raise
                     self.batch = max(self.pace.min_batch, self.batch // 4)
@@ -280,19 +278,18 @@ class Follower:
             conn.close()
 
     def _reset(self, conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN")
-        for table in self.ledger.tables:
-            conn.execute(f"DELETE FROM main.{table}")
-        set_meta(
-            conn,
-            version=self.ledger.version,
-            max_id=0,
-            counted=0,
-            sess_rowid=0,
-            sess_n=0,
-            fts_base=0,
-        )
-        conn.execute("COMMIT")
+        with sqlh.transaction(conn, immediate=False):
+            for table in self.ledger.tables:
+                conn.execute(f"DELETE FROM main.{table}")
+            set_meta(
+                conn,
+                version=self.ledger.version,
+                max_id=0,
+                counted=0,
+                sess_rowid=0,
+                sess_n=0,
+                fts_base=0,
+            )
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -331,11 +328,10 @@ class Follower:
             )
             if len(rows) < SESSIONS_PER_READ:
                 break
-            conn.execute("BEGIN")
-            added += self.ledger.add_sessions(conn, rows)
-            seen_rowid = rows[-1]["rid"]
-            set_meta(conn, sess_rowid=seen_rowid)
-            conn.execute("COMMIT")
+            with sqlh.transaction(conn, immediate=False):
+                added += self.ledger.add_sessions(conn, rows)
+                seen_rowid = rows[-1]["rid"]
+                set_meta(conn, sess_rowid=seen_rowid)
         both = self._read(
             f"SELECT NULL AS rid, {self._columns(null=True)}, COUNT(*) AS n FROM sessions "
             f"UNION ALL SELECT rowid, {self._columns()}, NULL FROM sessions WHERE rowid > ?",
@@ -344,13 +340,12 @@ class Follower:
         total, new = both[0]["n"], both[1:]
         if total == seen_n and not new and not added:
             return
-        conn.execute("BEGIN")
-        added += self.ledger.add_sessions(conn, new)
-        top = max([seen_rowid, *(r["rid"] for r in new)])
-        if total != seen_n + added:
-            self.ledger.reconcile(conn)
-        set_meta(conn, sess_rowid=top, sess_n=total)
-        conn.execute("COMMIT")
+        with sqlh.transaction(conn, immediate=False):
+            added += self.ledger.add_sessions(conn, new)
+            top = max([seen_rowid, *(r["rid"] for r in new)])
+            if total != seen_n + added:
+                self.ledger.reconcile(conn)
+            set_meta(conn, sess_rowid=top, sess_n=total)
 
     # -- messages ---------------------------------------------------------------------------
 
@@ -372,13 +367,12 @@ class Follower:
         # Sessions not known yet are read while catching up; every session that got a
         # message is read again (a model switched) once caught up.
         info = self.session_rows(touched if last else self.unknown(conn, touched))
-        conn.execute("BEGIN")
-        self.ledger.note_sessions(conn, info)
-        for sid in rewritten:
-            self.ledger.recount(conn, sid, lo)
-        counted = int(meta(conn)["counted"]) + self.ledger.apply(conn, read)
-        set_meta(conn, max_id=hi, counted=counted)
-        conn.execute("COMMIT")
+        with sqlh.transaction(conn, immediate=False):
+            self.ledger.note_sessions(conn, info)
+            for sid in rewritten:
+                self.ledger.recount(conn, sid, lo)
+            counted = int(meta(conn)["counted"]) + self.ledger.apply(conn, read)
+            set_meta(conn, max_id=hi, counted=counted)
 
     def _rewritten(self, conn: sqlite3.Connection, touched: set[str], lo: int) -> list[str]:
         """Of the sessions that got new messages, those counted before whose rows up to ``lo``
@@ -445,14 +439,13 @@ class Follower:
         )
         known = set(mine) | self.ledger.kept(conn, set(counts))
         differ = [sid for sid in known if counts.get(sid, 0) != mine.get(sid, 0)]
-        conn.execute("BEGIN")
-        for sid in differ:
-            self.ledger.recount(conn, sid, upto)
-        if last is None:
-            conn.execute("DELETE FROM main.meta WHERE key = 'audit_after'")
-        else:
-            set_meta(conn, audit_after=last)
-        conn.execute("COMMIT")
+        with sqlh.transaction(conn, immediate=False):
+            for sid in differ:
+                self.ledger.recount(conn, sid, upto)
+            if last is None:
+                conn.execute("DELETE FROM main.meta WHERE key = 'audit_after'")
+            else:
+                set_meta(conn, audit_after=last)
         if last is None:
             self._measure_base(conn)
 

@@ -1,12 +1,15 @@
 """The SQL vocabulary every query module shares, each piece written once: columns that
-may be missing from older schemas, the cost and token sums, the lineage CTEs, IN-lists and the
-keyset cursor codec."""
+may be missing from older schemas, the cost and token sums, the lineage CTEs, IN-lists, the
+keyset cursor codec, and the one short transaction on a file of Logbook's own or an archive."""
 
 from __future__ import annotations
 
 import base64
 import json
 import math
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from webui.db.errors import BadRequest
@@ -40,6 +43,16 @@ def descendants_cte(limit: int | None = None) -> str:
 def col(schema: Schema, name: str, alias: str = "", table: str = "sessions") -> str:
     """``alias.name`` when the column exists in this database's schema, else ``NULL``."""
     if not schema.has(table, name):
+        return "NULL"
+    return f"{alias}.{name}" if alias else name
+
+
+def attached_col(
+    conn: sqlite3.Connection, db: str, name: str, alias: str = "", table: str = "sessions"
+) -> str:
+    """``col`` for a file attached to ``conn`` as ``db`` whose Schema was not read (a ledger
+    file's view of state.db): the column when ``PRAGMA table_info`` lists it, else ``NULL``."""
+    if not any(r[1] == name for r in conn.execute(f"PRAGMA {db}.table_info({table})")):
         return "NULL"
     return f"{alias}.{name}" if alias else name
 
@@ -98,6 +111,24 @@ def total(expr: str, *, integer: bool = True) -> str:
 def in_list(n: int) -> str:
     """``?,?,?`` for an IN (...) of n values."""
     return ",".join("?" * n)
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection, *, immediate: bool = True) -> Iterator[None]:
+    """One short transaction on ``conn`` (opened with ``isolation_level=None``): ``BEGIN
+    IMMEDIATE``, the file's write lock from its first statement (``immediate=False``: a
+    deferred ``BEGIN``, the lock at its first write); committed when the block ends, also by a
+    ``return`` (a block that wrote nothing commits nothing), and rolled back on any error,
+    the ``COMMIT``'s own included. Never for the live state.db: its writes go through the
+    Writer (webui.db.changes.writer), whose retries and pause after each commit let the
+    gateway in."""
+    conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    try:
+        yield
+        conn.execute("COMMIT")
+    finally:
+        if conn.in_transaction:  # an error (SQLite may have rolled back already)
+            conn.execute("ROLLBACK")
 
 
 def encode_cursor(key: Any, row_id: str | int) -> str:

@@ -6,19 +6,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from webui.db import deadline as request_deadline
 from webui.db import sql
-from webui.db.changes import backup, flags, guards, holders, prompts, renaming, rows, transcripts
+from webui.db.changes import backup, flags, guards, holders, prompts, removal, renaming, rows
 from webui.db.changes.backup import Backup, ChangedSinceBackup
 from webui.db.changes.batches import Batches
 from webui.db.changes.jobs import Job
 from webui.db.changes.lane import Lane
 from webui.db.changes.prune import Pruning
-from webui.db.changes.removal import trim
+from webui.db.changes.removal import Deleted, trim
 from webui.db.changes.renaming import TitleInUse  # noqa: F401 - the views import it here
 from webui.db.changes.replaying import replay_entry
 from webui.db.changes.selected import SelectionReads
@@ -34,24 +33,6 @@ class PartlyRemoved(LogbookDBError):
     """A removal stopped between its batches; the journal finishes it later."""
 
     status = 503
-
-
-@dataclass
-class Deleted:
-    """What a delete removed: the sessions (the one asked for first, then its delegate
-    subagent runs) and how many transcript files."""
-
-    ids: list[str]
-    files: int = 0
-    prompts: int = 0  # system_prompts rows no session references any more, removed with it
-    warning: str | None = None  # said beside the result (0.22: a pinned session was deleted)
-
-    def __bool__(self) -> bool:
-        return bool(self.ids)
-
-    @property
-    def subagents(self) -> int:
-        return max(len(self.ids) - 1, 0)
 
 
 class Actions:
@@ -90,7 +71,15 @@ class Actions:
         self.selection_page = self.selected.selection_page
         self.selection_totals = self.selected.selection_totals
         self.prune_ids = self.selected.prune_ids
-        self.pruning = Pruning(self)
+        self.pruning = Pruning(
+            reader,
+            writer,
+            self.lane,
+            self.selected,
+            delete_into=self.delete_into,
+            on_change=on_change,
+            context=context,
+        )
         self.start_prune = self.pruning.start_prune
         self.run_prune = self.pruning.run_prune
         self.job = self.pruning.job
@@ -205,7 +194,7 @@ class Actions:
                 [session_id],
             )
             limits = {sid: (None if upto is None else upto.get(sid, -1)) for sid in doomed}
-            unit.intend(self.newest(limits))
+            unit.intend(removal.newest(self.r, limits))
             trimmed = [0]  # messages removed ahead of the final transaction, as they go
             try:
                 for sid, most in limits.items():
@@ -226,31 +215,14 @@ class Actions:
             if deleted and rules.removes_transcripts:
                 # Hermes removes a deleted session's transcript files too; the entry stays
                 # until they are gone, so a kill here is finished at the next start.
-                deleted.files = sum(self.remove_transcripts(sid) for sid in deleted.ids)
+                deleted.files = sum(self.lane.remove_transcripts(sid) for sid in deleted.ids)
             if deleted and rules.removes_unreferenced_prompts:
-                deleted.prompts += self.sweep_prompts(batches)
+                deleted.prompts += removal.sweep_prompts(batches)
             if deleted and pinned:
                 deleted.warning = pinned_warning(session_id)
         self.on_change()
         self.w.checkpoint()
         return deleted
-
-    def newest(self, limits: dict[str, int | None]) -> dict[str, int]:
-        """The journal's intent for a removal: per session, the newest message id it may
-        lose (None: all it has now; -1: none)."""
-        ids = list(limits)
-        tops = {
-            r["sid"]: int(r["top"] or 0)
-            for r in self.r.rows(
-                f"SELECT session_id AS sid, MAX(id) AS top FROM messages WHERE session_id IN "
-                f"({sql.in_list(len(ids))}) GROUP BY session_id",
-                ids,
-            )
-        }
-        return {
-            sid: 0 if most == -1 else min(tops.get(sid, 0), most if most is not None else 1 << 62)
-            for sid, most in limits.items()
-        }
 
     def _final_delete(
         self,
@@ -297,14 +269,6 @@ class Actions:
 
         out.ids = batches.once(fn)
         return out
-
-    def sweep_prompts(self, batches: Batches) -> int:
-        """Every other unreferenced system prompt (Hermes's delete leaves none), in short
-        batches; a lock that outlasts the retries leaves them for the next removal."""
-        try:
-            return prompts.sweep(batches)
-        except LogbookDBError:
-            return 0
 
     @staticmethod
     def _check_unchanged(
@@ -355,11 +319,6 @@ class Actions:
         ``sessions/<id>.json``, ``sessions/<id>.jsonl``, ``sessions/request_dump_<id>_*.json``
         (webui.db.changes.transcripts)."""
         return self.lane.transcript_files(session_id)
-
-    def remove_transcripts(self, session_id: str) -> int:
-        """Remove them (a link is removed, never what it points to); errors are skipped, as
-        Hermes skips them. Returns how many went."""
-        return transcripts.remove(self.transcript_files(session_id))
 
     # -- living beside 0.22 -------------------------------------------------------------------
 

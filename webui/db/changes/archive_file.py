@@ -184,28 +184,27 @@ def create_like(live_path: Path, path: Path) -> Identity:
         tokenizer.prepare(out)
         entries = _entries(src, "main")
         out.execute("PRAGMA journal_mode = DELETE")
-        out.execute("BEGIN")
-        for _t, _n, s in entries:
-            if _t == "table" and s.upper().startswith("CREATE VIRTUAL"):
-                out.execute(s)
-        made = {r[0] for r in out.execute("SELECT name FROM sqlite_master")}
-        for kind in ("table", "index", "view", "trigger"):
-            for t, n, s in entries:
-                if t == kind and n not in made:
+        with sql.transaction(out, immediate=False):
+            for _t, _n, s in entries:
+                if _t == "table" and s.upper().startswith("CREATE VIRTUAL"):
                     out.execute(s)
-                    made.add(n)
-        for table in META_TABLES:
-            if table in made:
-                cur = src.execute(f'SELECT * FROM "{table}"')
-                names = [d[0] for d in cur.description]
-                cols = ", ".join(f'"{n}"' for n in names)
-                marks = sql.in_list(len(names))
-                got = cur.fetchall()
-                if table == "state_meta" and "key" in names:
-                    at = names.index("key")
-                    got = [r for r in got if r[at] not in IDENTITY_KEYS]
-                out.executemany(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', got)
-        out.execute("COMMIT")
+            made = {r[0] for r in out.execute("SELECT name FROM sqlite_master")}
+            for kind in ("table", "index", "view", "trigger"):
+                for t, n, s in entries:
+                    if t == kind and n not in made:
+                        out.execute(s)
+                        made.add(n)
+            for table in META_TABLES:
+                if table in made:
+                    cur = src.execute(f'SELECT * FROM "{table}"')
+                    names = [d[0] for d in cur.description]
+                    cols = ", ".join(f'"{n}"' for n in names)
+                    marks = sql.in_list(len(names))
+                    got = cur.fetchall()
+                    if table == "state_meta" and "key" in names:
+                        at = names.index("key")
+                        got = [r for r in got if r[at] not in IDENTITY_KEYS]
+                    out.executemany(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', got)
         out.close()
         os.link(tmp, path)  # FileExistsError: someone else's file appeared there; not ours
     finally:

@@ -53,10 +53,9 @@ def undo_copy(held: sqlite3.Connection, path: Path, ident: Identity, members: li
     """The conversation's rows out of the archive again, through ``held`` (the file it holds),
     if the path still names that file. False when it does not (then it is not ours to touch)."""
     end_read(held)
-    held.execute("BEGIN IMMEDIATE")
-    try:
+    with sqlbits.transaction(held):
         # Only our own file, and only while it has no trigger or view of someone else's (one
-        # could turn this delete into anything).
+        # could turn this delete into anything). Not ours: nothing written, nothing to commit.
         if not ident.still_at(path, check_wal=False) or schema_problem(
             held, "main", "live", strict=False
         ):
@@ -67,10 +66,6 @@ def undo_copy(held: sqlite3.Connection, path: Path, ident: Identity, members: li
             held.execute(f"DELETE FROM main.{rows.q(t)} WHERE session_id IN ({marks})", members)
         held.execute(f"DELETE FROM main.sessions WHERE id IN ({marks})", members)
         prompts.drop_unreferenced(held, hashes)  # none left that no conversation there needs
-        held.execute("COMMIT")
-    finally:
-        if held.in_transaction:
-            held.execute("ROLLBACK")
     step("archive rows removed")
     return True
 

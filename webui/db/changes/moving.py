@@ -139,8 +139,8 @@ def _out(
         if verdict:
             return Moved(members, stayed=verdict[0], who=verdict[1], why=verdict[2])
         unit.intend(dict.fromkeys(members, 0), archive=str(target), **ident.facts())
-        copy.execute("BEGIN IMMEDIATE")  # the archive's write lock; the live file is only read
-        try:
+        # The archive's write lock; the live file is only read.
+        with sqlbits.transaction(copy):
             if not ident.still_at(target, check_wal=False):
                 raise ArchiveChanged(f"{target} changed")
             problem = schema_problem(copy, "main", "live")
@@ -148,17 +148,13 @@ def _out(
                 raise ColdStoreError(
                     f"Nothing more was moved: {target.name} changed under cold storage ({problem})."
                 )
-            # The same snapshot as the copy: the conversation and its state again.
+            # The same snapshot as the copy: the conversation and its state again (changed:
+            # nothing written yet, so the transaction ends with nothing to commit).
             if rows.conversation(copy, root, "live") != members or judge(copy, "live", members):
-                copy.execute("ROLLBACK")
                 return Moved(members, stayed="changed", why=["it changed as the move began"])
             _copy_rows(copy, members)
             wrote = rows.digest(copy, "live", members)
             tops = rows.newest(copy, "live", members)
-            copy.execute("COMMIT")
-        finally:
-            if copy.in_transaction:
-                copy.execute("ROLLBACK")
         unit.touched("archive copy")
         if copy.execute("PRAGMA main.journal_mode").fetchone()[0] == "wal":
             copy.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")

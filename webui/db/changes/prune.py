@@ -1,21 +1,22 @@
 """Prune as a job: Hermes's prune run in short, journaled batches beside a writing gateway
 (or, with a verified backup, one session at a time), its progress and result kept for the
-job page. Actions holds one (``actions.pruning``), made with the Actions whose writer, lane,
-selection and delete it uses. Each batch is
-one unit of the lane (webui.db.changes), so a delete or a conversation moving to cold storage
-runs between two batches, never inside one."""
+job page. Actions holds one (``actions.pruning``), made with the reader, writer, lane, selection
+reads and backed-up delete it uses. Each batch is one unit of the lane (webui.db.changes), so a
+delete or a conversation moving to cold storage runs between two batches, never inside one."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from webui import threads
 from webui.db import deadline as request_deadline
 from webui.db import sql
-from webui.db.changes import backup, guards, prompts, rows
+from webui.db.changes import backup, guards, prompts, removal, rows
 from webui.db.changes import selection as selection_sql
 from webui.db.changes.backup import ChangedSinceBackup
 from webui.db.changes.batches import (
@@ -26,13 +27,20 @@ from webui.db.changes.batches import (
     limit,
 )
 from webui.db.changes.jobs import JOBS, Job
-from webui.db.changes.writer import MESSAGE_BATCH, MESSAGE_BATCH_MAX, MESSAGE_BATCH_MIN, TooSlow
+from webui.db.changes.lane import Lane
+from webui.db.changes.removal import Deleted
+from webui.db.changes.selected import SelectionReads
+from webui.db.changes.writer import (
+    MESSAGE_BATCH,
+    MESSAGE_BATCH_MAX,
+    MESSAGE_BATCH_MIN,
+    TooSlow,
+    Writer,
+)
 from webui.db.errors import NotFound
+from webui.db.reader import Reader
 from webui.hermes import pruning
 from webui.hermes.selection import Selection
-
-if TYPE_CHECKING:
-    from webui.db.changes.actions import Actions
 
 # Sessions in a prune's first batch (then adapted to the time each batch took, 1 to 100; a
 # conversation is never cut, so a batch may hold more).
@@ -62,22 +70,36 @@ class PruneJob(Job):
 
 
 class Pruning:
-    """Prune jobs of one Actions (its reader, writer, lane and delete); the jobs of this server
-    are kept in webui.db.changes.jobs."""
+    """Prune jobs on one live file; the jobs of this server are kept in webui.db.changes.jobs.
 
-    def __init__(self, actions: Actions):
-        self.actions = actions
-        self.r = actions.r
-        self.w = actions.w
-        self.lane = actions.lane
-        self.on_change = actions.on_change
-        self.context = actions.context
+    ``selected``: what a selection holds and the rules of the file's Hermes; ``delete_into``:
+    Actions.delete_into, the verified backup then delete of one session (a backed-up prune);
+    ``context``: what a background job runs inside (the Flask app's context)."""
+
+    def __init__(
+        self,
+        reader: Reader,
+        writer: Writer,
+        lane: Lane,
+        selected: SelectionReads,
+        *,
+        delete_into: Callable[[str, Any, Path, Job | None], tuple[Deleted, backup.Backup]],
+        on_change: Callable[..., None],
+        context: Callable[[], AbstractContextManager[Any]],
+    ):
+        self.r = reader
+        self.w = writer
+        self.lane = lane
+        self.selected = selected
+        self.delete_into = delete_into
+        self.on_change = on_change
+        self.context = context
 
     def start_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:
         """Prune in a background thread. ``backup_to`` = (exporter, folder root): back every
         session up first and delete only what verifiably was (webui.db.changes.backup)."""
         self.w.require_removals()
-        where, params = self.actions.selected.rule(sel)
+        where, params = self.selected.rule(sel)
         total = self.r.scalar(f"SELECT COUNT(*) FROM sessions WHERE {where}", params)
         job = JOBS.add(PruneJob(selection=sel, total=total))
 
@@ -94,7 +116,7 @@ class Pruning:
     def run_prune(self, sel: Selection, backup_to: tuple[Any, Path] | None = None) -> PruneJob:
         """The same as start_prune, in the calling thread (CLI, tests)."""
         self.w.require_removals()
-        where, params = self.actions.selected.rule(sel)
+        where, params = self.selected.rule(sel)
         job = JOBS.add(
             PruneJob(
                 selection=sel,
@@ -115,11 +137,11 @@ class Pruning:
         try:
             job.backup_folder = backup.new_folder(root, "prune")
             seen: set[str] = set()
-            for sid in self.actions.prune_ids(job.selection):
+            for sid in self.selected.prune_ids(job.selection):
                 if sid in seen:
                     continue  # already gone as a subagent run of an earlier one
                 try:
-                    deleted, done = self.actions.delete_into(sid, exporter, job.backup_folder, job)
+                    deleted, done = self.delete_into(sid, exporter, job.backup_folder, job)
                 except ChangedSinceBackup:
                     job.kept.append(sid)
                     continue
@@ -146,9 +168,9 @@ class Pruning:
         state = {"msg_batch": MESSAGE_BATCH}
         cut = None  # the unit of a batch cut short (its entry finishes it later)
         batches = Batches(self.w, job=job, patience_s=LOCK_PATIENCE_S)
-        rules = self.actions.rules
+        rules = self.selected.rules
         try:
-            chosen = self.actions.prune_ids(job.selection)
+            chosen = self.selected.prune_ids(job.selection)
             job.total = len(chosen)
             links = self.r.run(
                 lambda c: selection_sql.compression_links(c, chosen), time_limit_s=120
@@ -168,12 +190,12 @@ class Pruning:
                     ]
                     if not ids:
                         continue
-                    unit.intend(self.actions.newest(dict.fromkeys(ids)))
+                    unit.intend(removal.newest(self.r, dict.fromkeys(ids)))
                     removed, messages_gone, trimmed = self._prune_batch(batches, job, ids, state)
                     # As `hermes sessions prune`: the transcript files of what went.
                     if rules.removes_transcripts:
                         job.files_removed += sum(
-                            self.actions.remove_transcripts(sid) for sid in removed
+                            self.lane.remove_transcripts(sid) for sid in removed
                         )
                     if trimmed:
                         # A session that stopped matching between the steps (a new message
@@ -194,7 +216,7 @@ class Pruning:
             cut = None
             if rules.removes_unreferenced_prompts:
                 with self.lane.unit("prune", wait_s=None, job=job):
-                    job.prompts_removed += self.actions.sweep_prompts(batches)
+                    job.prompts_removed += removal.sweep_prompts(batches)
         except Exception as exc:  # noqa: BLE001 - reported to the user through the job
             reason = (getattr(exc, "message", None) or str(exc)).split(";")[0].rstrip(".")
             pending = cut.entry if cut is not None else None
@@ -219,7 +241,7 @@ class Pruning:
         """One batch's transactions: (removed sessions, messages that went with their rows,
         whether some messages went ahead of the rows)."""
         marks = sql.in_list(len(ids))
-        sw, sp = selection_sql.where(self.r.schema, job.selection, "s", rules=self.actions.rules)
+        sw, sp = selection_sql.where(self.r.schema, job.selection, "s", rules=self.selected.rules)
         pending = self.r.scalar(f"SELECT COUNT(*) FROM messages WHERE session_id IN ({marks})", ids)
         whole_at = ONE_TXN_MESSAGES
         slow = 0  # transactions that could not be cut smaller, rolled back in a row
@@ -285,7 +307,7 @@ class Pruning:
                 f"SELECT id FROM sessions s WHERE id IN ({marks}) AND {rule}", [*ids, *params]
             )
         ]
-        rules = self.actions.rules
+        rules = self.selected.rules
         if going and rules.selection_whole_lineages:
             kept = pruning.kept(set(going), selection_sql.continuations(conn, going))
             going = [sid for sid in going if sid not in kept]
@@ -328,7 +350,7 @@ class Pruning:
         lm = sql.in_list(len(live))
         hashes = (
             prompts.referenced(conn, live)
-            if self.actions.rules.removes_unreferenced_prompts
+            if self.selected.rules.removes_unreferenced_prompts
             else []
         )
         conn.execute(

@@ -3,18 +3,25 @@ transcript's messages first (a bounded number per transaction, never past the ne
 the unit may take), then the session row with what is left of its messages in one.
 
 And the replay of a delete or prune cut short: what is left of each journaled session goes,
-unless it got a message newer than the ones its removal may take (then it is kept, named)."""
+unless it got a message newer than the ones its removal may take (then it is kept, named).
+
+What a delete and a prune share (webui.db.changes.actions and .prune): the journal's intent of a
+removal (``newest``), the sweep of unreferenced system prompts and what a delete reports
+(``Deleted``)."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from webui.db import sql
 from webui.db.changes import prompts, rows
 from webui.db.changes.batches import ONE_TXN_MESSAGES, Batches
 from webui.db.changes.writer import MESSAGE_BATCH, MESSAGE_BATCH_MAX, MESSAGE_BATCH_MIN
+from webui.db.errors import LogbookDBError
 
 if TYPE_CHECKING:
     from webui.db.changes.journal import Entry
@@ -23,6 +30,51 @@ if TYPE_CHECKING:
 
 class Changed(Exception):
     """The session got a newer message (or a new child) since the unit began: not removed."""
+
+
+@dataclass
+class Deleted:
+    """What a delete removed: the sessions (the one asked for first, then its delegate
+    subagent runs) and how many transcript files."""
+
+    ids: list[str]
+    files: int = 0
+    prompts: int = 0  # system_prompts rows no session references any more, removed with it
+    warning: str | None = None  # said beside the result (0.22: a pinned session was deleted)
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
+    @property
+    def subagents(self) -> int:
+        return max(len(self.ids) - 1, 0)
+
+
+def newest(reader, limits: dict[str, int | None]) -> dict[str, int]:
+    """The journal's intent for a removal: per session, the newest message id it may
+    lose (None: all it has now; -1: none)."""
+    ids = list(limits)
+    tops = {
+        r["sid"]: int(r["top"] or 0)
+        for r in reader.rows(
+            f"SELECT session_id AS sid, MAX(id) AS top FROM messages WHERE session_id IN "
+            f"({sql.in_list(len(ids))}) GROUP BY session_id",
+            ids,
+        )
+    }
+    return {
+        sid: 0 if most == -1 else min(tops.get(sid, 0), most if most is not None else 1 << 62)
+        for sid, most in limits.items()
+    }
+
+
+def sweep_prompts(batches: Batches) -> int:
+    """Every other unreferenced system prompt (Hermes's delete leaves none), in short
+    batches; a lock that outlasts the retries leaves them for the next removal."""
+    try:
+        return prompts.sweep(batches)
+    except LogbookDBError:
+        return 0
 
 
 def trim(

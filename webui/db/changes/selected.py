@@ -79,7 +79,7 @@ class SelectionReads:
         page = self.selection_page(sel, cursor, limit, count=summary.get("count") or 0)
         cw, cp = self.rule(sel, "p")
         kw, kp = self.rule(sel, "c")
-        title = "c.title" if s.has("sessions", "title") else "NULL"
+        title = sql.col(s, "title", "c")
         orphans = self.r.rows(
             f"SELECT c.id AS id, {title} AS title, c.parent_session_id AS parent FROM sessions c JOIN sessions p ON "
             f"p.id = c.parent_session_id WHERE {cw} AND NOT ({kw}) ORDER BY c.started_at LIMIT 200",
@@ -150,7 +150,7 @@ class SelectionReads:
                 [*params, *after],
             )
             where, params = f"({where}) AND {row_key} > ({marks})", [*params, *after]
-        title = "s.title" if s.has("sessions", "title") else "NULL"
+        title = sql.col(s, "title", "s")
         key_cols = ", ".join(f"{k} AS _key{i}" for i, k in enumerate(keys))
         rows = self.r.rows(
             f"SELECT s.id AS id, {title} AS title, s.source AS source, "

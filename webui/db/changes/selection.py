@@ -45,7 +45,7 @@ def where(
     a = f"{alias}."
 
     def col(name: str) -> str:
-        return f"{a}{name}" if schema.has("sessions", name) else "NULL"
+        return sql.col(schema, name, alias)
 
     clauses = [f"{col('ended_at')} IS NOT NULL"] if ended_only else []
     params: list[Any] = []

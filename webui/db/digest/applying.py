@@ -70,7 +70,7 @@ class Applier:
     def _months(self, months: dict[tuple, list[int]], sessions: int) -> None:
         self.conn.executemany(
             "INSERT INTO main.bytes_month (source, month, sessions, "
-            f"{', '.join(SIZES)}) VALUES (?, ?, ?, {', '.join('?' * len(SIZES))}) "
+            f"{', '.join(SIZES)}) VALUES (?, ?, ?, {sql.in_list(len(SIZES))}) "
             "ON CONFLICT DO UPDATE SET sessions = sessions + excluded.sessions, "
             + ", ".join(f"{k} = {k} + excluded.{k}" for k in SIZES),
             [(src or "", month or "", sessions, *v) for (src, month), v in months.items()],

@@ -11,6 +11,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from webui.db import sql as sqlh
 from webui.db.reader import Reader
 from webui.hermes import file_changes as fc
 
@@ -65,8 +66,8 @@ class ChangeQuery:
         return " AND ".join(clauses), params
 
 
-def _select(title: bool) -> str:
-    t = "t.title" if title else "NULL"
+def _select(conn: sqlite3.Connection) -> str:
+    t = sqlh.attached_col(conn, "st", "title", "t")
     return (
         f"SELECT {', '.join('c.' + c for c in COLUMNS)}, {t} AS title, t.source AS source "
         "FROM main.changes c LEFT JOIN st.sessions t ON t.id = c.session_id"
@@ -77,10 +78,6 @@ def _rows(conn: sqlite3.Connection, sql: str, params: list[Any]) -> list[dict[st
     cur = conn.execute(sql, params)
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-
-
-def has_title(conn: sqlite3.Connection) -> bool:
-    return any(r[1] == "title" for r in conn.execute("PRAGMA st.table_info(sessions)"))
 
 
 def changes(conn: sqlite3.Connection, q: ChangeQuery) -> list[dict[str, Any]]:
@@ -108,7 +105,7 @@ def _page(
         params = [*params, q.before[0], q.before[0], q.before[1]]
     return _rows(
         conn,
-        f"{_select(has_title(conn))} WHERE {where} ORDER BY c.timestamp DESC, c.id DESC LIMIT ?",
+        f"{_select(conn)} WHERE {where} ORDER BY c.timestamp DESC, c.id DESC LIMIT ?",
         [*params, q.limit + 1],
     )
 
@@ -139,7 +136,7 @@ def workspaces(conn: sqlite3.Connection, q: ChangeQuery) -> list[dict[str, Any]]
 
 
 def change(conn: sqlite3.Connection, change_id: int) -> dict[str, Any] | None:
-    found = _rows(conn, f"{_select(has_title(conn))} WHERE c.id = ?", [change_id])
+    found = _rows(conn, f"{_select(conn)} WHERE c.id = ?", [change_id])
     return found[0] if found else None
 
 

@@ -130,9 +130,7 @@ class DigestLedger:
 
     def session_columns(self) -> list[tuple[str, str]]:
         s = self.r.schema
-        model = "model" if s.has("sessions", "model") else "NULL"
-        cwd = "cwd" if s.has("sessions", "cwd") else "NULL"
-        repo = "git_repo_root" if s.has("sessions", "git_repo_root") else "NULL"
+        model, cwd, repo = (sqlh.col(s, c) for c in ("model", "cwd", "git_repo_root"))
         return [("id", "id"), ("started_at", "started_at"), ("source", "source"),
                 ("model", model), ("cwd", cwd),
                 ("workspace", f"COALESCE(NULLIF({repo}, ''), NULLIF({cwd}, ''))")]  # fmt: skip

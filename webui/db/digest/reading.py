@@ -47,10 +47,8 @@ class Reading:
         self.reasoning = [c for c in REASONING if c in cols]
         self.other = [c for c in cols if c not in NOT_TEXT and c not in REASONING]
         self.has_calls = "tool_calls" in cols
-        self.has_tool_name = "tool_name" in cols
-        self.has_call_id = "tool_call_id" in cols
         # A file without the column (damaged or hand-made) reads as messages without text.
-        self.content = "m.content" if "content" in cols else "NULL"
+        self.content = sql.col(schema, "content", "m", table="messages")
         # Hermes's FTS index reads content (schema 8) or content, tool name and tool calls.
         self.fts_calls = schema.has_fts and not schema.fts_external_content
 
@@ -153,8 +151,8 @@ class Reading:
         for k in (*KEYS, *KEYS_TEXT):
             keys.append(f"CASE WHEN {valid} THEN json_type({c}, '$.{k}') END AS k_{k}")
             keys.append(f"CASE WHEN {valid} THEN json_extract({c}, '$.{k}') END AS v_{k}")
-        call_id = "m.tool_call_id" if self.has_call_id else "NULL"
-        tool = "m.tool_name" if self.has_tool_name else "NULL"
+        call_id = sql.col(self.schema, "tool_call_id", "m", table="messages")
+        tool = sql.col(self.schema, "tool_name", "m", table="messages")
         return self.read(
             f"SELECT m.id AS message_id, m.session_id AS session_id, {call_id} AS call_id, "
             f"{tool} AS tool, {c} IS NULL AS is_null, "

@@ -125,9 +125,11 @@ def loops(
     conn: sqlite3.Connection, where: str, params: list[Any], limit: int = LOOPS_SHOWN
 ) -> dict[str, Any]:
     """Retry loops (webui.hermes.tool_runs): how many, their calls, the longest ``limit``."""
-    has_title = any(r[1] == "title" for r in conn.execute("PRAGMA st.table_info(sessions)"))
     # The title read by the session's key: a join would make the filter's columns ambiguous.
-    title = "(SELECT title FROM st.sessions t WHERE t.id = l.session_id)" if has_title else "NULL"
+    title = (
+        f"(SELECT {sqlh.attached_col(conn, 'st', 'title', 't')} FROM st.sessions t "
+        "WHERE t.id = l.session_id)"
+    )
     summary = conn.execute(
         "SELECT COUNT(*), TOTAL(l.calls) FROM main.loops l JOIN main.sess s "
         f"ON s.session_id = l.session_id WHERE {where}",

@@ -15,6 +15,7 @@ import json
 import sqlite3
 from typing import Any
 
+from webui.db import sql as sqlh
 from webui.db.digest.tables import SIZES
 
 KINDS = ("text_b", "call_b", "tool_b", "reasoning_b", "other_b")
@@ -160,7 +161,7 @@ def report(conn: sqlite3.Connection, catalogue: list[dict], pages: dict, top: in
         for r in conn.execute(f"SELECT month, {cols} FROM main.bytes_month GROUP BY 1 ORDER BY 1")
     ]
     sess_cols = ("session_id", "source", "started_at", "model", *SIZES, "all_b")
-    title = "t.title" if _has_title(conn) else "NULL"
+    title = sqlh.attached_col(conn, "st", "title", "t")
     sessions = []
     for r in conn.execute(
         f"SELECT {', '.join('s.' + c for c in sess_cols)}, {title} FROM main.sess s "
@@ -193,10 +194,6 @@ def report(conn: sqlite3.Connection, catalogue: list[dict], pages: dict, top: in
         "by_month": by_month,
         "sessions": sessions,
     }
-
-
-def _has_title(conn: sqlite3.Connection) -> bool:
-    return any(r[1] == "title" for r in conn.execute("PRAGMA st.table_info(sessions)"))
 
 
 def estimate(conn: sqlite3.Connection, catalogue: list[dict], pages: dict, ids: list[str]) -> dict:

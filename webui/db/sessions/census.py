@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webui.db.reader import Reader
-from webui.db.sql import in_list
+from webui.db.sql import col, in_list
 from webui.hermes import display as rule
 
 # How many values one IN (...) list binds (SQLite's old limit is 999 variables).
@@ -55,7 +55,7 @@ class Reading:
 
 
 def _newer(r: Reader, session_id: str, after: int) -> dict[str, Any]:
-    inactive = "COALESCE(SUM(active = 0), 0)" if r.schema.has("messages", "active") else "0"
+    inactive = f"COALESCE(SUM({col(r.schema, 'active', table='messages')} = 0), 0)"
     return r.one(
         f"SELECT COUNT(*) AS total, TOTAL(id) AS id_sum, {inactive} AS inactive, "
         "COALESCE(MAX(id), 0) AS top FROM messages WHERE session_id = ? AND id > ?",

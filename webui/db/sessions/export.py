@@ -139,20 +139,15 @@ class Exporter:
         top = self.r.scalar("SELECT MAX(id) FROM messages") or 0
         sample = list(range(1, top + 1, max(1, top // 200)))[:200] or [0]
         text = " + ".join(
-            f"COALESCE(length(CAST({c} AS BLOB)), 0)"
+            f"COALESCE(length(CAST({sql.col(self.schema, c, table='messages')} AS BLOB)), 0)"
             for c in ("content", "tool_calls", "reasoning")
-            if self.schema.has("messages", c)
         )
         # 280: the keys and other columns of a message record, written as JSON.
         m = self.r.scalar(
             f"SELECT AVG({text} + 280) FROM messages WHERE id IN ({sql.in_list(len(sample))})",
             sample,
         )
-        prompt = (
-            "COALESCE(length(CAST(system_prompt AS BLOB)), 0)"
-            if self.schema.has("sessions", "system_prompt")
-            else "0"
-        )
+        prompt = f"COALESCE(length(CAST({sql.col(self.schema, 'system_prompt')} AS BLOB)), 0)"
         per_session = self.r.scalar(
             f"SELECT AVG(600 + {prompt}) FROM (SELECT * FROM sessions ORDER BY started_at DESC "
             "LIMIT 200)"
@@ -384,7 +379,7 @@ class Exporter:
         ]
 
     def _csv_rows(self, ids: list[str], cols: list[str], redact: bool) -> Iterator[str]:
-        picked = ", ".join(c if self.schema.has("sessions", c) else f"NULL AS {c}" for c in cols)
+        picked = ", ".join(f"{sql.col(self.schema, c)} AS {c}" for c in cols)
         rows = {
             r["id"]: r
             for r in self.r.rows(

@@ -485,18 +485,6 @@ class SessionStore:
     def get(self, session_id: str) -> dict[str, Any] | None:
         return self.r.one("SELECT * FROM sessions WHERE id = ?", [session_id])
 
-    def existing(self, ids: Sequence[str]) -> set[str]:
-        """Which of these session ids this database holds (one primary-key probe each)."""
-        if not ids:
-            return set()
-        return {
-            r["id"]
-            for r in self.r.rows(
-                "SELECT s.id AS id FROM json_each(?) j CROSS JOIN sessions s ON s.id = j.value",
-                [json.dumps(list(ids))],
-            )
-        }
-
     def resolve_prefix(self, prefix: str, limit: int = 20) -> list[dict[str, Any]]:
         """Sessions whose id starts with ``prefix`` (LIKE wildcards escaped, as Hermes's
         resolve_session_id does), at most ``limit`` + 1 of them."""

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from webui.db.following import Follower, Reads, Via
-from webui.db.ledger_file import meta
 from webui.db.reader import Reader
 from webui.db.stats.rollup_ledger import RollupLedger
 from webui.db.stats.rollup_panels import Panels
@@ -61,9 +60,6 @@ class Rollup:
 
     def _connect(self) -> sqlite3.Connection:
         return self.ledger.connect()
-
-    def _meta(self, conn: sqlite3.Connection) -> dict[str, str]:
-        return meta(conn)
 
     # -- the engine, read through the rollup -------------------------------------------------
 

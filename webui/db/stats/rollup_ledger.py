@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from webui.db import sql
 from webui.db.following import Reads
 from webui.db.ledger_file import meta, open_own_file, pick, sessions_gone, set_meta
 from webui.db.reader import Reader
@@ -27,7 +28,6 @@ class RollupLedger:
         self.r = reader
         self.path = path
         self._read = reads
-        self.has_tool_name = reader.schema.has("messages", "tool_name")
 
     def connect(self) -> sqlite3.Connection:
         return open_own_file(self.path, self.r.opened, VERSION, SCHEMA)
@@ -35,7 +35,7 @@ class RollupLedger:
     # -- sessions -----------------------------------------------------------------------------
 
     def session_columns(self) -> list[tuple[str, str]]:
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
+        model = sql.col(self.r.schema, "model")
         return [("id", "id"), ("started_at", "started_at"), ("source", "source"), ("model", model)]
 
     def add_sessions(self, conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> int:
@@ -61,7 +61,7 @@ class RollupLedger:
         gone = sessions_gone(conn)
         if gone:
             self._drop(conn, gone, keep_session=False)
-        model = "model" if self.r.schema.has("sessions", "model") else "NULL"
+        model = sql.col(self.r.schema, "model")
         missing = conn.execute(
             f"SELECT id, started_at, source, {model} FROM st.sessions WHERE id NOT IN "
             "(SELECT session_id FROM main.sess)"
@@ -238,7 +238,7 @@ class RollupLedger:
         return ids
 
     def _grouped(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
-        tool = "m.tool_name" if self.has_tool_name else "NULL"
+        tool = sql.col(self.r.schema, "tool_name", "m", table="messages")
         return self._read(
             f"SELECT m.session_id AS session_id, m.role AS role, {tool} AS tool_name, "
             "CAST(strftime('%w', m.timestamp, 'unixepoch') AS INTEGER) AS dow, "

@@ -315,7 +315,7 @@ class StatsStore:
                 f"{sql.total(key, integer=False) if by == 'cost' else _total(key)} AS value, "
                 f"{_total(self.num('message_count'))} AS messages, {sql.price_counts(self.schema, 'x')} "
                 f"FROM sessions x LEFT JOIN fam ON fam.id = x.id WHERE {where} GROUP BY 1) "
-                f"SELECT agg.root AS id, {'s.title' if title != 'NULL' else 'NULL'} AS title, "
+                f"SELECT agg.root AS id, {sql.col(self.schema, 'title', 's')} AS title, "
                 f"s.source AS source, s.started_at AS started_at, agg.value AS value, "
                 f"agg.segments AS segments, agg.messages AS messages, agg.included_sessions AS "
                 f"included_sessions, agg.unpriced_sessions AS unpriced_sessions FROM agg JOIN "
@@ -364,7 +364,7 @@ class StatsStore:
         """What `hermes sessions stats` prints: the sessions not archived (every child and
         hidden one included), every stored message (rewound and compacted ones too) — given
         here, counted elsewhere — and the five sources it names, where not zero."""
-        live = "COALESCE(archived, 0) = 0" if self.schema.has("sessions", "archived") else "1"
+        live = f"{self.num('archived')} = 0"
         # one pass: the sessions not archived, by source
         counts = {
             r["source"]: r["n"]
@@ -395,15 +395,14 @@ class StatsStore:
         36 ms for 20,000 sessions)."""
         if not self.schema.has("session_model_usage"):
             return [], []
-        cols = self.schema.columns.get("session_model_usage", ())
 
         def c(name: str) -> str:
-            return f"u.{name}" if name in cols else "NULL"
+            return sql.col(self.schema, name, "u", table="session_model_usage")
 
         where, params = self.where(q)
-        tokens = " + ".join(f"COALESCE(u.{k}, 0)" for k in TOKEN_KINDS[:4] if k in cols) or "0"
-        cost = "COALESCE(u.actual_cost_usd, 0)" if "actual_cost_usd" in cols else "0"
-        est = "COALESCE(u.estimated_cost_usd, 0)" if "estimated_cost_usd" in cols else "0"
+        tokens = " + ".join(f"COALESCE({c(k)}, 0)" for k in TOKEN_KINDS[:4])
+        cost = f"COALESCE({c('actual_cost_usd')}, 0)"
+        est = f"COALESCE({c('estimated_cost_usd')}, 0)"
         # A usage row's cost is no dollar figure when Hermes says so (included, unknown), or
         # when it gives no status and no figure: counted by session, as the groups name them.
         status = f"COALESCE({c('cost_status')}, '')"
@@ -427,7 +426,7 @@ class StatsStore:
             params,
         )
         by_model = []
-        if "task" in cols:
+        if self.schema.has("session_model_usage", "task"):
             by_model = [
                 {
                     "model": "unknown" if g["model"] is None else g["model"],
