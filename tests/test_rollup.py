@@ -280,4 +280,7 @@ def test_statistics_complete_on_a_file_too_big_to_count_in_time(tmp_path):
     tools = {t["tool"]: t["calls"] for t in body["tools"]}
     assert tools["grown_tool"] == 100_000
     following.moved_forward(answered)
-    assert lb.rollup.longest_read_s < max(4 * limit, 0.05), lb.rollup.longest_read_s
+    # It read in many reads, each within the limit (one over it would have run out of time and
+    # been retried smaller); how long they took is the benchmarks' (a busy machine stretches
+    # them: no time decides this test).
+    assert lb.rollup.reads.made > 10, lb.rollup.reads.made

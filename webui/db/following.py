@@ -76,6 +76,7 @@ class Reads:
         self.limit_s = limit_s
         self.patience = 1.0
         self.longest_s = 0.0  # the longest single read (a read transaction)
+        self.made = 0  # reads made
 
     def __call__(
         self, statement: str, params: Sequence[Any] = (), raw: bool = False
@@ -95,6 +96,7 @@ class Reads:
         else:
             rows = self.r.rows(statement, params, time_limit_s=limit)
         self.longest_s = max(self.longest_s, time.monotonic() - began)
+        self.made += 1
         return rows
 
 
