@@ -71,7 +71,9 @@ def main() -> int:
         archive = home / "inst" / "archives" / "hermes-archive-bench.db"
         if name == "move back":  # the way back needs something out there first
             with app.app_context():
-                cold.move_out(get_logbook(), ended, cold.new_job(archive, len(ended), False, True))
+                cold.ColdStorage.of(get_logbook()).move_out(
+                    ended, cold.new_job(archive, len(ended), False, True)
+                )
         writer = start_hermes_writer(venv, db, 600, args.rate)
         began = time.monotonic()
         jobs = []
@@ -80,12 +82,16 @@ def main() -> int:
                 lb = get_logbook()
                 if name == "move out":
                     jobs.append(
-                        cold.move_out(lb, ended, cold.new_job(archive, len(ended), False, True))
+                        cold.ColdStorage.of(lb).move_out(
+                            ended, cold.new_job(archive, len(ended), False, True)
+                        )
                     )
                 elif name == "move back":
                     half = ended[: len(ended) // 2]
                     jobs.append(
-                        cold.move_back(lb, archive, half, cold.new_job(archive, len(half), True))
+                        cold.ColdStorage.of(lb).move_back(
+                            archive, half, cold.new_job(archive, len(half), True)
+                        )
                     )
                 elif name == "bulk delete":
                     from webui.db.changes.jobs import Job
@@ -125,7 +131,9 @@ def _all_at_once(app, lb, ended, archive):
         with app.app_context():
             gate.wait()
             jobs.append(
-                cold.move_out(get_logbook(), ended, cold.new_job(archive, len(ended), False, True))
+                cold.ColdStorage.of(get_logbook()).move_out(
+                    ended, cold.new_job(archive, len(ended), False, True)
+                )
             )
 
     def pruner():

@@ -56,7 +56,7 @@ def _move(app, instance: Path, roots: list[str] | None = None) -> cold.MoveJob:
         lb = get_logbook()
         ids = roots if roots is not None else _ended_roots(lb.opened.path)
         job = cold.new_job(_month(instance), len(ids), False, include_resumable=True)
-        return cold.move_out(lb, ids, job)
+        return cold.ColdStorage.of(lb).move_out(ids, job)
 
 
 def _archives(instance: Path) -> list[Path]:
@@ -351,7 +351,7 @@ def test_session_ids_that_are_not_file_names_move_no_file_either_way(tmp_path, b
     with app.app_context():
         lb = get_logbook()
         job = cold.new_job(_month(instance), 1, True)
-        back = cold.move_back(lb, _month(instance), [bad], job)
+        back = cold.ColdStorage.of(lb).move_back(_month(instance), [bad], job)
     assert back.error is None and back.conversations_moved == 1 and back.files_moved == 0
     assert all(d.exists() for d in decoys)
     assert sorted(p.name for p in sessions_dir.iterdir()) == [

@@ -210,9 +210,9 @@ COLD = (
     "            from webui.web.logbooks import get_logbook as lb_\n"
     "            lb = lb_()\n"
     "            ids = actions.prune_ids(selection_from_args({'older_than': '0'}, command='prune'))\n"
-    "            groups = cold.conversations_of(lb, ids)\n"
+    "            groups = cold.ColdStorage.of(lb).conversations_of(ids)\n"
     "            job = cold.new_job(Path(app.instance_path) / 'archives' / 'hermes-archive-2026-01.db', len(groups), False)\n"
-    "            cold.move_out(lb, [g[0] for g in groups], job)\n"
+    "            cold.ColdStorage.of(lb).move_out([g[0] for g in groups], job)\n"
     "            assert job.error is None, job.error"
 )
 
@@ -257,7 +257,7 @@ COLD_BACK = (
     "            ids = [r[0] for r in sqlite3.connect(archive).execute('SELECT id FROM sessions')]\n"
     "            groups = cold.archive_conversations(archive, ids)\n"
     "            job = cold.new_job(archive, len(groups), True)\n"
-    "            cold.move_back(lb, archive, [g[0] for g in groups], job)\n"
+    "            cold.ColdStorage.of(lb).move_back(archive, [g[0] for g in groups], job)\n"
     "            assert job.error is None, job.error"
 )
 

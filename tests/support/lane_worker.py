@@ -159,15 +159,15 @@ def _run(db: Path, instance: Path, op: dict) -> dict:
             return {"deleted": job.deleted, "error": job.error}
         if kind == "out":
             job = cold.new_job(archive_of(instance), len(ids), False, include_resumable=True)
-            cold.move_out(lb, ids, job)
+            cold.ColdStorage.of(lb).move_out(ids, job)
             return job.as_json()
         if kind in ("back", "back-from"):
             archive = Path(op.get("archive") or archive_of(instance))
             job = cold.new_job(archive, len(ids), True)
-            cold.move_back(lb, archive, ids, job)
+            cold.ColdStorage.of(lb).move_back(archive, ids, job)
             return job.as_json()
         if kind == "out-to":
             job = cold.new_job(Path(op["archive"]), len(ids), False, include_resumable=True)
-            cold.move_out(lb, ids, job)
+            cold.ColdStorage.of(lb).move_out(ids, job)
             return job.as_json()
         return {"recovered": list(lb.actions.recovered)}

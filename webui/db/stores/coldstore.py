@@ -25,6 +25,7 @@ import os
 import sqlite3
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,13 +42,16 @@ from webui.db.changes.archive_file import (
 )
 from webui.db.changes.batches import LOCK_PATIENCE_S, Batches
 from webui.db.changes.jobs import JOBS, Job
+from webui.db.changes.lane import Lane
+from webui.db.changes.writer import Writer
 from webui.db.errors import LogbookDBError
+from webui.db.reader import Reader
 from webui.hermes import continuing as rules_of
 
 if TYPE_CHECKING:
     from webui.db import Logbook
 
-__all__ = ["ColdStoreError", "MoveJob", "archive_file", "job", "new_job", "move_out", "move_back"]
+__all__ = ["ColdStoreError", "ColdStorage", "MoveJob", "archive_file", "job", "new_job"]
 
 ROUTING_FILE_CAP = 8 << 20  # sessions/sessions.json is read up to this size
 
@@ -124,23 +128,6 @@ def job(job_id: str) -> MoveJob | None:
 # -- which conversations -------------------------------------------------------------------
 
 
-def conversations_of(lb: Logbook, ids: list[str]) -> list[list[str]]:
-    """The whole conversations the chosen sessions of the live file belong to, each once."""
-    out: list[list[str]] = []
-
-    def fn(conn: sqlite3.Connection) -> None:
-        seen: set[str] = set()
-        for sid in ids:
-            if sid not in seen:
-                members = rows.conversation(conn, sid)
-                seen.update(members)
-                if members:
-                    out.append(members)
-
-    lb.reader.run(fn, time_limit_s=120)
-    return out
-
-
 def archive_conversations(path: Path, ids: list[str]) -> list[list[str]]:
     conn = sqlite3.connect("file:" + pathname2url(str(path.resolve())) + "?mode=ro", uri=True)
     try:
@@ -164,42 +151,6 @@ class Continuing:
     rules: rules_of.ContinueRules
     current: dict[str, str]  # session -> the chat whose current session it is
     newest: dict[str, str]  # session -> which `hermes -c` continues it
-
-
-def continuing(lb: Logbook) -> Continuing:
-    """Read once per preview and per job: the gateway's routing index (its table, and the
-    ``sessions/sessions.json`` mirror beside the database) and the CLI's latest sessions."""
-    schema = lb.schema
-    rules = rules_of.rules_for(schema.version)
-    current: dict[str, str] = {}
-    if schema.has("gateway_routing"):
-        for r in lb.reader.rows(
-            "SELECT session_key, entry_json FROM gateway_routing", [], time_limit_s=30
-        ):
-            sid = _entry_session(r["entry_json"])
-            if sid:
-                current.setdefault(sid, str(r["session_key"]))
-    for key, sid in _routing_file(lb.opened.path.parent / "sessions" / "sessions.json").items():
-        current.setdefault(sid, key)
-    cols = {
-        c: (c if schema.has("sessions", c) else f"NULL AS {c}") for c in ("cwd", "git_repo_root")
-    }
-    activity = sql.col(schema, "last_activity_at", "s")
-    sources = [*rules.cli_sources, "tui"]
-    marks = sql.in_list(len(sources))
-    found = lb.reader.rows(
-        f"SELECT s.id AS id, s.source AS source, s.started_at AS started_at, "
-        f"{cols['cwd']}, {cols['git_repo_root']}, "
-        f"MAX(COALESCE({activity}, 0), COALESCE((SELECT MAX(m.timestamp) FROM messages m "
-        f"WHERE m.session_id = s.id), 0)) AS last_active "
-        f"FROM sessions s WHERE s.source IN ({marks})",
-        sources,
-        time_limit_s=60,
-    )
-    for r in found:
-        if not r["last_active"]:
-            r["last_active"] = r["started_at"]
-    return Continuing(rules, current, rules_of.latest(found, rules))
 
 
 def _entry_session(text: Any) -> str | None:
@@ -264,87 +215,175 @@ def judge(cont: Continuing, include_resumable: bool) -> moving.Judge:
     return verdict
 
 
-def staying(lb: Logbook, groups: list[list[str]], include_resumable: bool) -> list[dict[str, Any]]:
-    """For the preview: each conversation that would stay, with why (the job's own rule)."""
-    verdict = judge(continuing(lb), include_resumable)
-    out: list[dict[str, Any]] = []
+# -- cold storage of the live file ---------------------------------------------------------
 
-    def fn(conn: sqlite3.Connection) -> None:
-        for members in groups:
-            v = verdict(conn, "main", members)
-            if v:
-                out.append(
-                    {"conversation": members[0], "kind": v[0], "sessions": v[1], "why": v[2]}
+
+class ColdStorage:
+    """Cold storage of one live file, given the parts it uses: the file's reader and path, its
+    lane (every move a unit of it: webui.db.changes), the Writer whose rules say whether this
+    process may remove rows, and what drops kept answers after a change."""
+
+    def __init__(
+        self,
+        reader: Reader,
+        live: Path,
+        lane: Lane,
+        writer: Writer,
+        on_change: Callable[[], None],
+    ):
+        self.reader = reader
+        self.live = live
+        self.lane = lane
+        self.writer = writer
+        self.on_change = on_change
+
+    @classmethod
+    def of(cls, lb: Logbook) -> ColdStorage:
+        """The parts of a served file's Logbook that cold storage uses."""
+        a = lb.actions
+        return cls(lb.reader, lb.opened.path, a.lane, a.w, a.on_change)
+
+    # -- which conversations, and which stay
+
+    def conversations_of(self, ids: list[str]) -> list[list[str]]:
+        """The whole conversations the chosen sessions of the live file belong to, each once."""
+        out: list[list[str]] = []
+
+        def fn(conn: sqlite3.Connection) -> None:
+            seen: set[str] = set()
+            for sid in ids:
+                if sid not in seen:
+                    members = rows.conversation(conn, sid)
+                    seen.update(members)
+                    if members:
+                        out.append(members)
+
+        self.reader.run(fn, time_limit_s=120)
+        return out
+
+    def continuing(self) -> Continuing:
+        """Read once per preview and per job: the gateway's routing index (its table, and the
+        ``sessions/sessions.json`` mirror beside the database) and the CLI's latest sessions."""
+        schema = self.reader.schema
+        rules = rules_of.rules_for(schema.version)
+        current: dict[str, str] = {}
+        if schema.has("gateway_routing"):
+            for r in self.reader.rows(
+                "SELECT session_key, entry_json FROM gateway_routing", [], time_limit_s=30
+            ):
+                sid = _entry_session(r["entry_json"])
+                if sid:
+                    current.setdefault(sid, str(r["session_key"]))
+        for key, sid in _routing_file(self.live.parent / "sessions" / "sessions.json").items():
+            current.setdefault(sid, key)
+        cols = {
+            c: (c if schema.has("sessions", c) else f"NULL AS {c}")
+            for c in ("cwd", "git_repo_root")
+        }
+        activity = sql.col(schema, "last_activity_at", "s")
+        sources = [*rules.cli_sources, "tui"]
+        marks = sql.in_list(len(sources))
+        found = self.reader.rows(
+            f"SELECT s.id AS id, s.source AS source, s.started_at AS started_at, "
+            f"{cols['cwd']}, {cols['git_repo_root']}, "
+            f"MAX(COALESCE({activity}, 0), COALESCE((SELECT MAX(m.timestamp) FROM messages m "
+            f"WHERE m.session_id = s.id), 0)) AS last_active "
+            f"FROM sessions s WHERE s.source IN ({marks})",
+            sources,
+            time_limit_s=60,
+        )
+        for r in found:
+            if not r["last_active"]:
+                r["last_active"] = r["started_at"]
+        return Continuing(rules, current, rules_of.latest(found, rules))
+
+    def staying(self, groups: list[list[str]], include_resumable: bool) -> list[dict[str, Any]]:
+        """For the preview: each conversation that would stay, with why (the job's own rule)."""
+        verdict = judge(self.continuing(), include_resumable)
+        out: list[dict[str, Any]] = []
+
+        def fn(conn: sqlite3.Connection) -> None:
+            for members in groups:
+                v = verdict(conn, "main", members)
+                if v:
+                    out.append(
+                        {"conversation": members[0], "kind": v[0], "sessions": v[1], "why": v[2]}
+                    )
+
+        self.reader.run(fn, time_limit_s=120)
+        return out
+
+    # -- the moves
+
+    def move_out(
+        self,
+        roots: list[str],
+        j: MoveJob,
+        *,
+        forbidden: list[Path] | tuple[Path, ...] = (),
+    ) -> MoveJob:
+        """Each chosen conversation (one of its sessions in ``roots``) into this month's archive
+        file in ``j.target``'s folder, one unit at a time (webui.db.changes.moving.out_one)."""
+        lane = self.lane
+        failure: BaseException | None = None
+        try:
+            self.writer.require_removals()  # messages this process cannot write: nothing moves
+            with lane.unit("choose", wait_s=None, job=j):  # two jobs never make one file twice
+                path, ident, j.passed_over = choose(
+                    j.target, self.live, Made(lane.folder), list(forbidden)
                 )
+            j.target = path
+            verdict = judge(self.continuing(), j.include_resumable)
+            batches = Batches(lane.w, job=j, patience_s=LOCK_PATIENCE_S)
+            seen: set[str] = set()
+            for root in roots:
+                if root in seen:
+                    continue  # its conversation was judged already (moved or left)
+                with lane.unit("out", wait_s=None, job=j) as unit:
+                    moved = moving.out_one(lane, unit, batches, path, ident, root, verdict)
+                seen.update(moved.members)
+                _record(j, moved)
+        except Exception as exc:  # noqa: BLE001 - said to the user through the job
+            failure = exc
+        finally:
+            self._finish(j, failure)
+        return j
 
-    lb.reader.run(fn, time_limit_s=120)
-    return out
+    def move_back(self, path: Path, roots: list[str], j: MoveJob) -> MoveJob:
+        """Conversations of an archive file into the live file, verified, out of the archive."""
+        lane = self.lane
+        failure: BaseException | None = None
+        try:
+            self.writer.require_removals()
+            problem = link_problem(path)
+            ident = Identity.of(path)
+            if problem or ident is None or ident == Identity.of(self.live):
+                raise ColdStoreError(
+                    f"Nothing was moved back: {problem or f'{path} is not an archive file here'}."
+                )
+            batches = Batches(lane.w, job=j, patience_s=LOCK_PATIENCE_S)
+            seen: set[str] = set()
+            for root in roots:
+                if root in seen:
+                    continue
+                with lane.unit("back", wait_s=None, job=j) as unit:
+                    moved = moving.back_one(lane, unit, batches, path, ident, root)
+                seen.update(moved.members)
+                _record(j, moved)
+        except Exception as exc:  # noqa: BLE001 - said to the user through the job
+            failure = exc
+        finally:
+            self._finish(j, failure)
+        return j
 
-
-# -- the moves -------------------------------------------------------------------------------
-
-
-def move_out(
-    lb: Logbook,
-    roots: list[str],
-    j: MoveJob,
-    *,
-    forbidden: list[Path] | tuple[Path, ...] = (),
-) -> MoveJob:
-    """Each chosen conversation (one of its sessions in ``roots``) into this month's archive
-    file in ``j.target``'s folder, one unit at a time (webui.db.changes.moving.out_one)."""
-    lane = lb.actions.lane
-    failure: BaseException | None = None
-    try:
-        lb.actions.w.require_removals()  # messages this process cannot write: nothing moves
-        with lane.unit("choose", wait_s=None, job=j):  # two jobs never make one file twice
-            path, ident, j.passed_over = choose(
-                j.target, lb.opened.path, Made(lane.folder), list(forbidden)
-            )
-        j.target = path
-        verdict = judge(continuing(lb), j.include_resumable)
-        batches = Batches(lane.w, job=j, patience_s=LOCK_PATIENCE_S)
-        seen: set[str] = set()
-        for root in roots:
-            if root in seen:
-                continue  # its conversation was judged already (moved or left)
-            with lane.unit("out", wait_s=None, job=j) as unit:
-                moved = moving.out_one(lane, unit, batches, path, ident, root, verdict)
-            seen.update(moved.members)
-            _record(j, moved)
-    except Exception as exc:  # noqa: BLE001 - said to the user through the job
-        failure = exc
-    finally:
-        _finish(lb, j, failure)
-    return j
-
-
-def move_back(lb: Logbook, path: Path, roots: list[str], j: MoveJob) -> MoveJob:
-    """Conversations of an archive file into the live file, verified, out of the archive."""
-    lane = lb.actions.lane
-    failure: BaseException | None = None
-    try:
-        lb.actions.w.require_removals()
-        problem = link_problem(path)
-        ident = Identity.of(path)
-        if problem or ident is None or ident == Identity.of(lb.opened.path):
-            raise ColdStoreError(
-                f"Nothing was moved back: {problem or f'{path} is not an archive file here'}."
-            )
-        batches = Batches(lane.w, job=j, patience_s=LOCK_PATIENCE_S)
-        seen: set[str] = set()
-        for root in roots:
-            if root in seen:
-                continue
-            with lane.unit("back", wait_s=None, job=j) as unit:
-                moved = moving.back_one(lane, unit, batches, path, ident, root)
-            seen.update(moved.members)
-            _record(j, moved)
-    except Exception as exc:  # noqa: BLE001 - said to the user through the job
-        failure = exc
-    finally:
-        _finish(lb, j, failure)
-    return j
+    def _finish(self, j: MoveJob, exc: BaseException | None) -> None:
+        if isinstance(exc, LogbookDBError):
+            j.error = exc.message
+        elif exc is not None:
+            j.error = f"The move stopped: {exc}."
+        self.on_change()
+        j.free_pages, j.page_size = free_pages(self.live)
+        j.end()
 
 
 def _record(j: MoveJob, moved: moving.Moved) -> None:
@@ -369,16 +408,6 @@ def _record(j: MoveJob, moved: moving.Moved) -> None:
             "why": moved.why,
         }
     )
-
-
-def _finish(lb: Logbook, j: MoveJob, exc: BaseException | None) -> None:
-    if isinstance(exc, LogbookDBError):
-        j.error = exc.message
-    elif exc is not None:
-        j.error = f"The move stopped: {exc}."
-    lb.actions.on_change()
-    j.free_pages, j.page_size = free_pages(lb.opened.path)
-    j.end()
 
 
 def free_pages(path: Path) -> tuple[int | None, int | None]:

@@ -14,6 +14,7 @@ from webui import threads
 from webui.db import BadRequest
 from webui.db import deadline as request_deadline
 from webui.db.stores import coldstore as cold
+from webui.db.stores.coldstore import ColdStorage
 from webui.hermes.selection import as_args
 from webui.web.access import removal_required
 from webui.web.logbooks import live_logbook
@@ -85,12 +86,12 @@ def form():
         groups = (
             cold.archive_conversations(source.path, ids)
             if source
-            else cold.conversations_of(live, ids)
+            else ColdStorage.of(live).conversations_of(ids)
         )
     members = sum(len(m) for m in groups)
     target = source.path if source else _target()
     include = _include_resumable(request.args)
-    stays = cold.staying(live, groups, include) if groups and not source else []
+    stays = ColdStorage.of(live).staying(groups, include) if groups and not source else []
     # What the move would free in the live file (an estimate from the digest).
     freed_estimate = None if source else freed(live, [m for g in groups for m in g])
     if wants_json():
@@ -159,15 +160,15 @@ def run():
         groups = cold.archive_conversations(source.path, ids)
         roots = [g[0] for g in groups]
         job = cold.new_job(source.path, len(groups), back=True)
-        work = lambda: cold.move_back(live, source.path, roots, job)  # noqa: E731
+        work = lambda: ColdStorage.of(live).move_back(source.path, roots, job)  # noqa: E731
     else:
-        groups = cold.conversations_of(live, ids)
+        groups = ColdStorage.of(live).conversations_of(ids)
         roots = [g[0] for g in groups]
         job = cold.new_job(
             _target(), len(groups), back=False, include_resumable=_include_resumable(request.form)
         )
         others = _other_stores(live)
-        work = lambda: cold.move_out(live, roots, job, forbidden=others)  # noqa: E731
+        work = lambda: ColdStorage.of(live).move_out(roots, job, forbidden=others)  # noqa: E731
 
     def done_work():
         work()
