@@ -128,18 +128,23 @@ def job(job_id: str) -> MoveJob | None:
 # -- which conversations -------------------------------------------------------------------
 
 
+def whole_conversations(conn: sqlite3.Connection, ids: list[str]) -> list[list[str]]:
+    """The whole conversations the sessions ``ids`` belong to, each once (in ``conn``)."""
+    out: list[list[str]] = []
+    seen: set[str] = set()
+    for sid in ids:
+        if sid not in seen:
+            members = rows.conversation(conn, sid)
+            seen.update(members)
+            if members:
+                out.append(members)
+    return out
+
+
 def archive_conversations(path: Path, ids: list[str]) -> list[list[str]]:
     conn = sqlite3.connect("file:" + pathname2url(str(path.resolve())) + "?mode=ro", uri=True)
     try:
-        out: list[list[str]] = []
-        seen: set[str] = set()
-        for sid in ids:
-            if sid not in seen:
-                members = rows.conversation(conn, sid)
-                seen.update(members)
-                if members:
-                    out.append(members)
-        return out
+        return whole_conversations(conn, ids)
     finally:
         conn.close()
 
@@ -247,19 +252,7 @@ class ColdStorage:
 
     def conversations_of(self, ids: list[str]) -> list[list[str]]:
         """The whole conversations the chosen sessions of the live file belong to, each once."""
-        out: list[list[str]] = []
-
-        def fn(conn: sqlite3.Connection) -> None:
-            seen: set[str] = set()
-            for sid in ids:
-                if sid not in seen:
-                    members = rows.conversation(conn, sid)
-                    seen.update(members)
-                    if members:
-                        out.append(members)
-
-        self.reader.run(fn, time_limit_s=120)
-        return out
+        return self.reader.run(lambda conn: whole_conversations(conn, ids), time_limit_s=120)
 
     def continuing(self) -> Continuing:
         """Read once per preview and per job: the gateway's routing index (its table, and the
