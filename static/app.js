@@ -286,6 +286,12 @@
       "table.sessions tbody tr .title-slot a:first-child, ol.hits li.hit a.snippet");
     return Array.prototype.slice.call(links);
   }
+  // The query box searches as one types (its own trigger). Its `change` (fired when it loses
+  // focus, e.g. by a click on a hit) must not search again: that search's pushed URL would
+  // cancel the navigation the click started. The filters' changes still search.
+  document.addEventListener("change", function (e) {
+    if (e.target && e.target.id === "s-q") e.stopPropagation();
+  }, true);
   // After a search, focus moves to the results so j/k walk the hits (instead of typing into
   // the query box); search-as-you-type keeps the focus where the reader types.
   function focusResults() {

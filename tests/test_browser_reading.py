@@ -9,7 +9,7 @@ import re
 import pytest
 
 from support import copy_fixture, make_app, plant_tool_call_hit, sql
-from support.browser import LiveServer, axe_problems, screenshot
+from support.browser import LiveServer, axe_problems, screenshot, settled
 
 pytestmark = pytest.mark.browser
 
@@ -47,6 +47,28 @@ def test_a_hit_in_a_tool_call_shows_the_tool_and_no_raw_json(v22, page):
     target.wait_for()
     assert "web_search" in target.inner_text()
     assert page.url.split("#")[0].split("?")[0].endswith(f"/sessions/{sid}")
+
+
+def test_leaving_the_query_box_does_not_search_again(v22, page):
+    """A click on a hit takes the focus from the query box, which fires its `change`: a search
+    then would push its URL and cancel the click's navigation (seen under load). The query box
+    searches as one types; only the filters' changes search on `change`."""
+    db, live, _ = v22
+    searches: list[str] = []
+    page.on("request", lambda r: searches.append(r.url) if "/search?" in r.url else None)
+    page.goto(f"{live.url}/search")
+    page.fill("#s-q", "zebrafish")
+    page.locator("#search-results .hit").first.wait_for()
+    settled(page)
+    typed = len(searches)
+    assert typed >= 1
+    page.locator("#s-q").dispatch_event("change")
+    page.locator("h1").click()  # the box loses the focus
+    settled(page)
+    assert len(searches) == typed, searches[typed:]
+    page.select_option("#s-role", "tool")  # a filter's change still searches
+    settled(page)
+    assert len(searches) == typed + 1 and "role=tool" in searches[-1]
 
 
 def test_relatives_are_named_by_kind_with_the_conversation_in_words(v22, page):
