@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import ipaddress
 import os
 import stat
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from webui import __version__
 from webui.db import OpenedDatabase, StartupError, check_database, default_candidates
@@ -372,24 +374,40 @@ def stores_config(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """The program. Ctrl+C stops it at any moment (starting, printing the banner, serving)
-    with one line and exit status 0: never a traceback."""
+    with one line and exit status 0: never a traceback, never a hang."""
+    served = [False]
     try:
-        return _main(argv)
+        code = _main(argv, served)
     except KeyboardInterrupt:
         try:
             print("hermes-logbook: stopped.", file=sys.stderr, flush=True)
-            sys.stdout.flush()
         except (KeyboardInterrupt, OSError):
             pass
-        # Interrupted while starting: background passes (the rollup's, the digest's) may be in
-        # the middle of a read, and the interpreter's finalization can wait on a lock one of
-        # them holds (a start-up Ctrl+C was seen to hang for minutes on a busy machine). Every
-        # change to a file is journaled to survive a kill at any step, and a pass's files are
-        # caches, so ending the process here loses nothing.
-        os._exit(0)
+        _leave(0)
+    if served[0]:
+        _leave(code)
+    return code
 
 
-def _main(argv: list[str] | None) -> int:
+def _leave(code: int) -> NoReturn:
+    """End the process once the app has started, without the interpreter's finalization.
+
+    Background passes (the rollup's, the digest's, a request cut short) may be inside SQLite
+    with the progress handler of their time limit running Python; finalization then closes
+    their connections while they hold them, and waits for ever (a Ctrl+C was seen to hang for
+    minutes on a busy machine, at start-up and while serving). The exit handlers still run
+    (replicas' followers are stopped, logs flushed); every change to a file is journaled to
+    survive a kill at any step and the passes' files are caches, so nothing is lost."""
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - leaving whatever happens
+        pass
+    os._exit(code)
+
+
+def _main(argv: list[str] | None, served: list[bool]) -> int:
     args = build_parser().parse_args(argv)
     err = sys.stderr
     if not is_loopback(args.host) and not args.insecure:
@@ -483,8 +501,9 @@ def _main(argv: list[str] | None) -> int:
     for line in access_lines(args, token, token_source, file_line):
         print(f"  Access:   {line}")
     print("  Stop with Ctrl+C.", flush=True)
+    served[0] = True  # from here on, main() ends the process itself (_leave)
     try:
-        server.run()
+        server.run()  # waitress ends its loop on Ctrl+C and closes its sockets
     except KeyboardInterrupt:
         pass
     return 0
