@@ -56,7 +56,8 @@ def test_the_footer_and_the_command_line_say_the_version(tmp_path):
 
 
 def start(db: Path, instance: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # PYTHONFAULTHANDLER: a process that hangs is asked for every thread's stack (SIGABRT)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
     return subprocess.Popen(
         [
             sys.executable,
@@ -96,7 +97,12 @@ def test_ctrl_c_as_the_banner_prints_stops_without_a_traceback(tmp_path, delay):
         if delay:
             time.sleep(delay)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=WAIT_BOUND_S)  # a bound for a hang
+        try:
+            out, err = proc.communicate(timeout=WAIT_BOUND_S)  # a bound for a hang
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            _, err = proc.communicate(timeout=30)
+            pytest.fail(f"no end {WAIT_BOUND_S} s after Ctrl+C; its threads then:\n{err[-8000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -6,6 +6,7 @@ import argparse
 import atexit
 import ipaddress
 import os
+import signal
 import stat
 import sys
 import time
@@ -449,35 +450,45 @@ def _main(argv: list[str] | None, served: list[bool]) -> int:
     from webui.hermes.changes import changes_line
     from webui.web.views.search import app_search_facts
 
-    app = create_app(
-        {
-            "LOGBOOK_DB": str(opened.path),
-            "LOGBOOK_HOST": args.host,
-            "LOGBOOK_PORT": args.port,
-            "LOGBOOK_REMOTE": bool(args.insecure),
-            "LOGBOOK_READ_ONLY": bool(args.read_only),
-            "LOGBOOK_PRIVATE": bool(args.private),
-            "LOGBOOK_THREADS": args.threads,
-            "LOGBOOK_HERMES_ROOT": str(root) if root else None,
-            "LOGBOOK_PROFILE_NAME": profile,
-            "LOGBOOK_ALLOWED_HOSTS": [h.strip().lower() for h in args.allow_host if h.strip()],
-            "LOGBOOK_TRUSTED_PROXY": proxy,
-        }
-        | stores
-        | ({"LOGBOOK_TOKEN": token} if token else {}),
-        opened=opened,
-        instance_path=str(instance),
-    )
+    # Ctrl+C reaches the main thread, whatever it waits for: the threads started from here on
+    # (background passes, waitress's workers) inherit a mask that blocks SIGINT, so the kernel
+    # delivers it to the main thread alone, where a wait on a lock is interrupted (a signal
+    # taken by another thread only sets a flag the main thread reads when it runs again).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        # ident="" sends no Server header (no version disclosure).
-        server = make_server(app, args.host, args.port, args.threads, facts=app_search_facts(app))
-    except OSError as exc:
-        print(
-            f"hermes-logbook: cannot listen on {args.host}:{args.port}: "
-            f"{exc.strerror or exc}. Choose another --port.",
-            file=err,
+        app = create_app(
+            {
+                "LOGBOOK_DB": str(opened.path),
+                "LOGBOOK_HOST": args.host,
+                "LOGBOOK_PORT": args.port,
+                "LOGBOOK_REMOTE": bool(args.insecure),
+                "LOGBOOK_READ_ONLY": bool(args.read_only),
+                "LOGBOOK_PRIVATE": bool(args.private),
+                "LOGBOOK_THREADS": args.threads,
+                "LOGBOOK_HERMES_ROOT": str(root) if root else None,
+                "LOGBOOK_PROFILE_NAME": profile,
+                "LOGBOOK_ALLOWED_HOSTS": [h.strip().lower() for h in args.allow_host if h.strip()],
+                "LOGBOOK_TRUSTED_PROXY": proxy,
+            }
+            | stores
+            | ({"LOGBOOK_TOKEN": token} if token else {}),
+            opened=opened,
+            instance_path=str(instance),
         )
-        return 2
+        try:
+            # ident="" sends no Server header (no version disclosure).
+            server = make_server(
+                app, args.host, args.port, args.threads, facts=app_search_facts(app)
+            )
+        except OSError as exc:
+            print(
+                f"hermes-logbook: cannot listen on {args.host}:{args.port}: "
+                f"{exc.strerror or exc}. Choose another --port.",
+                file=err,
+            )
+            return 2
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     version = opened.schema.version if opened.schema.version is not None else "unknown"
     print(f"Hermes Logbook {__version__}", flush=True)
