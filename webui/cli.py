@@ -9,6 +9,7 @@ import os
 import signal
 import stat
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -377,17 +378,47 @@ def main(argv: list[str] | None = None) -> int:
     """The program. Ctrl+C stops it at any moment (starting, printing the banner, serving)
     with one line and exit status 0: never a traceback, never a hang."""
     served = [False]
+    previous = signal.signal(signal.SIGINT, _on_interrupt)
     try:
         code = _main(argv, served)
     except KeyboardInterrupt:
+        _say_stopped()
+        _leave(0)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if served[0]:
+        _say_stopped()  # waitress ended its loop on Ctrl+C
+        _leave(code)
+    return code
+
+
+# A Ctrl+C is a KeyboardInterrupt as usual, raised where the main thread stands. Python drops
+# one raised inside a finalizer (it prints "Exception ignored" and goes on): the fast tier saw
+# the server go on serving after a Ctrl+C on a busy machine. So each Ctrl+C also arms a
+# deadline: should the process still be here STOP_GRACE_S later, it ends from another thread.
+STOP_GRACE_S = 6.0
+_stopping = threading.Lock()  # held by whoever said "stopped": the line is said once
+
+
+def _on_interrupt(signum: int, frame: object) -> None:
+    deadline = threading.Timer(STOP_GRACE_S, _stop_now)
+    deadline.daemon = True
+    deadline.start()
+    raise KeyboardInterrupt
+
+
+def _stop_now() -> None:
+    _say_stopped()
+    _leave(0)
+
+
+def _say_stopped() -> None:
+    if _stopping.acquire(blocking=False):
         try:
             print("hermes-logbook: stopped.", file=sys.stderr, flush=True)
         except (KeyboardInterrupt, OSError):
             pass
-        _leave(0)
-    if served[0]:
-        _leave(code)
-    return code
 
 
 def _leave(code: int) -> NoReturn:
