@@ -327,15 +327,14 @@ class ColdStorage:
                 )
             j.target = path
             verdict = judge(self.continuing(), j.include_resumable)
-            batches = Batches(lane.w, job=j, patience_s=LOCK_PATIENCE_S)
-            seen: set[str] = set()
-            for root in roots:
-                if root in seen:
-                    continue  # its conversation was judged already (moved or left)
-                with lane.unit("out", wait_s=None, job=j) as unit:
-                    moved = moving.out_one(lane, unit, batches, path, ident, root, verdict)
-                seen.update(moved.members)
-                _record(j, moved)
+            self._each_conversation(
+                "out",
+                roots,
+                j,
+                lambda unit, batches, root: moving.out_one(
+                    lane, unit, batches, path, ident, root, verdict
+                ),
+            )
         except Exception as exc:  # noqa: BLE001 - said to the user through the job
             failure = exc
         finally:
@@ -354,20 +353,35 @@ class ColdStorage:
                 raise ColdStoreError(
                     f"Nothing was moved back: {problem or f'{path} is not an archive file here'}."
                 )
-            batches = Batches(lane.w, job=j, patience_s=LOCK_PATIENCE_S)
-            seen: set[str] = set()
-            for root in roots:
-                if root in seen:
-                    continue
-                with lane.unit("back", wait_s=None, job=j) as unit:
-                    moved = moving.back_one(lane, unit, batches, path, ident, root)
-                seen.update(moved.members)
-                _record(j, moved)
+            self._each_conversation(
+                "back",
+                roots,
+                j,
+                lambda unit, batches, root: moving.back_one(lane, unit, batches, path, ident, root),
+            )
         except Exception as exc:  # noqa: BLE001 - said to the user through the job
             failure = exc
         finally:
             self._finish(j, failure)
         return j
+
+    def _each_conversation(
+        self,
+        kind: str,
+        roots: list[str],
+        j: MoveJob,
+        move: Callable[[Any, Batches, str], moving.Moved],
+    ) -> None:
+        """``move`` each conversation of ``roots`` as one unit of the lane, each once."""
+        batches = Batches(self.lane.w, job=j, patience_s=LOCK_PATIENCE_S)
+        seen: set[str] = set()
+        for root in roots:
+            if root in seen:
+                continue  # its conversation was judged already (moved or left)
+            with self.lane.unit(kind, wait_s=None, job=j) as unit:
+                moved = move(unit, batches, root)
+            seen.update(moved.members)
+            _record(j, moved)
 
     def _finish(self, j: MoveJob, exc: BaseException | None) -> None:
         if isinstance(exc, LogbookDBError):
